@@ -1,0 +1,86 @@
+#include "flowtrain/core/logging.h"
+
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <mutex>
+
+
+namespace flowtrain {
+namespace {
+
+std::mutex& SinkMutex() {
+  static std::mutex mu;
+  return mu;
+}
+
+LogSink& Sink() {
+  static LogSink* sink = new LogSink();
+  return *sink;
+}
+
+int InitialMinLevel() {
+  const char* env = std::getenv("FLOWTRAIN_MIN_LOG_LEVEL");
+  if (env == nullptr) return 0;
+  return std::atoi(env);
+}
+
+std::atomic<int>& MinLevel() {
+  static std::atomic<int> level{InitialMinLevel()};
+  return level;
+}
+
+const char* Basename(const char* path) {
+  const char* slash = std::strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+}  // namespace
+
+void SetLogSink(LogSink sink) {
+  std::lock_guard<std::mutex> lock(SinkMutex());
+  Sink() = std::move(sink);
+}
+
+void SetMinLogLevel(LogSeverity level) { MinLevel().store(static_cast<int>(level)); }
+
+bool LogLevelEnabled(LogSeverity level) {
+  return static_cast<int>(level) >= MinLevel().load(std::memory_order_relaxed) ||
+         level == LogSeverity::kFatal;
+}
+
+namespace logging_internal {
+
+LogMessage::LogMessage(const char* file, int line, LogSeverity severity)
+    : file_(file), line_(line), severity_(severity) {}
+
+LogMessage::~LogMessage() {
+  timeval now;
+  gettimeofday(&now, nullptr);
+  tm local;
+  localtime_r(&now.tv_sec, &local);
+  static constexpr char kLetters[] = {'I', 'W', 'E', 'F'};
+  char prefix[128];
+  std::snprintf(prefix, sizeof(prefix), "%c%02d%02d %02d:%02d:%02d.%06d %d %s:%d] ",
+                kLetters[static_cast<int>(severity_)], local.tm_mon + 1, local.tm_mday,
+                local.tm_hour, local.tm_min, local.tm_sec, static_cast<int>(now.tv_usec),
+                static_cast<int>(gettid()), Basename(file_), line_);
+  const std::string line = prefix + stream_.str();
+  {
+    std::lock_guard<std::mutex> lock(SinkMutex());
+    if (Sink()) {
+      Sink()(severity_, line);
+    } else {
+      std::fprintf(stderr, "%s\n", line.c_str());
+    }
+  }
+  if (severity_ == LogSeverity::kFatal) std::abort();
+}
+
+}  // namespace logging_internal
+}  // namespace flowtrain

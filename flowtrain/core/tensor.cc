@@ -1,0 +1,259 @@
+#include "flowtrain/core/tensor.h"
+
+#include <functional>
+#include <new>
+
+#include "flowtrain/core/str_util.h"
+
+namespace flowtrain {
+namespace {
+
+// A buffer whose header and data live in one block from an Allocator, so a new tensor costs
+// one allocation.
+class PooledBuffer final : public TensorBuffer {
+ public:
+  static PooledBuffer* Create(DataType dtype, int64_t elements, size_t data_bytes,
+                              Allocator* allocator) {
+    const size_t block_bytes = kHeaderBytes + data_bytes;
+    void* block = allocator->Allocate(block_bytes);
+    auto* buffer = new (block) PooledBuffer(static_cast<char*>(block) + kHeaderBytes, data_bytes,
+                                            dtype, elements, allocator, block_bytes);
+    if (dtype == DT_STRING) {
+      auto* strings = static_cast<std::string*>(buffer->data());
+      for (int64_t i = 0; i < elements; ++i) new (strings + i) std::string();
+    }
+    return buffer;
+  }
+
+  // Header rounded up so the data that follows stays 64-byte aligned.
+  static constexpr size_t kHeaderBytes = 64;
+
+ private:
+  PooledBuffer(void* data, size_t data_bytes, DataType dtype, int64_t elements,
+               Allocator* allocator, size_t block_bytes)
+      : TensorBuffer(data, data_bytes),
+        dtype_(dtype),
+        elements_(elements),
+        allocator_(allocator),
+        block_bytes_(block_bytes) {}
+
+  ~PooledBuffer() override {
+    if (dtype_ == DT_STRING) {
+      auto* strings = static_cast<std::string*>(data());
+      for (int64_t i = 0; i < elements_; ++i) strings[i].~basic_string();
+    }
+  }
+
+  // Memory is owned by the allocator block, so deletion destroys in place and returns it.
+  static void operator delete(void* ptr) {
+    auto* self = static_cast<PooledBuffer*>(ptr);
+    self->allocator_->Deallocate(ptr, self->block_bytes_);
+  }
+
+  DataType dtype_;
+  int64_t elements_;
+  Allocator* allocator_;
+  size_t block_bytes_;
+};
+static_assert(sizeof(PooledBuffer) <= PooledBuffer::kHeaderBytes);
+
+class ExternalBuffer final : public TensorBuffer {
+ public:
+  ExternalBuffer(void* data, size_t size_bytes, std::function<void()> release)
+      : TensorBuffer(data, size_bytes), release_(std::move(release)) {}
+  ~ExternalBuffer() override {
+    if (release_) release_();
+  }
+
+ private:
+  std::function<void()> release_;
+};
+
+size_t ElementBytes(DataType dtype) {
+  if (dtype == DT_STRING) return sizeof(std::string);
+  return DataTypeSize(dtype);
+}
+
+}  // namespace
+
+Tensor::Tensor(DataType dtype, const TensorShape& shape, Allocator* allocator)
+    : dtype_(dtype), shape_(shape) {
+  if (!IsSupportedTensorType(dtype) || IsRefType(dtype)) {
+    InvalidArgument("Cannot create a tensor of type ", DataTypeString(dtype));
+  }
+  const int64_t n = shape.num_elements();
+  if (n == 0) return;
+  PooledBuffer* buffer = PooledBuffer::Create(dtype, n, n * ElementBytes(dtype), allocator);
+  buffer_ = buffer;
+  data_ = buffer->data();
+}
+
+Tensor Tensor::WrapExternal(DataType dtype, const TensorShape& shape, void* data,
+                            size_t size_bytes, std::function<void()> release) {
+  if (dtype == DT_STRING || !IsSupportedTensorType(dtype)) {
+    InvalidArgument("Cannot wrap external memory as a tensor of type ", DataTypeString(dtype));
+  }
+  if (size_bytes < shape.num_elements() * DataTypeSize(dtype)) {
+    InvalidArgument("External buffer of ", size_bytes, " bytes is too small for ",
+                    DataTypeString(dtype), " ", shape.DebugString());
+  }
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = shape;
+  t.buffer_ = new ExternalBuffer(data, size_bytes, std::move(release));
+  t.data_ = data;
+  return t;
+}
+
+Tensor::Tensor(const Tensor& other)
+    : dtype_(other.dtype_), shape_(other.shape_), buffer_(other.buffer_), data_(other.data_) {
+  if (buffer_ != nullptr) buffer_->Ref();
+}
+
+Tensor::Tensor(Tensor&& other) noexcept
+    : dtype_(other.dtype_),
+      shape_(std::move(other.shape_)),
+      buffer_(other.buffer_),
+      data_(other.data_) {
+  other.buffer_ = nullptr;
+  other.data_ = nullptr;
+  other.dtype_ = DT_INVALID;
+}
+
+Tensor& Tensor::operator=(const Tensor& other) {
+  if (this == &other) return *this;
+  if (other.buffer_ != nullptr) other.buffer_->Ref();
+  if (buffer_ != nullptr) buffer_->Unref();
+  dtype_ = other.dtype_;
+  shape_ = other.shape_;
+  buffer_ = other.buffer_;
+  data_ = other.data_;
+  return *this;
+}
+
+Tensor& Tensor::operator=(Tensor&& other) noexcept {
+  if (this == &other) return *this;
+  if (buffer_ != nullptr) buffer_->Unref();
+  dtype_ = other.dtype_;
+  shape_ = std::move(other.shape_);
+  buffer_ = other.buffer_;
+  data_ = other.data_;
+  other.buffer_ = nullptr;
+  other.data_ = nullptr;
+  other.dtype_ = DT_INVALID;
+  return *this;
+}
+
+Tensor::~Tensor() {
+  if (buffer_ != nullptr) buffer_->Unref();
+}
+
+size_t Tensor::TotalBytes() const {
+  if (dtype_ == DT_STRING) {
+    size_t total = 0;
+    for (const std::string& s : flat<std::string>()) total += s.size();
+    return total;
+  }
+  return NumElements() * DataTypeSize(dtype_);
+}
+
+void Tensor::CheckType(DataType expected) const {
+  if (dtype_ != expected) {
+    InvalidArgument("Tensor has type ", DataTypeString(dtype_), " but was accessed as ",
+                    DataTypeString(expected));
+  }
+}
+
+void Tensor::CheckOneElement() const {
+  if (NumElements() != 1) {
+    InvalidArgument("Expected a tensor with one element, got shape ", shape_.DebugString());
+  }
+}
+
+Tensor Tensor::Reshaped(const TensorShape& shape) const {
+  if (shape.num_elements() != NumElements()) {
+    InvalidArgument("Cannot reshape a tensor with ", NumElements(), " elements to shape ",
+                    shape.DebugString(), " (", shape.num_elements(), " elements)");
+  }
+  Tensor t(*this);
+  t.shape_ = shape;
+  return t;
+}
+
+Tensor Tensor::Slice(int64_t start, int64_t limit) const {
+  if (dims() < 1) InvalidArgument("Cannot slice a scalar tensor");
+  if (start < 0 || limit < start || limit > dim_size(0)) {
+    InvalidArgument("Slice [", start, ", ", limit, ") out of range for shape ",
+                    shape_.DebugString());
+  }
+  Tensor t(*this);
+  t.shape_.set_dim(0, limit - start);
+  const int64_t row = dim_size(0) == 0 ? 0 : NumElements() / dim_size(0);
+  if (data_ != nullptr) t.data_ = static_cast<char*>(data_) + start * row * ElementBytes(dtype_);
+  return t;
+}
+
+Tensor Tensor::DeepCopy() const {
+  if (!IsInitialized()) return Tensor();
+  Tensor copy(dtype_, shape_);
+  copy.CopyDataFrom(*this);
+  return copy;
+}
+
+void Tensor::CopyDataFrom(const Tensor& other) {
+  if (other.dtype_ != dtype_ || other.NumElements() != NumElements()) {
+    InvalidArgument("CopyDataFrom: cannot copy ", DataTypeString(other.dtype_), " ",
+                    other.shape_.DebugString(), " into ", DataTypeString(dtype_), " ",
+                    shape_.DebugString());
+  }
+  if (NumElements() == 0 || data_ == other.data_) return;
+  if (dtype_ == DT_STRING) {
+    auto src = other.flat<std::string>();
+    auto dst = flat<std::string>();
+    for (size_t i = 0; i < src.size(); ++i) dst[i] = src[i];
+  } else {
+    std::memcpy(data_, other.data_, NumElements() * DataTypeSize(dtype_));
+  }
+}
+
+std::string Tensor::SummarizeValue(int64_t max_entries) const {
+  if (!IsInitialized()) return "<uninitialized>";
+  const int64_t n = NumElements();
+  const int64_t shown = std::min(n, max_entries);
+  std::string out;
+  DispatchDataType(dtype_, "SummarizeValue", [&]<typename T>() {
+    const T* values = data<T>();
+    for (int64_t i = 0; i < shown; ++i) {
+      if (i > 0) out += " ";
+      if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) {
+        StrAppend(&out, static_cast<float>(values[i]));
+      } else if constexpr (std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t> ||
+                           std::is_same_v<T, bool>) {
+        StrAppend(&out, static_cast<int>(values[i]));
+      } else {
+        StrAppend(&out, values[i]);
+      }
+    }
+  });
+  if (shown < n) out += "...";
+  return out;
+}
+
+std::string Tensor::DebugString(int max_entries) const {
+  return StrCat("Tensor<type: ", DataTypeString(dtype_), " shape: ", shape_.DebugString(),
+                      " values: ", SummarizeValue(max_entries), ">");
+}
+
+template <>
+Tensor Tensor::FromVector<bool>(const std::vector<bool>& values, const TensorShape& shape) {
+  if (static_cast<int64_t>(values.size()) != shape.num_elements()) {
+    InvalidArgument("Tensor::FromVector: ", values.size(), " values do not fill shape ",
+                    shape.DebugString());
+  }
+  Tensor t(DT_BOOL, shape);
+  bool* out = t.data<bool>();
+  for (size_t i = 0; i < values.size(); ++i) out[i] = values[i];
+  return t;
+}
+
+}  // namespace flowtrain

@@ -1,0 +1,147 @@
+#include "flowtrain/core/tensor_shape.h"
+
+#include <limits>
+
+#include "flowtrain/core/str_util.h"
+#include "flowtrain/core/error.h"
+
+namespace flowtrain {
+namespace {
+
+void CheckKnownDim(int64_t size) {
+  if (size < 0) InvalidArgument("Dimension ", size, " must be >= 0");
+}
+
+int64_t CheckedProduct(const DimVector& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d) {
+      InvalidArgument("Shape [", StrJoin(dims, ","), "] has too many elements");
+    }
+    n *= d;
+  }
+  return n;
+}
+
+}  // namespace
+
+TensorShape::TensorShape(std::initializer_list<int64_t> dims) : dims_(dims) { Recount(); }
+TensorShape::TensorShape(std::span<const int64_t> dims) : dims_(dims.begin(), dims.end()) {
+  Recount();
+}
+TensorShape::TensorShape(DimVector dims) : dims_(std::move(dims)) { Recount(); }
+
+void TensorShape::Recount() {
+  for (int64_t d : dims_) CheckKnownDim(d);
+  num_elements_ = CheckedProduct(dims_);
+}
+
+void TensorShape::AddDim(int64_t size) {
+  dims_.push_back(size);
+  Recount();
+}
+
+void TensorShape::InsertDim(int d, int64_t size) {
+  FT_REQUIRE(d >= 0 && d <= dims(), "InsertDim: index ", d, " out of range for ", DebugString());
+  dims_.insert(dims_.begin() + d, size);
+  Recount();
+}
+
+void TensorShape::RemoveDim(int d) {
+  FT_REQUIRE(d >= 0 && d < dims(), "RemoveDim: index ", d, " out of range for ", DebugString());
+  dims_.erase(dims_.begin() + d);
+  Recount();
+}
+
+void TensorShape::set_dim(int d, int64_t size) {
+  FT_REQUIRE(d >= 0 && d < dims(), "set_dim: index ", d, " out of range for ", DebugString());
+  dims_[d] = size;
+  Recount();
+}
+
+std::string TensorShape::DebugString() const {
+  return StrCat("[", StrJoin(dims_, ","), "]");
+}
+
+PartialTensorShape::PartialTensorShape(std::initializer_list<int64_t> dims)
+    : PartialTensorShape(std::span<const int64_t>(dims.begin(), dims.size())) {}
+
+PartialTensorShape::PartialTensorShape(std::span<const int64_t> dims)
+    : unknown_rank_(false), dims_(dims.begin(), dims.end()) {
+  for (int64_t& d : dims_) {
+    if (d < -1) InvalidArgument("Dimension ", d, " must be >= -1");
+  }
+}
+
+PartialTensorShape::PartialTensorShape(const TensorShape& shape)
+    : unknown_rank_(false), dims_(shape.dim_sizes()) {}
+
+PartialTensorShape PartialTensorShape::UnknownOfRank(int rank) {
+  PartialTensorShape shape;
+  shape.unknown_rank_ = false;
+  shape.dims_.assign(rank, -1);
+  return shape;
+}
+
+bool PartialTensorShape::IsFullyDefined() const {
+  if (unknown_rank_) return false;
+  for (int64_t d : dims_) {
+    if (d < 0) return false;
+  }
+  return true;
+}
+
+int64_t PartialTensorShape::num_elements() const {
+  if (!IsFullyDefined()) return -1;
+  return CheckedProduct(dims_);
+}
+
+TensorShape PartialTensorShape::AsTensorShape() const {
+  if (!IsFullyDefined()) InvalidArgument("Shape ", DebugString(), " is not fully defined");
+  return TensorShape(dims_);
+}
+
+bool PartialTensorShape::IsCompatibleWith(const PartialTensorShape& other) const {
+  if (unknown_rank_ || other.unknown_rank_) return true;
+  if (dims_.size() != other.dims_.size()) return false;
+  for (size_t i = 0; i < dims_.size(); ++i) {
+    if (dims_[i] >= 0 && other.dims_[i] >= 0 && dims_[i] != other.dims_[i]) return false;
+  }
+  return true;
+}
+
+PartialTensorShape PartialTensorShape::MergeWith(const PartialTensorShape& other) const {
+  if (unknown_rank_) return other;
+  if (other.unknown_rank_) return *this;
+  if (!IsCompatibleWith(other)) {
+    InvalidArgument("Shapes ", DebugString(), " and ", other.DebugString(), " are incompatible");
+  }
+  PartialTensorShape merged = *this;
+  for (size_t i = 0; i < dims_.size(); ++i) {
+    if (merged.dims_[i] < 0) merged.dims_[i] = other.dims_[i];
+  }
+  return merged;
+}
+
+void PartialTensorShape::AddDim(int64_t size) {
+  FT_REQUIRE(size >= -1, "Dimension ", size, " must be >= -1");
+  if (unknown_rank_) return;  // Appending to an unknown rank keeps it unknown.
+  dims_.push_back(size);
+}
+
+std::string PartialTensorShape::DebugString() const {
+  if (unknown_rank_) return "<unknown>";
+  std::string out = "[";
+  for (size_t i = 0; i < dims_.size(); ++i) {
+    if (i > 0) out += ",";
+    if (dims_[i] < 0) {
+      out += "?";
+    } else {
+      StrAppend(&out, dims_[i]);
+    }
+  }
+  out += "]";
+  return out;
+}
+
+}  // namespace flowtrain

@@ -1,0 +1,92 @@
+// TensorShape is the fully known shape of a tensor; PartialTensorShape is what shape inference
+// knows at graph-build time: an unknown rank, or a rank with some dimensions unknown (-1).
+//
+//   TensorShape s({2, 3});                  // s.num_elements() == 6, s.DebugString() == "[2,3]"
+//   PartialTensorShape p({-1, 64});          // p.DebugString() == "[?,64]"
+//   p.IsCompatibleWith(TensorShape({8, 64})) // true
+#ifndef FLOWTRAIN_CORE_TENSOR_SHAPE_H_
+#define FLOWTRAIN_CORE_TENSOR_SHAPE_H_
+
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <string>
+
+#include "absl/container/inlined_vector.h"
+
+namespace flowtrain {
+
+using DimVector = absl::InlinedVector<int64_t, 4>;
+
+// A fully defined shape: every dimension is known and non-negative.
+class TensorShape {
+ public:
+  TensorShape() = default;  // scalar
+  TensorShape(std::initializer_list<int64_t> dims);
+  explicit TensorShape(std::span<const int64_t> dims);
+  explicit TensorShape(DimVector dims);
+
+  int dims() const { return static_cast<int>(dims_.size()); }
+  int64_t dim_size(int d) const { return dims_[d]; }
+  const DimVector& dim_sizes() const { return dims_; }
+  int64_t num_elements() const { return num_elements_; }
+
+  void AddDim(int64_t size);
+  void InsertDim(int d, int64_t size);
+  void RemoveDim(int d);
+  void set_dim(int d, int64_t size);
+
+  bool operator==(const TensorShape& other) const { return dims_ == other.dims_; }
+  bool operator!=(const TensorShape& other) const { return !(*this == other); }
+
+  // "[2,3]", "[]" for a scalar.
+  std::string DebugString() const;
+
+ private:
+  void Recount();
+  DimVector dims_;
+  int64_t num_elements_ = 1;
+};
+
+// A shape that may have unknown rank or unknown (-1) dimensions.
+class PartialTensorShape {
+ public:
+  PartialTensorShape() = default;  // unknown rank
+  PartialTensorShape(std::initializer_list<int64_t> dims);
+  explicit PartialTensorShape(std::span<const int64_t> dims);
+  PartialTensorShape(const TensorShape& shape);  // NOLINT: a known shape is a partial one
+
+  static PartialTensorShape Unknown() { return PartialTensorShape(); }
+  static PartialTensorShape UnknownOfRank(int rank);
+
+  bool unknown_rank() const { return unknown_rank_; }
+  // -1 when the rank is unknown.
+  int dims() const { return unknown_rank_ ? -1 : static_cast<int>(dims_.size()); }
+  // -1 when that dimension is unknown.
+  int64_t dim_size(int d) const { return dims_[d]; }
+  const DimVector& dim_sizes() const { return dims_; }
+  bool IsFullyDefined() const;
+  // -1 unless fully defined.
+  int64_t num_elements() const;
+  // Requires IsFullyDefined().
+  TensorShape AsTensorShape() const;
+
+  bool IsCompatibleWith(const PartialTensorShape& other) const;
+  // The most specific shape compatible with both; throws InvalidArgument if incompatible.
+  PartialTensorShape MergeWith(const PartialTensorShape& other) const;
+  bool IsIdenticalTo(const PartialTensorShape& other) const {
+    return unknown_rank_ == other.unknown_rank_ && dims_ == other.dims_;
+  }
+
+  void AddDim(int64_t size);
+  // "<unknown>", "[?,64]".
+  std::string DebugString() const;
+
+ private:
+  bool unknown_rank_ = true;
+  DimVector dims_;
+};
+
+}  // namespace flowtrain
+
+#endif  // FLOWTRAIN_CORE_TENSOR_SHAPE_H_

@@ -1,0 +1,48 @@
+#include "tests/test_util.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <vector>
+
+namespace flowtrain::testing {
+namespace {
+
+std::vector<std::string>& TempDirs() {
+  static auto* dirs = new std::vector<std::string>();
+  return *dirs;
+}
+
+void RemoveTempDirs() {
+  for (const std::string& dir : TempDirs()) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+}
+
+}  // namespace
+
+std::string FixturePath(const std::string& relative) {
+  const char* env = std::getenv("FLOWTRAIN_FIXTURES_DIR");
+  const std::string root = env != nullptr ? env : FLOWTRAIN_FIXTURES_DIR;
+  return root + "/" + relative;
+}
+
+std::string MakeTempDir(const std::string& prefix) {
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  const char* base = std::getenv("TEST_TMPDIR");
+  std::string pattern = std::string(base != nullptr ? base : "/tmp") + "/" + prefix + "_XXXXXX";
+  std::vector<char> buffer(pattern.begin(), pattern.end());
+  buffer.push_back('\0');
+  if (::mkdtemp(buffer.data()) == nullptr) std::abort();
+  if (TempDirs().empty()) std::atexit(RemoveTempDirs);
+  TempDirs().push_back(buffer.data());
+  return buffer.data();
+}
+
+std::string BinaryDir() { return FLOWTRAIN_BINARY_DIR; }
+
+}  // namespace flowtrain::testing
