@@ -119,8 +119,8 @@ TEST(PartialTensorShape, CompatibilityAndMerge) {
   EXPECT_TRUE(p.IsCompatibleWith(TensorShape({8, 64})));
   EXPECT_FALSE(p.IsCompatibleWith(TensorShape({8, 63})));
   EXPECT_FALSE(p.IsCompatibleWith(PartialTensorShape({8})));
-  EXPECT_TRUE(PartialTensorShape().IsCompatibleWith(p));
-  EXPECT_EQ(PartialTensorShape().DebugString(), "<unknown>");
+  EXPECT_TRUE(PartialTensorShape::Unknown().IsCompatibleWith(p));
+  EXPECT_EQ(PartialTensorShape::Unknown().DebugString(), "<unknown>");
   EXPECT_EQ(p.MergeWith(PartialTensorShape({3, -1})).DebugString(), "[3,64]");
   EXPECT_THROW(p.MergeWith(PartialTensorShape({3, 2})), InvalidArgumentError);
   EXPECT_EQ(PartialTensorShape::UnknownOfRank(2).DebugString(), "[?,?]");

@@ -77,7 +77,7 @@ PartialTensorShape::PartialTensorShape(const TensorShape& shape)
     : unknown_rank_(false), dims_(shape.dim_sizes()) {}
 
 PartialTensorShape PartialTensorShape::UnknownOfRank(int rank) {
-  PartialTensorShape shape;
+  PartialTensorShape shape = Unknown();
   shape.unknown_rank_ = false;
   shape.dims_.assign(rank, -1);
   return shape;

@@ -3,6 +3,7 @@
 //
 //   TensorShape s({2, 3});                  // s.num_elements() == 6, s.DebugString() == "[2,3]"
 //   PartialTensorShape p({-1, 64});          // p.DebugString() == "[?,64]"
+//   PartialTensorShape::Unknown()            // "<unknown>"; PartialTensorShape({}) is a scalar
 //   p.IsCompatibleWith(TensorShape({8, 64})) // true
 #ifndef FLOWTRAIN_CORE_TENSOR_SHAPE_H_
 #define FLOWTRAIN_CORE_TENSOR_SHAPE_H_
@@ -48,15 +49,16 @@ class TensorShape {
   int64_t num_elements_ = 1;
 };
 
-// A shape that may have unknown rank or unknown (-1) dimensions.
+// A shape that may have unknown rank or unknown (-1) dimensions. There is deliberately no
+// default constructor: `PartialTensorShape({})` must mean a scalar (TF's `shape=[]`), and an
+// unknown shape is spelled PartialTensorShape::Unknown() (TF's `shape=None`).
 class PartialTensorShape {
  public:
-  PartialTensorShape() = default;  // unknown rank
   PartialTensorShape(std::initializer_list<int64_t> dims);
   explicit PartialTensorShape(std::span<const int64_t> dims);
   PartialTensorShape(const TensorShape& shape);  // NOLINT: a known shape is a partial one
 
-  static PartialTensorShape Unknown() { return PartialTensorShape(); }
+  static PartialTensorShape Unknown() { return PartialTensorShape(UnknownRankTag()); }
   static PartialTensorShape UnknownOfRank(int rank);
 
   bool unknown_rank() const { return unknown_rank_; }
@@ -83,6 +85,8 @@ class PartialTensorShape {
   std::string DebugString() const;
 
  private:
+  struct UnknownRankTag {};
+  explicit PartialTensorShape(UnknownRankTag) {}
   bool unknown_rank_ = true;
   DimVector dims_;
 };

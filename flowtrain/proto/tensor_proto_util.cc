@@ -17,7 +17,7 @@ tensorflow::TensorShapeProto ShapeToProto(const PartialTensorShape& shape) {
 }
 
 PartialTensorShape PartialShapeFromProto(const tensorflow::TensorShapeProto& proto) {
-  if (proto.unknown_rank()) return PartialTensorShape();
+  if (proto.unknown_rank()) return PartialTensorShape::Unknown();
   DimVector dims;
   for (const auto& dim : proto.dim()) dims.push_back(dim.size() < 0 ? -1 : dim.size());
   return PartialTensorShape(std::span<const int64_t>(dims.data(), dims.size()));

@@ -1,0 +1,376 @@
+#include "flowtrain/graph/graph.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+
+#include "flowtrain/core/error.h"
+#include "flowtrain/core/str_util.h"
+
+namespace flowtrain {
+
+// ---- ScopeGuard ----
+
+ScopeGuard& ScopeGuard::operator=(ScopeGuard&& other) noexcept {
+  if (this != &other) {
+    Exit();
+    on_exit_ = std::move(other.on_exit_);
+    other.on_exit_ = nullptr;
+  }
+  return *this;
+}
+
+ScopeGuard::~ScopeGuard() { Exit(); }
+
+void ScopeGuard::Exit() {
+  if (on_exit_) {
+    auto fn = std::move(on_exit_);
+    on_exit_ = nullptr;
+    fn();
+  }
+}
+
+// ---- Default graph ----
+
+namespace {
+
+std::mutex& DefaultGraphMutex() {
+  static std::mutex mu;
+  return mu;
+}
+
+std::unique_ptr<Graph>& ProcessDefaultGraph() {
+  static auto* graph = new std::unique_ptr<Graph>(new Graph());
+  return *graph;
+}
+
+std::atomic<int>& ThreadsWithDefaultGraphs() {
+  static std::atomic<int> count{0};
+  return count;
+}
+
+thread_local std::vector<Graph*> default_graph_stack;
+
+std::string Lowercase(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
+Graph& GetDefaultGraph() {
+  if (!default_graph_stack.empty()) return *default_graph_stack.back();
+  std::lock_guard<std::mutex> lock(DefaultGraphMutex());
+  return *ProcessDefaultGraph();
+}
+
+void ResetDefaultGraph() {
+  if (!default_graph_stack.empty() || ThreadsWithDefaultGraphs().load() > 0) {
+    FailedPrecondition(
+        "Do not use ResetDefaultGraph() to clear nested graphs. If you need a cleared graph, "
+        "exit the nesting and create a new graph.");
+  }
+  std::lock_guard<std::mutex> lock(DefaultGraphMutex());
+  ProcessDefaultGraph() = std::make_unique<Graph>();
+}
+
+Graph::Graph() = default;
+Graph::~Graph() = default;
+
+ScopeGuard Graph::AsDefault() {
+  default_graph_stack.push_back(this);
+  if (default_graph_stack.size() == 1) ThreadsWithDefaultGraphs().fetch_add(1);
+  return ScopeGuard([this] {
+    // Guards must nest; a guard closed out of order is removed where it is.
+    auto it = std::find(default_graph_stack.rbegin(), default_graph_stack.rend(), this);
+    if (it != default_graph_stack.rend()) default_graph_stack.erase(std::next(it).base());
+    if (default_graph_stack.empty()) ThreadsWithDefaultGraphs().fetch_sub(1);
+  });
+}
+
+// ---- Building context ----
+
+std::string Graph::UniqueName(std::string_view name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // TF compares names case-insensitively when uniquifying, so "Add" and "add" do not
+  // collide on case-insensitive filesystems when graphs are written out.
+  std::string key = Lowercase(name);
+  int& count = names_in_use_[key];
+  const int previous = count++;
+  if (previous == 0) return std::string(name);
+  int i = previous;
+  std::string candidate;
+  while (true) {
+    candidate = StrCat(name, "_", i);
+    key = Lowercase(candidate);
+    if (names_in_use_.find(key) == names_in_use_.end()) break;
+    ++i;
+  }
+  names_in_use_[key] = 1;
+  return candidate;
+}
+
+std::string Graph::CurrentNameScope() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return name_stack_.empty() ? std::string() : name_stack_.back();
+}
+
+ScopeGuard Graph::NameScope(std::string_view name) {
+  std::string scope;
+  if (name.empty()) {
+    scope = "";
+  } else if (name.back() == '/') {
+    scope = std::string(name);
+  } else {
+    scope = UniqueName(StrCat(CurrentNameScope(), name)) + "/";
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  name_stack_.push_back(scope);
+  const size_t depth = name_stack_.size();
+  return ScopeGuard([this, depth] {
+    std::lock_guard<std::mutex> l(mu_);
+    name_stack_.resize(depth - 1);
+  });
+}
+
+ScopeGuard Graph::ControlDependencies(const std::vector<Operation>& ops) {
+  ControlFrame frame;
+  for (const Operation& op : ops) {
+    if (!op) InvalidArgument("ControlDependencies: an operation is empty");
+    if (op.graph() != this) {
+      InvalidArgument("Control dependency ", op.name(), " is not an element of this graph.");
+    }
+    frame.ops.push_back(op.node());
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  control_frames_.push_back(std::move(frame));
+  const size_t depth = control_frames_.size();
+  return ScopeGuard([this, depth] {
+    std::lock_guard<std::mutex> l(mu_);
+    control_frames_.resize(depth - 1);
+  });
+}
+
+ScopeGuard Graph::ClearControlDependencies() {
+  std::lock_guard<std::mutex> lock(mu_);
+  control_frames_.push_back(ControlFrame{true, {}});
+  const size_t depth = control_frames_.size();
+  return ScopeGuard([this, depth] {
+    std::lock_guard<std::mutex> l(mu_);
+    control_frames_.resize(depth - 1);
+  });
+}
+
+ScopeGuard Graph::Device(std::string device) {
+  std::lock_guard<std::mutex> lock(mu_);
+  device_stack_.push_back(std::move(device));
+  const size_t depth = device_stack_.size();
+  return ScopeGuard([this, depth] {
+    std::lock_guard<std::mutex> l(mu_);
+    device_stack_.resize(depth - 1);
+  });
+}
+
+ScopeGuard Graph::Device(DeviceFunction fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  device_functions_.push_back(std::move(fn));
+  const size_t depth = device_functions_.size();
+  return ScopeGuard([this, depth] {
+    std::lock_guard<std::mutex> l(mu_);
+    device_functions_.resize(depth - 1);
+  });
+}
+
+ScopeGuard Graph::ColocateWith(Operation op) {
+  if (!op || op.graph() != this) {
+    InvalidArgument("ColocateWith: operation is not an element of this graph.");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  colocation_stack_.push_back(op.node());
+  const size_t depth = colocation_stack_.size();
+  return ScopeGuard([this, depth] {
+    std::lock_guard<std::mutex> l(mu_);
+    colocation_stack_.resize(depth - 1);
+  });
+}
+
+Graph::BuildContext Graph::CurrentBuildContext(std::string_view op_type,
+                                               std::string_view node_name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  BuildContext context;
+  size_t first = 0;
+  for (size_t i = 0; i < control_frames_.size(); ++i) {
+    if (control_frames_[i].clears) first = i + 1;
+  }
+  for (size_t i = first; i < control_frames_.size(); ++i) {
+    for (Node* n : control_frames_[i].ops) {
+      if (std::find(context.control_dependencies.begin(), context.control_dependencies.end(),
+                    n) == context.control_dependencies.end()) {
+        context.control_dependencies.push_back(n);
+      }
+    }
+  }
+  if (!device_stack_.empty()) context.device = device_stack_.back();
+  if (!device_functions_.empty()) {
+    context.device = device_functions_.back()(op_type, node_name, context.device);
+  }
+  if (!colocation_stack_.empty()) {
+    Node* target = colocation_stack_.back();
+    // Colocating with a node that is itself colocated follows its group, as TF does.
+    if (const AttrValue* cls = target->FindAttr("_class")) {
+      for (const std::string& s : cls->list().s()) context.colocation.push_back(s);
+    } else {
+      context.colocation.push_back(StrCat("loc:@", target->name()));
+    }
+    if (!target->requested_device().empty()) context.device = target->requested_device();
+  }
+  return context;
+}
+
+OpNameScope::OpNameScope(Graph& graph, std::string_view name) {
+  guard_ = graph.NameScope(name);
+  op_name_ = graph.CurrentNameScope();
+  op_name_.pop_back();  // the scope ends in "/"
+}
+
+// ---- Nodes ----
+
+void Graph::CheckNotFinalized() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (finalized_) FailedPrecondition("Graph is finalized and cannot be modified.");
+}
+
+Node* Graph::AddNode(std::unique_ptr<Node> node) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (finalized_) FailedPrecondition("Graph is finalized and cannot be modified.");
+  if (nodes_by_name_.count(node->name()) != 0) {
+    InvalidArgument("Duplicate node name in graph: '", node->name(), "'");
+  }
+  node->id_ = static_cast<int>(nodes_.size());
+  node->graph_ = this;
+  Node* raw = node.get();
+  nodes_.push_back(std::move(node));
+  nodes_by_name_.emplace(raw->name(), raw);
+  // Explicitly named nodes (imports) also reserve their name for UniqueName.
+  names_in_use_.try_emplace(Lowercase(raw->name()), 1);
+  return raw;
+}
+
+int Graph::num_nodes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int>(nodes_.size());
+}
+
+int64_t Graph::version() const { return num_nodes(); }
+
+Node* Graph::node(int id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (id < 0 || id >= static_cast<int>(nodes_.size())) return nullptr;
+  return nodes_[id].get();
+}
+
+Node* Graph::FindNode(std::string_view name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_by_name_.find(name);
+  return it == nodes_by_name_.end() ? nullptr : it->second;
+}
+
+Operation Graph::GetOperationByName(std::string_view name) const {
+  Node* n = FindNode(name);
+  if (n == nullptr) {
+    InvalidArgument("The name '", name, "' refers to an Operation not in the graph.");
+  }
+  return Operation(n);
+}
+
+Output Graph::GetTensorByName(std::string_view name) const {
+  auto [op_name, index] = ParseTensorName(name);
+  if (name.find(':') == std::string_view::npos) {
+    InvalidArgument("The name '", name,
+                    "' looks like an (invalid) Operation name, not a Tensor. Tensor names must "
+                    "be of the form \"<op_name>:<output_index>\".");
+  }
+  Node* n = FindNode(op_name);
+  if (n == nullptr) {
+    InvalidArgument("The name '", name, "' refers to a Tensor which does not exist. The "
+                    "operation, '", op_name, "', does not exist in the graph.");
+  }
+  if (index < 0 || index >= n->num_outputs()) {
+    InvalidArgument("The name '", name, "' refers to a Tensor which does not exist. The "
+                    "operation, '", op_name, "', exists but only has ", n->num_outputs(),
+                    " outputs.");
+  }
+  return Output(n, index);
+}
+
+std::vector<Operation> Graph::operations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Operation> ops;
+  ops.reserve(nodes_.size());
+  for (const auto& n : nodes_) ops.emplace_back(n.get());
+  return ops;
+}
+
+// ---- Collections ----
+
+void Graph::AddToCollection(std::string_view key, std::any value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = collections_.find(key);
+  if (it == collections_.end()) it = collections_.emplace(std::string(key), std::vector<std::any>()).first;
+  it->second.push_back(std::move(value));
+}
+
+std::vector<std::any> Graph::GetCollectionItems(std::string_view key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = collections_.find(key);
+  return it == collections_.end() ? std::vector<std::any>() : it->second;
+}
+
+void Graph::ClearCollection(std::string_view key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = collections_.find(key);
+  if (it != collections_.end()) collections_.erase(it);
+}
+
+std::vector<std::string> Graph::CollectionKeys() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> keys;
+  for (const auto& [key, items] : collections_) keys.push_back(key);
+  return keys;
+}
+
+// ---- Lifecycle ----
+
+void Graph::Finalize() {
+  std::lock_guard<std::mutex> lock(mu_);
+  finalized_ = true;
+}
+
+bool Graph::finalized() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return finalized_;
+}
+
+void Graph::Unfinalize() {
+  std::lock_guard<std::mutex> lock(mu_);
+  finalized_ = false;
+}
+
+std::optional<int64_t> Graph::seed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return seed_;
+}
+
+void Graph::set_seed(int64_t seed) {
+  std::lock_guard<std::mutex> lock(mu_);
+  seed_ = seed;
+}
+
+int64_t Graph::NextOpSeed() {
+  std::lock_guard<std::mutex> lock(mu_);
+  // TF uses the id of the last op created as the op seed when only the graph seed is set.
+  return static_cast<int64_t>(nodes_.size());
+}
+
+}  // namespace flowtrain

@@ -1,0 +1,124 @@
+#include "flowtrain/graph/graph_def.h"
+
+#include <map>
+
+#include "flowtrain/core/error.h"
+#include "flowtrain/core/str_util.h"
+#include "flowtrain/graph/node_builder.h"
+#include "flowtrain/proto/tensor_proto_util.h"
+
+namespace flowtrain {
+
+tensorflow::GraphDef Graph::ToGraphDef(bool add_shapes) const {
+  tensorflow::GraphDef def;
+  for (const Operation& op : operations()) {
+    const Node& node = *op.node();
+    tensorflow::NodeDef* nd = def.add_node();
+    nd->set_name(node.name());
+    nd->set_op(node.type());
+    for (const Endpoint& e : node.inputs()) {
+      nd->add_input(e.index == 0 ? e.node->name() : StrCat(e.node->name(), ":", e.index));
+    }
+    for (const Node* c : node.control_inputs()) nd->add_input(StrCat("^", c->name()));
+    nd->set_device(node.requested_device());
+    auto* attrs = nd->mutable_attr();
+    for (const auto& [name, value] : node.attrs()) (*attrs)[name] = value;
+    if (add_shapes && node.num_outputs() > 0) {
+      std::vector<PartialTensorShape> shapes;
+      for (int i = 0; i < node.num_outputs(); ++i) shapes.push_back(node.output_shape(i));
+      (*attrs)["_output_shapes"] = MakeAttrValue(shapes);
+    }
+  }
+  def.mutable_versions()->set_producer(kGraphDefProducer);
+  def.mutable_versions()->set_min_consumer(kGraphDefMinConsumer);
+  return def;
+}
+
+void ImportGraphDef(const tensorflow::GraphDef& graph_def, Graph* graph, std::string_view prefix) {
+  const std::string name_prefix = prefix.empty() ? std::string() : StrCat(prefix, "/");
+  std::map<std::string, const tensorflow::NodeDef*, std::less<>> by_name;
+  for (const auto& nd : graph_def.node()) {
+    if (!by_name.emplace(nd.name(), &nd).second) {
+      InvalidArgument("GraphDef has two nodes named '", nd.name(), "'");
+    }
+  }
+  std::map<std::string, Node*, std::less<>> imported;
+  // 0 = not visited, 1 = in progress (cycle detection), 2 = done.
+  std::map<std::string, int, std::less<>> state;
+
+  std::function<Node*(const std::string&)> import_node = [&](const std::string& name) -> Node* {
+    if (auto it = imported.find(name); it != imported.end()) return it->second;
+    auto def_it = by_name.find(name);
+    if (def_it == by_name.end()) {
+      InvalidArgument("Node '", name, "' is used as an input but not defined in the GraphDef");
+    }
+    int& s = state[name];
+    if (s == 1) InvalidArgument("GraphDef has a cycle through node '", name, "'");
+    s = 1;
+    const tensorflow::NodeDef& nd = *def_it->second;
+    if (OpRegistry::Global()->LookUp(nd.op()) == nullptr) {
+      NotFound("Op type not registered '", nd.op(), "' (node '", nd.name(), "')");
+    }
+    const tensorflow::OpDef& op_def = OpRegistry::Global()->Get(nd.op()).def;
+
+    // Collect inputs, resolving producers first.
+    std::vector<Output> data_inputs;
+    std::vector<Operation> control_inputs;
+    for (const std::string& input : nd.input()) {
+      if (!input.empty() && input[0] == '^') {
+        control_inputs.emplace_back(import_node(input.substr(1)));
+      } else {
+        auto [producer, index] = ParseTensorName(input);
+        Node* p = import_node(producer);
+        if (index >= p->num_outputs()) {
+          InvalidArgument("Node '", nd.name(), "' input '", input, "' refers to output ", index,
+                          " of a node with ", p->num_outputs(), " outputs");
+        }
+        data_inputs.emplace_back(p, index);
+      }
+    }
+    NodeBuilder builder(nd.op(), StrCat(name_prefix, nd.name()));
+    builder.Graph(graph).ExactName().IgnoreControlScopes().Device(nd.device());
+    for (const auto& [attr_name, value] : nd.attr()) {
+      if (attr_name == "_output_shapes") continue;  // recomputed by shape inference
+      builder.SetAttr(attr_name, value);
+    }
+    // Split the flat input list along the signature's arguments.
+    size_t next = 0;
+    for (const auto& arg : op_def.input_arg()) {
+      int64_t count = 1;
+      bool is_list = false;
+      if (!arg.number_attr().empty()) {
+        is_list = true;
+        auto it = nd.attr().find(arg.number_attr());
+        count = it == nd.attr().end() ? 0 : it->second.i();
+      } else if (!arg.type_list_attr().empty()) {
+        is_list = true;
+        auto it = nd.attr().find(arg.type_list_attr());
+        count = it == nd.attr().end() ? 0 : it->second.list().type_size();
+      }
+      if (next + count > data_inputs.size()) {
+        InvalidArgument("Node '", nd.name(), "' (op: '", nd.op(), "') has too few inputs");
+      }
+      if (is_list) {
+        builder.Input(std::vector<Output>(data_inputs.begin() + next,
+                                          data_inputs.begin() + next + count));
+      } else {
+        builder.Input(data_inputs[next]);
+      }
+      next += count;
+    }
+    if (next != data_inputs.size()) {
+      InvalidArgument("Node '", nd.name(), "' (op: '", nd.op(), "') has ", data_inputs.size(),
+                      " inputs, its op takes ", next);
+    }
+    builder.ControlInputs(control_inputs);
+    Node* node = builder.Finalize().node();
+    imported[name] = node;
+    s = 2;
+    return node;
+  };
+  for (const auto& nd : graph_def.node()) import_node(nd.name());
+}
+
+}  // namespace flowtrain

@@ -1,0 +1,333 @@
+#include "flowtrain/graph/graph.h"
+
+#include <thread>
+
+#include <google/protobuf/util/message_differencer.h>
+#include <gtest/gtest.h>
+
+#include "flowtrain/core/error.h"
+#include "flowtrain/graph/graph_def.h"
+#include "flowtrain/graph/node_builder.h"
+#include "flowtrain/graph/shape_inference.h"
+
+namespace flowtrain {
+namespace {
+
+// Ops private to this test, so the graph layer is tested without the ops layer.
+FT_REGISTER_OP("GraphTestConst")
+    .Output("output: dtype")
+    .Attr("dtype: type")
+    .Attr("shape: shape = []")
+    .SetShapeFn(shape_fns::ShapeFromShapeAttr);
+FT_REGISTER_OP("GraphTestAdd")
+    .Input("x: T")
+    .Input("y: T")
+    .Output("z: T")
+    .Attr("T: {float, double, int32}")
+    .SetShapeFn(shape_fns::BroadcastBinaryOpShape);
+FT_REGISTER_OP("GraphTestConcat")
+    .Input("values: N * T")
+    .Output("output: T")
+    .Attr("N: int >= 2")
+    .Attr("T: type")
+    .Attr("note: string = 'x'");
+FT_REGISTER_OP("GraphTestSplit")
+    .Input("x: float")
+    .Output("a: float")
+    .Output("b: float");
+
+Output TestConst(DataType dtype, PartialTensorShape shape = PartialTensorShape({}),
+                 std::string_view name = "Const", Graph* g = nullptr) {
+  NodeBuilder b("GraphTestConst", name);
+  if (g != nullptr) b.Graph(g);
+  return b.Attr("dtype", dtype).Attr("shape", shape).Finalize();
+}
+
+Output TestAdd(Output x, Output y, std::string_view name = "add") {
+  return NodeBuilder("GraphTestAdd", name).Input(x).Input(y).Finalize();
+}
+
+TEST(OpRegistry, ParsesSpecs) {
+  const tensorflow::OpDef& def = OpRegistry::Global()->Get("GraphTestConcat").def;
+  ASSERT_EQ(def.input_arg_size(), 1);
+  EXPECT_EQ(def.input_arg(0).number_attr(), "N");
+  EXPECT_EQ(def.input_arg(0).type_attr(), "T");
+  ASSERT_EQ(def.attr_size(), 3);
+  EXPECT_TRUE(def.attr(0).has_minimum());
+  EXPECT_EQ(def.attr(0).minimum(), 2);
+  EXPECT_EQ(def.attr(2).default_value().s(), "x");
+  const tensorflow::OpDef& add = OpRegistry::Global()->Get("GraphTestAdd").def;
+  EXPECT_EQ(add.attr(0).allowed_values().list().type_size(), 3);
+  EXPECT_THROW(OpRegistry::Global()->Get("NoSuchOp"), NotFoundError);
+  EXPECT_THROW(OpRegistry::Global()->Register(OpDefBuilder("GraphTestAdd").Build()), AlreadyExistsError);
+}
+
+TEST(Graph, UniqueNamesAndScopes) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  EXPECT_EQ(TestConst(DT_FLOAT).op().name(), "Const");
+  EXPECT_EQ(TestConst(DT_FLOAT).op().name(), "Const_1");
+  EXPECT_EQ(TestConst(DT_FLOAT, {}, "const").op().name(), "const_2");  // case-insensitive, as TF
+  {
+    auto scope = g.NameScope("dense");
+    EXPECT_EQ(g.CurrentNameScope(), "dense/");
+    EXPECT_EQ(TestConst(DT_FLOAT, {}, "kernel").op().name(), "dense/kernel");
+    {
+      auto inner = g.NameScope("inner");
+      EXPECT_EQ(TestConst(DT_FLOAT).op().name(), "dense/inner/Const");
+    }
+  }
+  {
+    auto scope = g.NameScope("dense");
+    EXPECT_EQ(TestConst(DT_FLOAT, {}, "kernel").op().name(), "dense_1/kernel");
+    auto reenter = g.NameScope("dense/");
+    EXPECT_EQ(TestConst(DT_FLOAT, {}, "bias").op().name(), "dense/bias");
+  }
+  EXPECT_EQ(g.CurrentNameScope(), "");
+  Output a = TestConst(DT_FLOAT, {}, "add");
+  Output b = TestAdd(a, a);
+  EXPECT_EQ(b.op().name(), "add_1");
+  EXPECT_EQ(b.name(), "add_1:0");
+  EXPECT_THROW(TestConst(DT_FLOAT, {}, "bad name!"), InvalidArgumentError);
+}
+
+TEST(Graph, ShapeInferenceAndErrors) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output a = TestConst(DT_FLOAT, PartialTensorShape({2, 3}));
+  Output b = TestConst(DT_FLOAT, PartialTensorShape({3}));
+  EXPECT_EQ(TestAdd(a, b).shape().DebugString(), "[2,3]");
+  Output c = TestConst(DT_FLOAT, PartialTensorShape({4}));
+  try {
+    TestAdd(a, c, "bad_add");
+    FAIL();
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_STREQ(e.what(),
+                 "Dimensions must be equal, but are 3 and 4 for 'bad_add' (op: 'GraphTestAdd') "
+                 "with input shapes: [2,3], [4].");
+  }
+  Output i = TestConst(DT_INT64);
+  try {
+    TestAdd(i, i);
+    FAIL();
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("not in the list of allowed values"), std::string::npos);
+  }
+  Output d = TestConst(DT_DOUBLE);
+  EXPECT_THROW(TestAdd(a, d), InvalidArgumentError);
+}
+
+TEST(Graph, ListInputsAndAttrDefaults) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output a = TestConst(DT_INT32);
+  Operation cat = NodeBuilder("GraphTestConcat").Input(std::vector<Output>{a, a, a}).Finalize();
+  EXPECT_EQ(cat.GetAttr<int64_t>("N"), 3);
+  EXPECT_EQ(cat.GetAttr<DataType>("T"), DT_INT32);
+  EXPECT_EQ(cat.GetAttr<std::string>("note"), "x");
+  EXPECT_THROW(NodeBuilder("GraphTestConcat").Input(std::vector<Output>{a}).Finalize(),
+               InvalidArgumentError);  // N >= 2
+  EXPECT_THROW(NodeBuilder("GraphTestConcat").Input(a).Finalize(), InvalidArgumentError);
+  Operation split = NodeBuilder("GraphTestSplit").Input(TestConst(DT_FLOAT)).Finalize();
+  EXPECT_EQ(split.num_outputs(), 2);
+  EXPECT_EQ(split.output(1).name(), "GraphTestSplit:1");
+  EXPECT_THROW(split.output(2), InvalidArgumentError);
+}
+
+TEST(Graph, InputsFromTwoGraphsAreRejected) {
+  Graph g1, g2;
+  Output a = TestConst(DT_FLOAT, {}, "Const", &g1);
+  Output b = TestConst(DT_FLOAT, {}, "Const_1", &g2);
+  try {
+    TestAdd(a, b);
+    FAIL();
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_STREQ(e.what(),
+                 "Tensor(\"Const_1:0\", shape=(), dtype=float32) must be from the same graph as "
+                 "Tensor(\"Const:0\", shape=(), dtype=float32).");
+  }
+  // An op with inputs goes to its inputs' graph, whatever the default.
+  auto as_default = g2.AsDefault();
+  EXPECT_EQ(TestAdd(a, a).graph(), &g1);
+}
+
+TEST(Graph, ControlDependencies) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output a = TestConst(DT_FLOAT);
+  Output b = TestConst(DT_FLOAT);
+  {
+    auto deps = g.ControlDependencies({a.op()});
+    Output c = TestConst(DT_FLOAT);
+    ASSERT_EQ(c.op().control_inputs().size(), 1u);
+    EXPECT_EQ(c.op().control_inputs()[0], a.op());
+    // A dependency that is already a data input is not duplicated.
+    Output d = TestAdd(a, b);
+    EXPECT_TRUE(d.op().control_inputs().empty());
+    {
+      auto more = g.ControlDependencies({b.op()});
+      EXPECT_EQ(TestConst(DT_FLOAT).op().control_inputs().size(), 2u);
+      auto none = g.ClearControlDependencies();
+      EXPECT_TRUE(TestConst(DT_FLOAT).op().control_inputs().empty());
+    }
+  }
+  EXPECT_TRUE(TestConst(DT_FLOAT).op().control_inputs().empty());
+}
+
+TEST(Graph, DevicesAndColocation) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output a;
+  {
+    auto device = g.Device("/job:ps/task:0");
+    a = TestConst(DT_FLOAT);
+    EXPECT_EQ(a.op().device(), "/job:ps/task:0");
+  }
+  {
+    auto fn = g.Device([](std::string_view type, std::string_view, std::string_view) {
+      return std::string(type == "GraphTestConst" ? "/job:ps/task:1" : "/job:worker");
+    });
+    EXPECT_EQ(TestConst(DT_FLOAT).op().device(), "/job:ps/task:1");
+  }
+  auto colocate = g.ColocateWith(a.op());
+  Output b = TestConst(DT_FLOAT);
+  EXPECT_EQ(b.op().device(), "/job:ps/task:0");
+  EXPECT_EQ(b.op().node()->GetAttr<std::vector<std::string>>("_class"),
+            std::vector<std::string>{"loc:@Const"});
+}
+
+TEST(Graph, CollectionsAndLookup) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output a = TestConst(DT_FLOAT, {}, "a");
+  g.AddToCollection(GraphKeys::kSummaries, a);
+  g.AddToCollection(GraphKeys::kSummaries, std::string("not an output"));
+  EXPECT_EQ(g.GetCollection<Output>(GraphKeys::kSummaries).size(), 1u);
+  EXPECT_EQ(g.GetCollectionItems("summaries").size(), 2u);
+  EXPECT_TRUE(g.GetCollection<Output>("nothing").empty());
+  EXPECT_EQ(g.CollectionKeys(), std::vector<std::string>{"summaries"});
+  g.ClearCollection("summaries");
+  EXPECT_TRUE(g.GetCollectionItems("summaries").empty());
+  EXPECT_EQ(g.GetOperationByName("a"), a.op());
+  EXPECT_EQ(g.GetTensorByName("a:0"), a);
+  EXPECT_THROW(g.GetTensorByName("a:1"), InvalidArgumentError);
+  EXPECT_THROW(g.GetTensorByName("a"), InvalidArgumentError);
+  EXPECT_THROW(g.GetOperationByName("b"), InvalidArgumentError);
+  EXPECT_STREQ(std::string(GraphKeys::kGlobalVariables).c_str(), "variables");
+  EXPECT_STREQ(GraphKeys::kTrainableVariables, "trainable_variables");
+  EXPECT_STREQ(GraphKeys::kQueueRunners, "queue_runners");
+}
+
+TEST(Graph, FinalizeRejectsChanges) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  TestConst(DT_FLOAT);
+  g.Finalize();
+  try {
+    TestConst(DT_FLOAT);
+    FAIL();
+  } catch (const FailedPreconditionError& e) {
+    EXPECT_STREQ(e.what(), "Graph is finalized and cannot be modified.");
+  }
+  g.Unfinalize();
+  EXPECT_NO_THROW(TestConst(DT_FLOAT));
+}
+
+TEST(Graph, DefaultGraphStack) {
+  Graph& process_default = GetDefaultGraph();
+  Graph g1, g2;
+  {
+    auto d1 = g1.AsDefault();
+    EXPECT_EQ(&GetDefaultGraph(), &g1);
+    {
+      auto d2 = g2.AsDefault();
+      EXPECT_EQ(&GetDefaultGraph(), &g2);
+      EXPECT_THROW(ResetDefaultGraph(), FailedPreconditionError);
+    }
+    EXPECT_EQ(&GetDefaultGraph(), &g1);
+    // Each thread has its own stack.
+    Graph* seen = nullptr;
+    std::thread([&] { seen = &GetDefaultGraph(); }).join();
+    EXPECT_EQ(seen, &process_default);
+  }
+  EXPECT_EQ(&GetDefaultGraph(), &process_default);
+  ResetDefaultGraph();
+  EXPECT_EQ(GetDefaultGraph().num_nodes(), 0);
+}
+
+TEST(Graph, ConcurrentBuildingGivesUniqueNames) {
+  Graph g;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 200; ++i) TestConst(DT_FLOAT, {}, "c", &g);
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(g.num_nodes(), 800);
+  std::set<std::string> names;
+  for (const Operation& op : g.operations()) names.insert(op.name());
+  EXPECT_EQ(names.size(), 800u);
+}
+
+TEST(GraphDef, ExportAndImportRoundTrip) {
+  Graph g;
+  {
+    auto as_default = g.AsDefault();
+    Output a = TestConst(DT_FLOAT, PartialTensorShape({2}), "a");
+    Output b = TestConst(DT_FLOAT, PartialTensorShape({2}), "b");
+    auto deps = g.ControlDependencies({b.op()});
+    auto device = g.Device("/job:worker/task:0");
+    Output c = TestAdd(a, b, "c");
+    Operation cat = NodeBuilder("GraphTestConcat", "cat").Input(std::vector<Output>{a, c}).Finalize();
+    NodeBuilder("GraphTestSplit", "split").Input(cat.output(0)).Finalize();
+  }
+  tensorflow::GraphDef def = g.ToGraphDef(/*add_shapes=*/true);
+  ASSERT_EQ(def.node_size(), 5);
+  EXPECT_EQ(def.versions().producer(), kGraphDefProducer);
+  const tensorflow::NodeDef& c = def.node(2);
+  EXPECT_EQ(c.name(), "c");
+  EXPECT_EQ(c.op(), "GraphTestAdd");
+  ASSERT_EQ(c.input_size(), 2);  // b is a data input, so no ^b control input
+  EXPECT_EQ(c.device(), "/job:worker/task:0");
+  EXPECT_EQ(c.attr().at("T").type(), tensorflow::DT_FLOAT);
+  EXPECT_EQ(c.attr().at("_output_shapes").list().shape(0).dim(0).size(), 2);
+  EXPECT_EQ(def.node(3).input(2), "^b");
+
+  // Import into a new graph, shuffled, and export again: the same GraphDef.
+  tensorflow::GraphDef shuffled = g.ToGraphDef();
+  std::reverse(shuffled.mutable_node()->begin(), shuffled.mutable_node()->end());
+  Graph copy;
+  ImportGraphDef(shuffled, &copy);
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(copy.ToGraphDef(), g.ToGraphDef()));
+  EXPECT_EQ(copy.GetTensorByName("c:0").shape().DebugString(), "[2]");
+
+  Graph prefixed;
+  ImportGraphDef(g.ToGraphDef(), &prefixed, "import");
+  EXPECT_NE(prefixed.FindNode("import/c"), nullptr);
+  EXPECT_EQ(prefixed.FindNode("import/c")->input(0).node->name(), "import/a");
+}
+
+TEST(GraphDef, ImportErrorsNameTheNode) {
+  tensorflow::GraphDef def;
+  auto* n = def.add_node();
+  n->set_name("x");
+  n->set_op("NotARealOp");
+  Graph g;
+  try {
+    ImportGraphDef(def, &g);
+    FAIL();
+  } catch (const NotFoundError& e) {
+    EXPECT_NE(std::string(e.what()).find("NotARealOp"), std::string::npos);
+  }
+  def.Clear();
+  n = def.add_node();
+  n->set_name("y");
+  n->set_op("GraphTestAdd");
+  n->add_input("missing");
+  n->add_input("missing");
+  EXPECT_THROW(ImportGraphDef(def, &g), InvalidArgumentError);
+}
+
+}  // namespace
+}  // namespace flowtrain

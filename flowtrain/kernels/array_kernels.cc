@@ -1,0 +1,293 @@
+// Kernels of the array ops: constants, placeholders, identity and shape manipulation. They
+// move data without arithmetic, so they work on raw bytes (or std::string elements).
+#include <cstring>
+
+#include "flowtrain/core/error.h"
+#include "flowtrain/core/str_util.h"
+#include "flowtrain/kernels/op_kernel.h"
+
+namespace flowtrain {
+namespace {
+
+size_t ElementBytes(DataType dtype) {
+  return dtype == DT_STRING ? sizeof(std::string) : DataTypeSize(dtype);
+}
+
+// Copies `count` elements from src[src_offset...] to dst[dst_offset...].
+void CopyElements(const Tensor& src, int64_t src_offset, Tensor& dst, int64_t dst_offset,
+                  int64_t count) {
+  if (count <= 0) return;
+  if (src.dtype() == DT_STRING) {
+    const std::string* s = src.data<std::string>() + src_offset;
+    std::string* d = dst.data<std::string>() + dst_offset;
+    for (int64_t i = 0; i < count; ++i) d[i] = s[i];
+    return;
+  }
+  const size_t bytes = ElementBytes(src.dtype());
+  std::memcpy(static_cast<char*>(dst.raw_data()) + dst_offset * bytes,
+              static_cast<const char*>(src.raw_data()) + src_offset * bytes, count * bytes);
+}
+
+class ConstOp : public OpKernel {
+ public:
+  explicit ConstOp(OpKernelConstruction& c) : OpKernel(c), value_(*c.node().constant_value()) {}
+  void Compute(OpKernelContext* ctx) override { ctx->set_output(0, value_); }
+  KernelCost cost() const override { return KernelCost::kCheap; }
+
+ private:
+  const Tensor value_;
+};
+FT_REGISTER_KERNEL("Const", ConstOp);
+
+class PlaceholderOp : public OpKernel {
+ public:
+  explicit PlaceholderOp(OpKernelConstruction& c)
+      : OpKernel(c),
+        dtype_(c.GetAttr<DataType>("dtype")),
+        shape_(c.GetAttr<PartialTensorShape>("shape")) {}
+  void Compute(OpKernelContext* ctx) override {
+    // Reached only when the placeholder was not fed.
+    if (shape_.unknown_rank()) {
+      InvalidArgument("You must feed a value for placeholder tensor '", name(), "' with dtype ",
+                      DataTypeString(dtype_));
+    }
+    InvalidArgument("You must feed a value for placeholder tensor '", name(), "' with dtype ",
+                    DataTypeString(dtype_), " and shape ", shape_.DebugString());
+  }
+  KernelCost cost() const override { return KernelCost::kCheap; }
+
+ private:
+  DataType dtype_;
+  PartialTensorShape shape_;
+};
+FT_REGISTER_KERNEL("Placeholder", PlaceholderOp);
+
+// Identity, PlaceholderWithDefault (when not fed) and StopGradient forward their input.
+class ForwardInputOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override { ctx->set_output(0, ctx->input(0)); }
+  KernelCost cost() const override { return KernelCost::kCheap; }
+};
+FT_REGISTER_KERNEL("Identity", ForwardInputOp);
+FT_REGISTER_KERNEL("PlaceholderWithDefault", ForwardInputOp);
+
+class NoOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext*) override {}
+  KernelCost cost() const override { return KernelCost::kCheap; }
+};
+FT_REGISTER_KERNEL("NoOp", NoOp);
+
+int64_t ReadIndex(const Tensor& t, int64_t i) {
+  return t.dtype() == DT_INT32 ? t.flat<int32_t>()[i] : t.flat<int64_t>()[i];
+}
+
+class ReshapeOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& input = ctx->input(0);
+    const Tensor& shape = ctx->input(1);
+    if (shape.dims() != 1) {
+      InvalidArgument("sizes input must be 1-D, not ", shape.shape().DebugString());
+    }
+    DimVector dims;
+    int unknown = -1;
+    int64_t product = 1;
+    for (int64_t i = 0; i < shape.NumElements(); ++i) {
+      const int64_t d = ReadIndex(shape, i);
+      if (d == -1) {
+        if (unknown >= 0) InvalidArgument("Only one input size may be -1, not both ", unknown, " and ", i);
+        unknown = static_cast<int>(i);
+        dims.push_back(1);
+      } else if (d < 0) {
+        InvalidArgument("Size ", i, " must be non-negative, not ", d);
+      } else {
+        dims.push_back(d);
+        product *= d;
+      }
+    }
+    if (unknown >= 0) {
+      if (product == 0 || input.NumElements() % product != 0) {
+        InvalidArgument("Input to reshape is a tensor with ", input.NumElements(),
+                        " values, but the requested shape requires a multiple of ", product);
+      }
+      dims[unknown] = input.NumElements() / product;
+    }
+    TensorShape target(std::move(dims));
+    if (target.num_elements() != input.NumElements()) {
+      InvalidArgument("Input to reshape is a tensor with ", input.NumElements(),
+                      " values, but the requested shape has ", target.num_elements());
+    }
+    ctx->set_output(0, input.Reshaped(target));
+  }
+  KernelCost cost() const override { return KernelCost::kCheap; }
+};
+FT_REGISTER_KERNEL("Reshape", ReshapeOp);
+
+class ShapeOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& input = ctx->input(0);
+    Tensor* out = ctx->allocate_output(0, TensorShape({input.dims()}));
+    for (int i = 0; i < input.dims(); ++i) {
+      if (out->dtype() == DT_INT32) {
+        if (input.dim_size(i) > INT32_MAX) {
+          InvalidArgument("Shape output type is 32-bit but dim ", i, " is ", input.dim_size(i));
+        }
+        out->flat<int32_t>()[i] = static_cast<int32_t>(input.dim_size(i));
+      } else {
+        out->flat<int64_t>()[i] = input.dim_size(i);
+      }
+    }
+  }
+  KernelCost cost() const override { return KernelCost::kCheap; }
+};
+FT_REGISTER_KERNEL("Shape", ShapeOp);
+
+class PackOp : public OpKernel {
+ public:
+  explicit PackOp(OpKernelConstruction& c) : OpKernel(c), axis_(c.GetAttr<int64_t>("axis")) {}
+  void Compute(OpKernelContext* ctx) override {
+    const int n = ctx->num_inputs();
+    const TensorShape& first = ctx->input(0).shape();
+    for (int i = 1; i < n; ++i) {
+      if (ctx->input(i).shape() != first) {
+        InvalidArgument("Shapes of all inputs must match: values[0].shape = ", first.DebugString(),
+                        " != values[", i, "].shape = ", ctx->input(i).shape().DebugString());
+      }
+    }
+    int64_t axis = axis_ < 0 ? axis_ + first.dims() + 1 : axis_;
+    if (axis < 0 || axis > first.dims()) {
+      InvalidArgument("axis = ", axis_, " not in [", -first.dims() - 1, ", ", first.dims() + 1, ")");
+    }
+    TensorShape out_shape = first;
+    out_shape.InsertDim(static_cast<int>(axis), n);
+    Tensor* out = ctx->allocate_output(0, out_shape);
+    // Each input is [outer, inner]; the output interleaves them as [outer, n, inner].
+    int64_t outer = 1;
+    for (int d = 0; d < axis; ++d) outer *= first.dim_size(d);
+    const int64_t inner = outer == 0 ? 0 : first.num_elements() / std::max<int64_t>(outer, 1);
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int i = 0; i < n; ++i) CopyElements(ctx->input(i), o * inner, *out, (o * n + i) * inner, inner);
+    }
+  }
+
+ private:
+  int64_t axis_;
+};
+FT_REGISTER_KERNEL("Pack", PackOp);
+
+class SqueezeOp : public OpKernel {
+ public:
+  explicit SqueezeOp(OpKernelConstruction& c)
+      : OpKernel(c), axes_(c.GetAttr<std::vector<int64_t>>("squeeze_dims")) {}
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& input = ctx->input(0);
+    std::vector<int64_t> axes = axes_;
+    for (int64_t& a : axes) {
+      if (a < -input.dims() || a >= input.dims()) {
+        InvalidArgument("Tried to squeeze dim index ", a, " for tensor with ", input.dims(), " dimensions.");
+      }
+      if (a < 0) a += input.dims();
+    }
+    DimVector dims;
+    for (int i = 0; i < input.dims(); ++i) {
+      const bool listed = std::find(axes.begin(), axes.end(), i) != axes.end();
+      if (listed) {
+        if (input.dim_size(i) != 1) {
+          InvalidArgument("Can not squeeze dim[", i, "], expected a dimension of 1, got ", input.dim_size(i));
+        }
+        continue;
+      }
+      if (axes.empty() && input.dim_size(i) == 1) continue;
+      dims.push_back(input.dim_size(i));
+    }
+    ctx->set_output(0, input.Reshaped(TensorShape(std::move(dims))));
+  }
+  KernelCost cost() const override { return KernelCost::kCheap; }
+
+ private:
+  std::vector<int64_t> axes_;
+};
+FT_REGISTER_KERNEL("Squeeze", SqueezeOp);
+
+class GatherV2Op : public OpKernel {
+ public:
+  explicit GatherV2Op(OpKernelConstruction& c) : OpKernel(c) {
+    if (c.GetAttr<int64_t>("batch_dims") != 0) {
+      InvalidArgument("GatherV2 '", c.name(), "': batch_dims other than 0 are not supported");
+    }
+  }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& params = ctx->input(0);
+    const Tensor& indices = ctx->input(1);
+    const Tensor& axis_tensor = ctx->input(2);
+    if (axis_tensor.NumElements() != 1) InvalidArgument("axis must be scalar");
+    int64_t axis = ReadIndex(axis_tensor, 0);
+    if (axis < -params.dims() || axis >= params.dims()) {
+      InvalidArgument("Expected axis in the range [", -params.dims(), ", ", params.dims(),
+                      "), but got ", axis);
+    }
+    if (axis < 0) axis += params.dims();
+    int64_t outer = 1;
+    for (int d = 0; d < axis; ++d) outer *= params.dim_size(d);
+    const int64_t limit = params.dim_size(static_cast<int>(axis));
+    int64_t inner = 1;
+    for (int d = static_cast<int>(axis) + 1; d < params.dims(); ++d) inner *= params.dim_size(d);
+    DimVector dims;
+    for (int d = 0; d < axis; ++d) dims.push_back(params.dim_size(d));
+    for (int64_t d : indices.shape().dim_sizes()) dims.push_back(d);
+    for (int d = static_cast<int>(axis) + 1; d < params.dims(); ++d) dims.push_back(params.dim_size(d));
+    Tensor* out = ctx->allocate_output(0, TensorShape(std::move(dims)));
+    const int64_t n = indices.NumElements();
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t index = ReadIndex(indices, i);
+      if (index < 0 || index >= limit) {
+        InvalidArgument("indices[", i, "] = ", index, " is not in [0, ", limit, ")");
+      }
+    }
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t i = 0; i < n; ++i) {
+        CopyElements(params, (o * limit + ReadIndex(indices, i)) * inner, *out, (o * n + i) * inner, inner);
+      }
+    }
+  }
+};
+FT_REGISTER_KERNEL("GatherV2", GatherV2Op);
+
+class WhereOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& input = ctx->input(0);
+    std::vector<int64_t> true_positions;
+    DispatchDataType(input.dtype(), "Where", [&]<typename T>() {
+      if constexpr (std::is_same_v<T, std::string>) {
+        InvalidArgument("Where does not support string inputs");
+      } else {
+        const auto values = input.flat<T>();
+        for (size_t i = 0; i < values.size(); ++i) {
+          if (values[i] != T(0)) true_positions.push_back(static_cast<int64_t>(i));
+        }
+      }
+    });
+    const int rank = input.dims();
+    Tensor* out = ctx->allocate_output(0, TensorShape({static_cast<int64_t>(true_positions.size()), rank}));
+    auto coords = out->flat<int64_t>();
+    for (size_t k = 0; k < true_positions.size(); ++k) {
+      int64_t flat = true_positions[k];
+      for (int d = rank - 1; d >= 0; --d) {
+        coords[k * rank + d] = flat % input.dim_size(d);
+        flat /= input.dim_size(d);
+      }
+    }
+  }
+};
+FT_REGISTER_KERNEL("Where", WhereOp);
+
+}  // namespace
+}  // namespace flowtrain

@@ -1,0 +1,41 @@
+#include "flowtrain/kernels/cancellation.h"
+
+namespace flowtrain {
+
+CancellationManager::CancellationManager(CancellationManager* parent) : parent_(parent) {
+  parent_token_ = parent_->RegisterCallback([this] { StartCancel(); });
+  if (!parent_token_) cancelled_.store(true);
+}
+
+CancellationManager::~CancellationManager() {
+  if (parent_ != nullptr && parent_token_) parent_->DeregisterCallback(*parent_token_);
+}
+
+void CancellationManager::StartCancel() {
+  std::map<Token, std::function<void()>> callbacks;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cancelled_.load()) return;
+    cancelled_.store(true, std::memory_order_release);
+    callbacks.swap(callbacks_);
+  }
+  for (auto& [token, callback] : callbacks) callback();
+}
+
+std::optional<CancellationManager::Token> CancellationManager::RegisterCallback(
+    std::function<void()> callback) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cancelled_.load()) return std::nullopt;
+  const Token token = next_token_++;
+  callbacks_.emplace(token, std::move(callback));
+  return token;
+}
+
+bool CancellationManager::DeregisterCallback(Token token) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cancelled_.load()) return false;
+  callbacks_.erase(token);
+  return true;
+}
+
+}  // namespace flowtrain

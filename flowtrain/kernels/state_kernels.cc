@@ -1,0 +1,124 @@
+// Kernels of TF1 reference variables: VariableV2 looks up (or creates) the variable in the
+// session's resource manager and outputs a reference to it; Assign and friends update it.
+#include "flowtrain/core/error.h"
+#include "flowtrain/core/str_util.h"
+#include "flowtrain/kernels/op_kernel.h"
+
+namespace flowtrain {
+namespace {
+
+class VariableOp : public OpKernel {
+ public:
+  explicit VariableOp(OpKernelConstruction& c)
+      : OpKernel(c),
+        container_(c.GetAttr<std::string>("container")),
+        shared_name_(c.GetAttr<std::string>("shared_name")) {
+    if (shared_name_.empty()) shared_name_ = c.name();
+  }
+  void Compute(OpKernelContext* ctx) override {
+    // The variable is cached per kernel (one kernel per node per session), but looked up
+    // under the lock the first time so concurrent first runs agree on one variable.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (var_ == nullptr) {
+      const std::string var_name = name();
+      var_ = ctx->resource_manager()->LookupOrCreate<Var>(
+          container_, shared_name_, [&] { return std::make_shared<Var>(var_name); });
+    }
+    ctx->set_output_ref(0, var_.get());
+  }
+  KernelCost cost() const override { return KernelCost::kCheap; }
+
+ private:
+  std::string container_;
+  std::string shared_name_;
+  std::mutex mu_;
+  std::shared_ptr<Var> var_;
+};
+FT_REGISTER_KERNEL("VariableV2", VariableOp);
+
+class AssignOp : public OpKernel {
+ public:
+  explicit AssignOp(OpKernelConstruction& c)
+      : OpKernel(c),
+        validate_shape_(c.GetAttr<bool>("validate_shape")),
+        use_locking_(c.GetAttr<bool>("use_locking")) {}
+  void Compute(OpKernelContext* ctx) override {
+    Var* var = ctx->input_ref(0);
+    const Tensor& value = ctx->input(1);
+    {
+      std::unique_lock<std::mutex> lock(var->mu, std::defer_lock);
+      // Even without use_locking the swap of the tensor object must not tear.
+      lock.lock();
+      if (var->initialized && validate_shape_ && var->tensor.shape() != value.shape()) {
+        InvalidArgument("Assign requires shapes of both tensors to match. lhs shape= ",
+                        var->tensor.shape().DebugString(), " rhs shape= ", value.shape().DebugString());
+      }
+      if (var->initialized && var->tensor.shape() == value.shape() &&
+          var->tensor.dtype() == value.dtype() && var->tensor.RefCountIsOne()) {
+        // Nobody else holds the old buffer: copy in place and keep it.
+        var->tensor.CopyDataFrom(value);
+      } else {
+        var->tensor = value.DeepCopy();
+      }
+      var->initialized = true;
+    }
+    ctx->set_output_ref(0, var);
+  }
+
+ private:
+  bool validate_shape_;
+  bool use_locking_;
+};
+FT_REGISTER_KERNEL("Assign", AssignOp);
+
+template <bool kAdd>
+class AssignUpdateOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    Var* var = ctx->input_ref(0);
+    const Tensor& delta = ctx->input(1);
+    {
+      std::lock_guard<std::mutex> lock(var->mu);
+      if (!var->initialized) FailedPrecondition("Attempting to use uninitialized value ", var->name);
+      if (var->tensor.shape() != delta.shape()) {
+        InvalidArgument(kAdd ? "AssignAdd" : "AssignSub",
+                        " requires shapes of both tensors to match. lhs shape= ",
+                        var->tensor.shape().DebugString(), " rhs shape= ", delta.shape().DebugString());
+      }
+      if (!var->tensor.RefCountIsOne()) {
+        // A reader still holds the current buffer (a fetched value): copy on write so the
+        // value it fetched does not change under it.
+        var->tensor = var->tensor.DeepCopy();
+      }
+      DispatchNumericType(delta.dtype(), type_string(), [&]<typename T>() {
+        T* out = var->tensor.data<T>();
+        const T* d = delta.data<T>();
+        const int64_t n = delta.NumElements();
+        for (int64_t i = 0; i < n; ++i) out[i] = kAdd ? T(out[i] + d[i]) : T(out[i] - d[i]);
+      });
+    }
+    ctx->set_output_ref(0, var);
+  }
+};
+FT_REGISTER_KERNEL("AssignAdd", AssignUpdateOp<true>);
+FT_REGISTER_KERNEL("AssignSub", AssignUpdateOp<false>);
+
+class IsVariableInitializedOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    Var* var = ctx->input_ref(0);
+    bool initialized;
+    {
+      std::lock_guard<std::mutex> lock(var->mu);
+      initialized = var->initialized;
+    }
+    ctx->set_output(0, Tensor::Scalar<bool>(initialized));
+  }
+  KernelCost cost() const override { return KernelCost::kCheap; }
+};
+FT_REGISTER_KERNEL("IsVariableInitialized", IsVariableInitializedOp);
+
+}  // namespace
+}  // namespace flowtrain

@@ -1,0 +1,469 @@
+#include "flowtrain/runtime/executor.h"
+
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <unordered_map>
+
+#include "absl/container/inlined_vector.h"
+#include "flowtrain/core/error.h"
+#include "flowtrain/core/str_util.h"
+
+namespace flowtrain {
+namespace {
+
+struct EndpointHash {
+  size_t operator()(const Endpoint& e) const {
+    return std::hash<const void*>()(e.node) * 31 + static_cast<size_t>(e.index);
+  }
+};
+
+// Inputs larger than this make a normal-cost kernel worth running on another thread.
+constexpr int64_t kDispatchElements = 16384;
+
+int64_t NowMicros() {
+  timeval tv;
+  gettimeofday(&tv, nullptr);
+  return static_cast<int64_t>(tv.tv_sec) * 1000000 + tv.tv_usec;
+}
+
+}  // namespace
+
+struct Executor::Plan {
+  struct Input {
+    int entry;     // index of the entry holding the value
+    bool as_ref;   // the kernel takes the variable itself (a TF1 Ref input)
+  };
+  struct Item {
+    const Node* node;
+    OpKernel* kernel;
+    int input_begin;   // into `inputs`
+    int num_inputs;
+    int output_begin;  // first entry of this node's outputs
+    int num_outputs;
+    int out_edge_begin;  // into `out_edges`
+    int num_out_edges;
+    int initial_pending;
+    KernelCost cost;
+  };
+
+  ExecutorEnv env;
+  std::vector<Item> items;             // in topological order
+  std::vector<Input> inputs;
+  std::vector<int> out_edges;          // item indices
+  std::vector<int> initial_uses;       // per entry: consumers left before it can be freed
+  std::vector<int> feed_entries;       // per feed: its entry
+  std::vector<int> fetch_entries;      // per fetch: its entry
+  std::vector<int> roots;              // items with nothing to wait for
+  int num_entries = 0;
+  bool run_inline = true;
+
+  // Run states are reused across runs so a step allocates nothing for bookkeeping.
+  mutable std::mutex free_states_mu;
+  mutable std::vector<std::unique_ptr<RunState>> free_states;
+};
+
+struct Executor::RunState {
+  explicit RunState(const Plan& plan)
+      : tensors(plan.num_entries),
+        refs(plan.num_entries, nullptr),
+        uses(plan.num_entries),
+        atomic_uses(plan.num_entries),
+        pending(plan.items.size()) {}
+
+  void Reset(const Plan& plan) {
+    std::fill(refs.begin(), refs.end(), nullptr);
+    if (plan.run_inline) {
+      std::copy(plan.initial_uses.begin(), plan.initial_uses.end(), uses.begin());
+    } else {
+      for (size_t i = 0; i < atomic_uses.size(); ++i) {
+        atomic_uses[i].store(plan.initial_uses[i], std::memory_order_relaxed);
+      }
+      for (size_t i = 0; i < plan.items.size(); ++i) {
+        pending[i].store(plan.items[i].initial_pending, std::memory_order_relaxed);
+      }
+      outstanding.store(0);
+      done = false;
+      failed.store(false);
+      error = nullptr;
+    }
+  }
+
+  std::vector<Tensor> tensors;
+  std::vector<Var*> refs;
+  std::vector<int> uses;                      // inline runs
+  std::vector<std::atomic<int>> atomic_uses;  // parallel runs
+  std::vector<std::atomic<int>> pending;
+  std::atomic<int> outstanding{0};
+  std::atomic<bool> failed{false};
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::exception_ptr error;
+  std::vector<tensorflow::NodeExecStats> stats;  // guarded by mu
+};
+
+Executor::Executor(const ExecutorEnv& env, const std::vector<Endpoint>& feeds,
+                   const std::vector<Endpoint>& fetches, const std::vector<const Node*>& targets)
+    : plan_(std::make_unique<Plan>()) {
+  Plan& plan = *plan_;
+  plan.env = env;
+  std::unordered_map<Endpoint, int, EndpointHash> feed_index;
+  for (size_t i = 0; i < feeds.size(); ++i) feed_index.emplace(feeds[i], static_cast<int>(i));
+
+  // Prune: the nodes that fetches and targets need, stopping at fed tensors.
+  std::unordered_map<const Node*, int> needed;  // node -> item index (assigned below)
+  std::vector<const Node*> stack;
+  auto need = [&](const Node* n) {
+    if (needed.emplace(n, -1).second) stack.push_back(n);
+  };
+  for (const Endpoint& e : fetches) {
+    if (feed_index.count(e) == 0) need(e.node);
+  }
+  for (const Node* n : targets) need(n);
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    for (const Endpoint& in : n->inputs()) {
+      if (feed_index.count(in) == 0) need(in.node);
+    }
+    for (const Node* c : n->control_inputs()) need(c);
+  }
+  // Node ids follow creation order, and a node is created after its inputs: sorting by id
+  // gives a topological order.
+  std::vector<const Node*> order;
+  order.reserve(needed.size());
+  for (const auto& [node, unused] : needed) order.push_back(node);
+  std::sort(order.begin(), order.end(), [](const Node* a, const Node* b) { return a->id() < b->id(); });
+
+  int next_entry = 0;
+  plan.items.resize(order.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    const Node* n = order[i];
+    needed[n] = static_cast<int>(i);
+    Plan::Item& item = plan.items[i];
+    item.node = n;
+    item.kernel = env.get_kernel(n);
+    item.cost = item.kernel->cost();
+    item.output_begin = next_entry;
+    item.num_outputs = n->num_outputs();
+    next_entry += n->num_outputs();
+  }
+  plan.feed_entries.resize(feeds.size());
+  for (size_t i = 0; i < feeds.size(); ++i) plan.feed_entries[i] = next_entry++;
+  plan.num_entries = next_entry;
+  plan.initial_uses.assign(plan.num_entries, 0);
+
+  auto entry_of = [&](const Endpoint& e) {
+    auto fed = feed_index.find(e);
+    if (fed != feed_index.end()) return plan.feed_entries[fed->second];
+    return plan.items[needed.at(e.node)].output_begin + e.index;
+  };
+
+  std::vector<std::vector<int>> consumers(order.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    Plan::Item& item = plan.items[i];
+    const Node* n = item.node;
+    item.input_begin = static_cast<int>(plan.inputs.size());
+    item.num_inputs = n->num_inputs();
+    int pending = 0;
+    for (int k = 0; k < n->num_inputs(); ++k) {
+      const Endpoint& in = n->input(k);
+      const int entry = entry_of(in);
+      const bool as_ref = IsRefType(n->input_type(k));
+      plan.inputs.push_back({entry, as_ref});
+      ++plan.initial_uses[entry];
+      if (feed_index.count(in) == 0) {
+        consumers[needed.at(in.node)].push_back(static_cast<int>(i));
+        ++pending;
+      }
+    }
+    for (const Node* c : n->control_inputs()) {
+      consumers[needed.at(c)].push_back(static_cast<int>(i));
+      ++pending;
+    }
+    item.initial_pending = pending;
+    if (pending == 0) plan.roots.push_back(static_cast<int>(i));
+  }
+  for (size_t i = 0; i < order.size(); ++i) {
+    plan.items[i].out_edge_begin = static_cast<int>(plan.out_edges.size());
+    plan.items[i].num_out_edges = static_cast<int>(consumers[i].size());
+    plan.out_edges.insert(plan.out_edges.end(), consumers[i].begin(), consumers[i].end());
+  }
+  // Fetched entries are never freed during the run (they are read at the end).
+  for (const Endpoint& e : fetches) {
+    const int entry = entry_of(e);
+    plan.fetch_entries.push_back(entry);
+    plan.initial_uses[entry] += 1 << 20;
+  }
+
+  // Can two non-cheap nodes ever be ready together? Simulate a schedule that runs cheap nodes
+  // as soon as they are ready and count the ready non-cheap ones.
+  plan.run_inline = true;
+  if (env.inter_op_pool != nullptr && env.inter_op_pool->NumThreads() > 1) {
+    std::vector<int> pending(order.size());
+    for (size_t i = 0; i < order.size(); ++i) pending[i] = plan.items[i].initial_pending;
+    std::vector<int> cheap_ready, costly_ready;
+    for (int r : plan.roots) {
+      (plan.items[r].cost == KernelCost::kCheap ? cheap_ready : costly_ready).push_back(r);
+    }
+    auto complete = [&](int i) {
+      const Plan::Item& item = plan.items[i];
+      for (int k = 0; k < item.num_out_edges; ++k) {
+        const int dst = plan.out_edges[item.out_edge_begin + k];
+        if (--pending[dst] == 0) {
+          (plan.items[dst].cost == KernelCost::kCheap ? cheap_ready : costly_ready).push_back(dst);
+        }
+      }
+    };
+    while (!cheap_ready.empty() || !costly_ready.empty()) {
+      if (!cheap_ready.empty()) {
+        const int i = cheap_ready.back();
+        cheap_ready.pop_back();
+        complete(i);
+        continue;
+      }
+      if (costly_ready.size() > 1) {
+        plan.run_inline = false;
+        break;
+      }
+      const int i = costly_ready.back();
+      costly_ready.pop_back();
+      complete(i);
+    }
+  }
+}
+
+Executor::~Executor() = default;
+
+int Executor::num_nodes() const { return static_cast<int>(plan_->items.size()); }
+bool Executor::runs_inline() const { return plan_->run_inline; }
+
+namespace {
+
+[[noreturn]] void RethrowForNode(const Node& node) {
+  try {
+    throw;
+  } catch (const Error& e) {
+    ThrowError(e.code(), StrCat(e.what(), "\n\t [[node ", node.name(), "]]"));
+  } catch (const std::exception& e) {
+    Unknown(e.what(), "\n\t [[node ", node.name(), "]]");
+  }
+}
+
+}  // namespace
+
+std::vector<Tensor> Executor::Run(const ExecutorRunArgs& args,
+                                  std::span<const Tensor> feed_values) const {
+  const Plan& plan = *plan_;
+  if (feed_values.size() != plan.feed_entries.size()) {
+    Internal("Executor::Run got ", feed_values.size(), " feeds for ", plan.feed_entries.size());
+  }
+  std::unique_ptr<RunState> state;
+  {
+    std::lock_guard<std::mutex> lock(plan.free_states_mu);
+    if (!plan.free_states.empty()) {
+      state = std::move(plan.free_states.back());
+      plan.free_states.pop_back();
+    }
+  }
+  if (state == nullptr) state = std::make_unique<RunState>(plan);
+  state->Reset(plan);
+  RunState& s = *state;
+  for (size_t i = 0; i < feed_values.size(); ++i) s.tensors[plan.feed_entries[i]] = feed_values[i];
+
+  OpKernelContext::Params base_params;
+  base_params.resource_mgr = plan.env.resource_mgr;
+  base_params.cancellation = args.cancellation;
+  base_params.intra_op_pool = plan.env.intra_op_pool;
+  base_params.deadline = args.deadline;
+  base_params.step_id = args.step_id;
+  const bool tracing = args.trace != nullptr;
+
+  // Runs one node: gathers its inputs, computes, and frees inputs it was the last user of.
+  auto execute = [&](const Plan::Item& item, bool parallel) {
+    absl::InlinedVector<const Tensor*, 8> inputs(item.num_inputs);
+    absl::InlinedVector<Var*, 8> input_refs(item.num_inputs, nullptr);
+    absl::InlinedVector<Tensor, 4> dereferenced;
+    dereferenced.reserve(item.num_inputs);
+    for (int k = 0; k < item.num_inputs; ++k) {
+      const Plan::Input& in = plan.inputs[item.input_begin + k];
+      Var* ref = s.refs[in.entry];
+      if (in.as_ref) {
+        if (ref == nullptr) {
+          InvalidArgument("Input ", k, " of ", item.node->DebugName(), " needs a variable");
+        }
+        input_refs[k] = ref;
+        dereferenced.emplace_back();  // ref inputs are read through input_ref()
+        inputs[k] = &dereferenced.back();
+      } else if (ref != nullptr) {
+        // A variable read by value: its value now (TF1 dereferences at the consumer).
+        dereferenced.push_back(ref->Read());
+        inputs[k] = &dereferenced.back();
+      } else {
+        inputs[k] = &s.tensors[in.entry];
+        if (!inputs[k]->IsInitialized()) {
+          Internal("Input ", k, " of ", item.node->DebugName(), " has no value");
+        }
+      }
+    }
+    OpKernelContext::Params params = base_params;
+    params.inputs = inputs.data();
+    params.input_refs = input_refs.data();
+    params.outputs = s.tensors.data() + item.output_begin;
+    params.output_refs = s.refs.data() + item.output_begin;
+    OpKernelContext ctx(params, *item.kernel);
+    const int64_t start = tracing ? NowMicros() : 0;
+    item.kernel->Compute(&ctx);
+    if (tracing) {
+      const int64_t end = NowMicros();
+      tensorflow::NodeExecStats stats;
+      stats.set_node_name(item.node->name());
+      stats.set_timeline_label(StrCat(item.node->name(), " = ", item.node->type(), "()"));
+      stats.set_all_start_micros(start);
+      stats.set_op_start_rel_micros(0);
+      stats.set_op_end_rel_micros(end - start);
+      stats.set_all_end_rel_micros(end - start);
+      stats.set_thread_id(static_cast<uint32_t>(gettid()));
+      std::lock_guard<std::mutex> lock(s.mu);
+      s.stats.push_back(std::move(stats));
+    }
+    for (int k = 0; k < item.num_inputs; ++k) {
+      const int entry = plan.inputs[item.input_begin + k].entry;
+      const bool last = parallel ? s.atomic_uses[entry].fetch_sub(1, std::memory_order_acq_rel) == 1
+                                 : --s.uses[entry] == 0;
+      if (last) s.tensors[entry] = Tensor();
+    }
+    for (int k = 0; k < item.num_outputs; ++k) {
+      const int entry = item.output_begin + k;
+      if (plan.initial_uses[entry] == 0) s.tensors[entry] = Tensor();  // nobody reads it
+    }
+  };
+
+  auto check_cancelled = [&] {
+    if (args.cancellation != nullptr && args.cancellation->IsCancelled()) {
+      Cancelled("Run was cancelled");
+    }
+  };
+
+  std::exception_ptr error;
+  if (plan.run_inline) {
+    try {
+      for (const Plan::Item& item : plan.items) {
+        try {
+          execute(item, false);
+        } catch (...) {
+          RethrowForNode(*item.node);
+        }
+      }
+    } catch (...) {
+      error = std::current_exception();
+    }
+  } else {
+    // Parallel: each finished node decrements its consumers' pending counts; a consumer that
+    // reaches zero is ready. `outstanding` counts ready-or-running nodes; the run ends at 0.
+    ThreadPool* pool = plan.env.inter_op_pool;
+    std::function<void(int)> process;
+    process = [&](int first) {
+      absl::InlinedVector<int, 16> ready;
+      ready.push_back(first);
+      while (!ready.empty()) {
+        const int index = ready.back();
+        ready.pop_back();
+        const Plan::Item& item = plan.items[index];
+        if (!s.failed.load(std::memory_order_acquire)) {
+          try {
+            check_cancelled();
+            execute(item, true);
+          } catch (...) {
+            std::lock_guard<std::mutex> lock(s.mu);
+            if (s.error == nullptr) {
+              try {
+                RethrowForNode(*item.node);
+              } catch (...) {
+                s.error = std::current_exception();
+              }
+            }
+            s.failed.store(true, std::memory_order_release);
+          }
+        }
+        // Newly ready consumers: cheap ones and one costly one continue on this thread,
+        // other costly ones go to the pool.
+        int newly_ready = 0;
+        absl::InlinedVector<int, 8> to_dispatch;
+        bool kept_costly = false;
+        for (int k = 0; k < item.num_out_edges; ++k) {
+          const int dst = plan.out_edges[item.out_edge_begin + k];
+          if (s.pending[dst].fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
+          ++newly_ready;
+          const Plan::Item& next = plan.items[dst];
+          bool costly = next.cost == KernelCost::kExpensive;
+          if (next.cost == KernelCost::kNormal) {
+            for (int i = 0; i < next.num_inputs && !costly; ++i) {
+              const Tensor& t = s.tensors[plan.inputs[next.input_begin + i].entry];
+              costly = t.IsInitialized() && t.NumElements() >= kDispatchElements;
+            }
+          }
+          if (costly && kept_costly) {
+            to_dispatch.push_back(dst);
+          } else {
+            kept_costly = kept_costly || costly;
+            ready.push_back(dst);
+          }
+        }
+        if (newly_ready > 0) s.outstanding.fetch_add(newly_ready, std::memory_order_acq_rel);
+        for (int dst : to_dispatch) pool->Schedule([&process, dst] { process(dst); });
+        if (s.outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+          std::lock_guard<std::mutex> lock(s.mu);
+          s.done = true;
+          s.cv.notify_all();
+        }
+      }
+    };
+    if (plan.roots.empty()) {
+      s.done = true;
+    } else {
+      s.outstanding.store(static_cast<int>(plan.roots.size()));
+      for (size_t r = 1; r < plan.roots.size(); ++r) {
+        const int root = plan.roots[r];
+        pool->Schedule([&process, root] { process(root); });
+      }
+      process(plan.roots[0]);
+    }
+    std::unique_lock<std::mutex> lock(s.mu);
+    s.cv.wait(lock, [&] { return s.done; });
+    error = s.error;
+  }
+
+  std::vector<Tensor> results;
+  if (error == nullptr) {
+    try {
+      results.reserve(plan.fetch_entries.size());
+      for (int entry : plan.fetch_entries) {
+        results.push_back(s.refs[entry] != nullptr ? s.refs[entry]->Read() : s.tensors[entry]);
+      }
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  if (tracing) {
+    auto* dev = args.trace->mutable_step_stats()->add_dev_stats();
+    dev->set_device(plan.env.device_name);
+    for (auto& st : s.stats) *dev->add_node_stats() = std::move(st);
+    s.stats.clear();
+  }
+  // Drop every tensor still held (fetched ones, feeds) before recycling the state.
+  for (Tensor& t : s.tensors) t = Tensor();
+  {
+    std::lock_guard<std::mutex> lock(plan.free_states_mu);
+    plan.free_states.push_back(std::move(state));
+  }
+  if (error != nullptr) std::rethrow_exception(error);
+  return results;
+}
+
+}  // namespace flowtrain

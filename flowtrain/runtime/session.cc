@@ -1,0 +1,210 @@
+#include "flowtrain/runtime/session.h"
+
+#include "flowtrain/core/error.h"
+#include "flowtrain/core/logging.h"
+#include "flowtrain/core/str_util.h"
+#include "flowtrain/runtime/device_spec.h"
+
+namespace flowtrain {
+namespace {
+
+int ThreadCount(int requested) { return requested > 0 ? requested : NumSchedulableCPUs(); }
+
+int64_t EndpointKey(const Node* node, int index) {
+  return (static_cast<int64_t>(node->id()) << 16) | index;
+}
+
+std::string OperationRepr(const Operation& op) {
+  return StrCat("name: \"", op.name(), "\" op: \"", op.type(), "\"");
+}
+
+}  // namespace
+
+Session::Session(Graph& graph, SessionOptions options)
+    : graph_(graph),
+      options_(std::move(options)),
+      resource_mgr_(std::make_unique<ResourceMgr>()) {
+  if (!options_.target.empty()) {
+    InvalidArgument("Session target '", options_.target,
+                    "' is not served by the in-process runtime; use a distributed session");
+  }
+  const int inter = ThreadCount(options_.config.inter_op_parallelism_threads);
+  const int intra = ThreadCount(options_.config.intra_op_parallelism_threads);
+  if (inter > 1) inter_op_pool_ = std::make_unique<ThreadPool>("inter_op", inter);
+  intra_op_pool_ = std::make_unique<ThreadPool>("intra_op", intra);
+}
+
+Session::Session(SessionOptions options) : Session(GetDefaultGraph(), std::move(options)) {}
+
+Session::~Session() {
+  Close();
+  std::unique_lock<std::mutex> lock(runs_mu_);
+  runs_cv_.wait(lock, [this] { return runs_in_flight_ == 0; });
+}
+
+void Session::Close() {
+  if (closed_.exchange(true)) return;
+  cancellation_.StartCancel();
+}
+
+int Session::num_compiled_plans() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int>(executors_.size());
+}
+
+void Session::CheckPlacement(const Node* node) const {
+  const std::string& requested = node->requested_device();
+  if (requested.empty()) {
+    node->set_assigned_device(kLocalCpuDevice);
+    return;
+  }
+  const DeviceSpec spec = DeviceSpec::Parse(requested);
+  const bool local_job = spec.job.empty() || spec.job == "localhost";
+  const bool local_task = (!spec.task || *spec.task == 0) && (!spec.replica || *spec.replica == 0);
+  const bool cpu = spec.device_type.empty() || spec.device_type == "CPU";
+  const bool soft = options_.config.allow_soft_placement && local_job && local_task;
+  if (!(local_job && local_task && cpu) && !soft) {
+    InvalidArgument("Cannot assign a device for operation ", node->name(), ": node ",
+                    node->name(), " was explicitly assigned to ", requested,
+                    " but available devices are [ ", kLocalCpuDevice,
+                    " ]. Make sure the device specification refers to a valid device.");
+  }
+  node->set_assigned_device(kLocalCpuDevice);
+  if (options_.config.log_device_placement) {
+    FT_LOG(INFO) << node->name() << ": (" << node->type() << "): " << kLocalCpuDevice;
+  }
+}
+
+OpKernel* Session::GetKernel(const Node* node) {
+  std::lock_guard<std::mutex> lock(kernels_mu_);
+  auto it = kernels_.find(node);
+  if (it != kernels_.end()) return it->second.get();
+  CheckPlacement(node);
+  auto kernel = KernelRegistry::Global()->CreateKernel(*node);
+  OpKernel* raw = kernel.get();
+  kernels_.emplace(node, std::move(kernel));
+  return raw;
+}
+
+const Executor& Session::GetOrCompile(const std::vector<Endpoint>& feeds,
+                                      const std::vector<Endpoint>& fetches,
+                                      const std::vector<const Node*>& targets) {
+  std::vector<int64_t> key;
+  key.reserve(feeds.size() + fetches.size() + targets.size() + 2);
+  for (const Endpoint& e : feeds) key.push_back(EndpointKey(e.node, e.index));
+  key.push_back(-1);
+  for (const Endpoint& e : fetches) key.push_back(EndpointKey(e.node, e.index));
+  key.push_back(-2);
+  for (const Node* n : targets) key.push_back(EndpointKey(n, 0));
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = executors_.find(key);
+  if (it != executors_.end()) return *it->second;
+  ExecutorEnv env;
+  env.resource_mgr = resource_mgr_.get();
+  env.inter_op_pool = inter_op_pool_.get();
+  env.intra_op_pool = intra_op_pool_.get();
+  env.get_kernel = [this](const Node* n) { return GetKernel(n); };
+  auto executor = std::make_unique<Executor>(env, feeds, fetches, targets);
+  const Executor& ref = *executor;
+  executors_.emplace(std::move(key), std::move(executor));
+  return ref;
+}
+
+std::vector<Tensor> Session::Run(const FeedList& feeds, const std::vector<Output>& fetches,
+                                 const std::vector<Operation>& targets,
+                                 const RunOptions* run_options, RunMetadata* run_metadata) {
+  if (closed_.load()) FailedPrecondition("Attempted to use a closed Session.");
+  if (graph_.num_nodes() == 0) {
+    FailedPrecondition(
+        "The Session graph is empty.  Add operations to the graph before calling run().");
+  }
+  std::vector<Endpoint> feed_endpoints;
+  feed_endpoints.reserve(feeds.size());
+  std::vector<Tensor> feed_values;
+  feed_values.reserve(feeds.size());
+  for (const auto& [output, value] : feeds) {
+    if (!output || output.graph() != &graph_) {
+      InvalidArgument("Cannot interpret feed_dict key as Tensor: Tensor ",
+                      output ? output.DebugString() : std::string("<empty>"),
+                      " is not an element of this graph.");
+    }
+    if (!value.IsInitialized()) InvalidArgument("Feed for ", output.name(), " is an empty tensor");
+    if (value.dtype() != output.dtype()) {
+      InvalidArgument("Cannot feed value of type ", DataTypeString(value.dtype()), " for Tensor '",
+                      output.name(), "', which has type ", DataTypeString(output.dtype()));
+    }
+    if (!output.shape().IsCompatibleWith(value.shape())) {
+      InvalidArgument("Cannot feed value of shape ", value.shape().DebugString(), " for Tensor '",
+                      output.name(), "', which has shape ", output.shape().DebugString());
+    }
+    feed_endpoints.push_back(Endpoint{output.node(), output.index()});
+    feed_values.push_back(value);
+  }
+  std::vector<Endpoint> fetch_endpoints;
+  fetch_endpoints.reserve(fetches.size());
+  for (const Output& fetch : fetches) {
+    if (!fetch || fetch.graph() != &graph_) {
+      InvalidArgument("Fetch argument ", fetch ? fetch.DebugString() : std::string("<empty>"),
+                      " cannot be interpreted as a Tensor. (Tensor ",
+                      fetch ? fetch.DebugString() : std::string("<empty>"),
+                      " is not an element of this graph.)");
+    }
+    fetch_endpoints.push_back(Endpoint{fetch.node(), fetch.index()});
+  }
+  std::vector<const Node*> target_nodes;
+  target_nodes.reserve(targets.size());
+  for (const Operation& op : targets) {
+    if (!op || op.graph() != &graph_) {
+      InvalidArgument("Fetch argument ", op ? OperationRepr(op) : std::string("<empty>"),
+                      " cannot be interpreted as a Tensor. (Operation ",
+                      op ? OperationRepr(op) : std::string("<empty>"),
+                      " is not an element of this graph.)");
+    }
+    target_nodes.push_back(op.node());
+  }
+
+  const Executor& executor = GetOrCompile(feed_endpoints, fetch_endpoints, target_nodes);
+
+  ExecutorRunArgs args;
+  args.cancellation = &cancellation_;
+  args.step_id = next_step_id_.fetch_add(1, std::memory_order_relaxed);
+  int64_t timeout_ms = options_.config.operation_timeout_in_ms;
+  if (run_options != nullptr && run_options->timeout_in_ms > 0) timeout_ms = run_options->timeout_in_ms;
+  if (timeout_ms > 0) {
+    args.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  }
+  if (run_options != nullptr && run_options->trace_level != RunOptions::kNoTrace &&
+      run_metadata != nullptr) {
+    args.trace = run_metadata;
+  }
+  {
+    std::lock_guard<std::mutex> lock(runs_mu_);
+    ++runs_in_flight_;
+  }
+  struct RunsInFlightGuard {
+    Session* self;
+    ~RunsInFlightGuard() {
+      std::lock_guard<std::mutex> lock(self->runs_mu_);
+      if (--self->runs_in_flight_ == 0) self->runs_cv_.notify_all();
+    }
+  } guard{this};
+  return executor.Run(args, feed_values);
+}
+
+std::vector<Tensor> Session::Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                 const std::vector<std::string>& fetch_names,
+                                 const std::vector<std::string>& target_names,
+                                 const RunOptions* run_options, RunMetadata* run_metadata) {
+  FeedList feed_list;
+  for (const auto& [name, value] : feeds) feed_list.emplace_back(graph_.GetTensorByName(name), value);
+  std::vector<Output> fetches;
+  for (const std::string& name : fetch_names) {
+    fetches.push_back(name.find(':') == std::string::npos ? graph_.GetTensorByName(name + ":0")
+                                                          : graph_.GetTensorByName(name));
+  }
+  std::vector<Operation> targets;
+  for (const std::string& name : target_names) targets.push_back(graph_.GetOperationByName(name));
+  return Run(feed_list, fetches, targets, run_options, run_metadata);
+}
+
+}  // namespace flowtrain

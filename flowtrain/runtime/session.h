@@ -1,0 +1,112 @@
+// Session: runs a Graph. Each Run names the tensors to feed, the tensors to fetch and the
+// operations to run; the first Run of a signature compiles an execution plan (executor.h),
+// later ones reuse it. Variables and other state live in the session's resource manager,
+// so two sessions on one graph have separate variable values.
+//
+//   Session sess(g);
+//   sess.Run({}, {}, {ops::GlobalVariablesInitializer()});
+//   std::vector<Tensor> out = sess.Run({{x, batch}}, {loss}, {train_op});
+//   float v = loss.Eval(sess, {{x, batch}}).scalar<float>();
+//
+// Run may be called from several threads at once. Close() cancels runs in flight (blocking
+// kernels wake with Cancelled) and makes later runs fail.
+#ifndef FLOWTRAIN_RUNTIME_SESSION_H_
+#define FLOWTRAIN_RUNTIME_SESSION_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "flowtrain/core/tensor.h"
+#include "flowtrain/core/thread_pool.h"
+#include "flowtrain/graph/graph.h"
+#include "flowtrain/kernels/cancellation.h"
+#include "flowtrain/kernels/op_kernel.h"
+#include "flowtrain/kernels/resource_mgr.h"
+#include "flowtrain/runtime/executor.h"
+#include "flowtrain/runtime/session_options.h"
+
+namespace flowtrain {
+
+using FeedList = std::vector<std::pair<Output, Tensor>>;
+
+// The interface the monitored-session wrappers and hooks program against (TF's
+// `SessionInterface`): a local Session, a remote one, or a wrapper around either.
+class SessionInterface {
+ public:
+  virtual ~SessionInterface() = default;
+  virtual std::vector<Tensor> Run(const FeedList& feeds, const std::vector<Output>& fetches,
+                                  const std::vector<Operation>& targets,
+                                  const RunOptions* run_options = nullptr,
+                                  RunMetadata* run_metadata = nullptr) = 0;
+  virtual Graph& graph() const = 0;
+  virtual void Close() = 0;
+};
+
+class Session : public SessionInterface {
+ public:
+  // A session on `graph`.
+  explicit Session(Graph& graph, SessionOptions options = {});
+  // A session on the calling thread's default graph.
+  explicit Session(SessionOptions options = {});
+  ~Session() override;
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  std::vector<Tensor> Run(const FeedList& feeds, const std::vector<Output>& fetches,
+                          const std::vector<Operation>& targets = {},
+                          const RunOptions* run_options = nullptr,
+                          RunMetadata* run_metadata = nullptr) override;
+  // The same, naming tensors ("x:0") and operations ("train") instead.
+  std::vector<Tensor> Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                          const std::vector<std::string>& fetch_names,
+                          const std::vector<std::string>& target_names,
+                          const RunOptions* run_options = nullptr,
+                          RunMetadata* run_metadata = nullptr);
+
+  Graph& graph() const override { return graph_; }
+  ResourceMgr* resource_manager() { return resource_mgr_.get(); }
+  const SessionOptions& options() const { return options_; }
+  std::vector<std::string> ListDevices() const { return {kLocalCpuDevice}; }
+  // Number of execution plans compiled so far (one per distinct signature).
+  int num_compiled_plans() const;
+
+  // Cancels runs in flight and releases the session's state; idempotent.
+  void Close() override;
+  bool closed() const { return closed_.load(); }
+
+ private:
+  const Executor& GetOrCompile(const std::vector<Endpoint>& feeds,
+                               const std::vector<Endpoint>& fetches,
+                               const std::vector<const Node*>& targets);
+  OpKernel* GetKernel(const Node* node);
+  void CheckPlacement(const Node* node) const;
+
+  Graph& graph_;
+  SessionOptions options_;
+  std::unique_ptr<ResourceMgr> resource_mgr_;
+  std::unique_ptr<ThreadPool> inter_op_pool_;
+  std::unique_ptr<ThreadPool> intra_op_pool_;
+  CancellationManager cancellation_;
+  std::atomic<bool> closed_{false};
+  std::atomic<int64_t> next_step_id_{1};
+
+  mutable std::mutex mu_;
+  std::map<std::vector<int64_t>, std::unique_ptr<Executor>> executors_;
+  std::mutex kernels_mu_;
+  std::unordered_map<const Node*, std::unique_ptr<OpKernel>> kernels_;
+
+  std::mutex runs_mu_;
+  std::condition_variable runs_cv_;
+  int runs_in_flight_ = 0;
+};
+
+}  // namespace flowtrain
+
+#endif  // FLOWTRAIN_RUNTIME_SESSION_H_
