@@ -3,6 +3,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/wire_format_lite.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "flowtrain/core/error.h"
@@ -217,7 +218,8 @@ void FileWriter::Flush() {
   if (flush_requested_ < target) flush_requested_ = target;
   writer_waiting_ = false;
   writer_cv_.notify_one();
-  flushed_cv_.wait(lock, [&] { return flushed_ >= target || stopping_; });
+  // The writer thread always ends by marking everything flushed, so this cannot hang on Close.
+  flushed_cv_.wait(lock, [&] { return flushed_ >= target; });
 }
 
 void FileWriter::Close() {
@@ -342,8 +344,9 @@ void FileWriter::WriteBatch(std::vector<PendingEvent>& batch, const std::string&
 void FileWriter::WriterLoop() {
   std::vector<PendingEvent> batch;
   std::string summaries;
-  const auto interval =
-      std::chrono::duration_cast<std::chrono::steady_clock::duration>(options_.flush_secs);
+  // Clamped so that adding it to a time point cannot overflow.
+  const auto interval = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::min(options_.flush_secs, std::chrono::duration<double>(std::chrono::hours(24 * 365 * 100))));
   // Create the file at once, so the logdir shows the run before the first event.
   try {
     EnsureFile();

@@ -399,6 +399,15 @@ TEST(FileWriterTest, PendingMemoryIsBounded) {
   EXPECT_EQ(logs.errors().size(), 1u);
 }
 
+TEST(FileWriterTest, HugeFlushIntervalMeansFlushOnlyWhenAsked) {
+  const std::string logdir = MakeTempDir();
+  FileWriter writer(logdir, {.flush_secs = std::chrono::duration<double>(1e300)});
+  writer.AddSummary(Scalar("a", 1), 1);
+  writer.AddSummary(Scalar("a", 2), 2);
+  writer.Flush();
+  EXPECT_EQ(VisibleEvents(OnlyEventFile(logdir)), 2u);
+}
+
 TEST(FileWriterTest, RejectsBadOptions) {
   const std::string logdir = MakeTempDir();
   EXPECT_THROW(FileWriter(logdir, {.max_queue = 0}), InvalidArgumentError);
