@@ -184,7 +184,7 @@ TEST(Tensor, EmptyAndExternal) {
     EXPECT_EQ(ext.flat<float>()[2], 3.0f);
   }
   EXPECT_TRUE(released);
-  EXPECT_THROW(Tensor(DT_RESOURCE, TensorShape()), InvalidArgumentError);
+  EXPECT_THROW(Tensor(DT_COMPLEX64, TensorShape()), InvalidArgumentError);
 }
 
 TEST(Allocator, ReusesFreedBlocks) {

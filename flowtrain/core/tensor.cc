@@ -8,6 +8,19 @@
 namespace flowtrain {
 namespace {
 
+// Calls fn.operator()<T>() for the dtypes whose elements are C++ objects that must be
+// constructed, destroyed and copied one by one (strings, resource handles, variants);
+// returns false for plain-memory dtypes.
+template <typename Fn>
+bool VisitObjectType(DataType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DT_STRING: fn.template operator()<std::string>(); return true;
+    case DT_RESOURCE: fn.template operator()<ResourceHandle>(); return true;
+    case DT_VARIANT: fn.template operator()<std::any>(); return true;
+    default: return false;
+  }
+}
+
 // A buffer whose header and data live in one block from an Allocator, so a new tensor costs
 // one allocation.
 class PooledBuffer final : public TensorBuffer {
@@ -18,10 +31,10 @@ class PooledBuffer final : public TensorBuffer {
     void* block = allocator->Allocate(block_bytes);
     auto* buffer = new (block) PooledBuffer(static_cast<char*>(block) + kHeaderBytes, data_bytes,
                                             dtype, elements, allocator, block_bytes);
-    if (dtype == DT_STRING) {
-      auto* strings = static_cast<std::string*>(buffer->data());
-      for (int64_t i = 0; i < elements; ++i) new (strings + i) std::string();
-    }
+    VisitObjectType(dtype, [&]<typename T>() {
+      auto* objects = static_cast<T*>(buffer->data());
+      for (int64_t i = 0; i < elements; ++i) new (objects + i) T();
+    });
     return buffer;
   }
 
@@ -38,10 +51,10 @@ class PooledBuffer final : public TensorBuffer {
         block_bytes_(block_bytes) {}
 
   ~PooledBuffer() override {
-    if (dtype_ == DT_STRING) {
-      auto* strings = static_cast<std::string*>(data());
-      for (int64_t i = 0; i < elements_; ++i) strings[i].~basic_string();
-    }
+    VisitObjectType(dtype_, [&]<typename T>() {
+      auto* objects = static_cast<T*>(data());
+      for (int64_t i = 0; i < elements_; ++i) objects[i].~T();
+    });
   }
 
   // Memory is owned by the allocator block, so deletion destroys in place and returns it.
@@ -70,15 +83,17 @@ class ExternalBuffer final : public TensorBuffer {
 };
 
 size_t ElementBytes(DataType dtype) {
-  if (dtype == DT_STRING) return sizeof(std::string);
-  return DataTypeSize(dtype);
+  size_t bytes = DataTypeSize(dtype);
+  VisitObjectType(dtype, [&]<typename T>() { bytes = sizeof(T); });
+  return bytes;
 }
 
 }  // namespace
 
 Tensor::Tensor(DataType dtype, const TensorShape& shape, Allocator* allocator)
     : dtype_(dtype), shape_(shape) {
-  if (!IsSupportedTensorType(dtype) || IsRefType(dtype)) {
+  const bool handle_type = dtype == DT_RESOURCE || dtype == DT_VARIANT;
+  if ((!IsSupportedTensorType(dtype) && !handle_type) || IsRefType(dtype)) {
     InvalidArgument("Cannot create a tensor of type ", DataTypeString(dtype));
   }
   const int64_t n = shape.num_elements();
@@ -207,11 +222,12 @@ void Tensor::CopyDataFrom(const Tensor& other) {
                     shape_.DebugString());
   }
   if (NumElements() == 0 || data_ == other.data_) return;
-  if (dtype_ == DT_STRING) {
-    auto src = other.flat<std::string>();
-    auto dst = flat<std::string>();
+  const bool copied_objects = VisitObjectType(dtype_, [&]<typename T>() {
+    auto src = other.flat<T>();
+    auto dst = flat<T>();
     for (size_t i = 0; i < src.size(); ++i) dst[i] = src[i];
-  } else {
+  });
+  if (!copied_objects) {
     std::memcpy(data_, other.data_, NumElements() * DataTypeSize(dtype_));
   }
 }
@@ -221,6 +237,18 @@ std::string Tensor::SummarizeValue(int64_t max_entries) const {
   const int64_t n = NumElements();
   const int64_t shown = std::min(n, max_entries);
   std::string out;
+  if (dtype_ == DT_RESOURCE || dtype_ == DT_VARIANT) {
+    for (int64_t i = 0; i < shown; ++i) {
+      if (i > 0) out += " ";
+      if (dtype_ == DT_RESOURCE) {
+        StrAppend(&out, "<resource ", data<ResourceHandle>()[i].DebugString(), ">");
+      } else {
+        StrAppend(&out, "<variant ", data<std::any>()[i].type().name(), ">");
+      }
+    }
+    if (shown < n) out += "...";
+    return out;
+  }
   DispatchDataType(dtype_, "SummarizeValue", [&]<typename T>() {
     const T* values = data<T>();
     for (int64_t i = 0; i < shown; ++i) {

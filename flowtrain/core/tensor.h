@@ -7,11 +7,16 @@
 //   Tensor s = Tensor::Scalar<int64_t>(7);    // s.scalar<int64_t>() == 7
 //   Tensor names = Tensor::FromVector<std::string>({"a", "b"});
 //
+// Besides numbers, bools and strings, a tensor may hold ResourceHandles (DT_RESOURCE: the
+// handle of a queue or iterator in a session) or std::any values (DT_VARIANT: a dataset object
+// passed between dataset ops). Those two never reach files or protos.
+//
 // Eigen views (`flowtrain/core/tensor_eigen.h`) are kept out of this header so that code that
 // only moves tensors around does not compile Eigen's tensor templates.
 #ifndef FLOWTRAIN_CORE_TENSOR_H_
 #define FLOWTRAIN_CORE_TENSOR_H_
 
+#include <any>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -22,6 +27,7 @@
 
 #include "flowtrain/core/allocator.h"
 #include "flowtrain/core/error.h"
+#include "flowtrain/core/resource_handle.h"
 #include "flowtrain/core/tensor_shape.h"
 #include "flowtrain/core/types.h"
 

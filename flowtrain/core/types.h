@@ -6,10 +6,12 @@
 //   std::string name = DataTypeString(dt);            // "float"
 //
 // C++ element types: float, double, int8..int64, uint8/16/32/64, bool, std::string (DT_STRING),
-// Eigen::half (DT_HALF), Eigen::bfloat16 (DT_BFLOAT16).
+// Eigen::half (DT_HALF), Eigen::bfloat16 (DT_BFLOAT16), ResourceHandle (DT_RESOURCE) and
+// std::any (DT_VARIANT).
 #ifndef FLOWTRAIN_CORE_TYPES_H_
 #define FLOWTRAIN_CORE_TYPES_H_
 
+#include <any>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -48,6 +50,8 @@ enum DataType : int {
   DT_UINT64 = 23,
   kDataTypeRefOffset = 100,
 };
+
+struct ResourceHandle;  // resource_handle.h
 
 using half = Eigen::half;
 using bfloat16 = Eigen::bfloat16;
@@ -99,6 +103,8 @@ FT_MATCH_TYPE_AND_ENUM(uint16_t, DT_UINT16)
 FT_MATCH_TYPE_AND_ENUM(half, DT_HALF)
 FT_MATCH_TYPE_AND_ENUM(uint32_t, DT_UINT32)
 FT_MATCH_TYPE_AND_ENUM(uint64_t, DT_UINT64)
+FT_MATCH_TYPE_AND_ENUM(ResourceHandle, DT_RESOURCE)
+FT_MATCH_TYPE_AND_ENUM(std::any, DT_VARIANT)
 #undef FT_MATCH_TYPE_AND_ENUM
 
 // Calls `fn.template operator()<T>()` with the C++ type T of `dtype`; throws
