@@ -291,3 +291,152 @@ FT_REGISTER_KERNEL("Where", WhereOp);
 
 }  // namespace
 }  // namespace flowtrain
+
+// ---- Fill, ZerosLike, OnesLike, BroadcastTo, BroadcastGradientArgs ----
+
+namespace flowtrain {
+namespace {
+
+TensorShape ShapeFromTensor(const Tensor& t, std::string_view op) {
+  if (t.dims() != 1) InvalidArgument(op, ": shape must be a vector, got ", t.shape().DebugString());
+  DimVector dims;
+  for (int64_t i = 0; i < t.NumElements(); ++i) {
+    const int64_t d = t.dtype() == DT_INT32 ? t.flat<int32_t>()[i] : t.flat<int64_t>()[i];
+    if (d < 0) InvalidArgument(op, ": dimension ", i, " must be >= 0, got ", d);
+    dims.push_back(d);
+  }
+  return TensorShape(std::move(dims));
+}
+
+// Writes `value` broadcast (numpy rules) to `out`'s shape.
+void BroadcastInto(const Tensor& value, Tensor* out, std::string_view op) {
+  const TensorShape& shape = out->shape();
+  const int rank = shape.dims();
+  if (value.dims() > rank) {
+    InvalidArgument(op, ": cannot broadcast ", value.shape().DebugString(), " to ", shape.DebugString());
+  }
+  DimVector strides(rank, 0);
+  int64_t stride = 1;
+  for (int i = rank - 1; i >= 0; --i) {
+    const int vi = value.dims() - rank + i;
+    const int64_t d = vi >= 0 ? value.dim_size(vi) : 1;
+    if (d != 1 && d != shape.dim_size(i)) {
+      InvalidArgument(op, ": cannot broadcast ", value.shape().DebugString(), " to ", shape.DebugString());
+    }
+    strides[i] = d == 1 ? 0 : stride;
+    stride *= d;
+  }
+  const int64_t n = shape.num_elements();
+  if (n == 0) return;
+  const int64_t inner = rank == 0 ? 1 : shape.dim_size(rank - 1);
+  const bool inner_contiguous = rank > 0 && strides[rank - 1] == 1;
+  for (int64_t row = 0; row < n / inner; ++row) {
+    int64_t offset = 0, rest = row;
+    for (int d = rank - 2; d >= 0; --d) {
+      offset += (rest % shape.dim_size(d)) * strides[d];
+      rest /= shape.dim_size(d);
+    }
+    if (inner_contiguous) {
+      CopyElements(value, offset, *out, row * inner, inner);
+    } else {
+      for (int64_t j = 0; j < inner; ++j) CopyElements(value, offset, *out, row * inner + j, 1);
+    }
+  }
+}
+
+class FillOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& value = ctx->input(1);
+    if (value.NumElements() != 1 || value.dims() != 0) {
+      InvalidArgument("value must be a scalar, got shape ", value.shape().DebugString());
+    }
+    Tensor* out = ctx->allocate_output(0, ShapeFromTensor(ctx->input(0), "Fill"));
+    BroadcastInto(value, out, "Fill");
+  }
+};
+FT_REGISTER_KERNEL("Fill", FillOp);
+
+template <int kValue>
+class ConstantLikeOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    Tensor* out = ctx->allocate_output(0, x.shape());
+    if (x.dtype() == DT_STRING) {
+      if (kValue != 0) InvalidArgument("OnesLike does not support strings");
+      return;  // strings are constructed empty
+    }
+    if (x.dtype() == DT_BOOL) {
+      for (bool& b : out->flat<bool>()) b = kValue != 0;
+      return;
+    }
+    DispatchNumericType(x.dtype(), type_string(), [&]<typename T>() {
+      for (T& v : out->flat<T>()) v = static_cast<T>(kValue);
+    });
+  }
+};
+FT_REGISTER_KERNEL("ZerosLike", ConstantLikeOp<0>);
+FT_REGISTER_KERNEL("OnesLike", ConstantLikeOp<1>);
+
+class BroadcastToOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& input = ctx->input(0);
+    const TensorShape shape = ShapeFromTensor(ctx->input(1), "BroadcastTo");
+    if (shape == input.shape()) {
+      ctx->set_output(0, input);
+      return;
+    }
+    Tensor* out = ctx->allocate_output(0, shape);
+    BroadcastInto(input, out, "BroadcastTo");
+  }
+};
+FT_REGISTER_KERNEL("BroadcastTo", BroadcastToOp);
+
+class BroadcastGradientArgsOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& s0 = ctx->input(0);
+    const Tensor& s1 = ctx->input(1);
+    auto read = [](const Tensor& t) {
+      std::vector<int64_t> v;
+      for (int64_t i = 0; i < t.NumElements(); ++i) {
+        v.push_back(t.dtype() == DT_INT32 ? t.flat<int32_t>()[i] : t.flat<int64_t>()[i]);
+      }
+      return v;
+    };
+    const std::vector<int64_t> x = read(s0), y = read(s1);
+    const size_t rank = std::max(x.size(), y.size());
+    std::vector<int64_t> r0, r1;
+    for (size_t i = 0; i < rank; ++i) {
+      const int64_t dx = i + x.size() >= rank ? x[i + x.size() - rank] : 1;
+      const int64_t dy = i + y.size() >= rank ? y[i + y.size() - rank] : 1;
+      if (dx != dy && dx != 1 && dy != 1) {
+        InvalidArgument("Incompatible shapes: [", StrJoin(x, ","), "] vs. [", StrJoin(y, ","), "]");
+      }
+      if (dx == 1) r0.push_back(static_cast<int64_t>(i));
+      if (dy == 1) r1.push_back(static_cast<int64_t>(i));
+    }
+    for (int k = 0; k < 2; ++k) {
+      const std::vector<int64_t>& r = k == 0 ? r0 : r1;
+      Tensor* out = ctx->allocate_output(k, TensorShape({static_cast<int64_t>(r.size())}));
+      for (size_t i = 0; i < r.size(); ++i) {
+        if (out->dtype() == DT_INT32) {
+          out->flat<int32_t>()[i] = static_cast<int32_t>(r[i]);
+        } else {
+          out->flat<int64_t>()[i] = r[i];
+        }
+      }
+    }
+  }
+  KernelCost cost() const override { return KernelCost::kCheap; }
+};
+FT_REGISTER_KERNEL("BroadcastGradientArgs", BroadcastGradientArgsOp);
+
+}  // namespace
+}  // namespace flowtrain

@@ -1,5 +1,7 @@
 // Kernels of the arithmetic ops (Add, Sub, Mul, MatMul, LogicalNot). This translation unit
 // holds the heavy Eigen template code so that few files pay for compiling it.
+#include <cmath>
+
 #include <Eigen/Core>
 
 #include "flowtrain/core/error.h"
@@ -59,17 +61,87 @@ void ForRange(OpKernelContext* ctx, int64_t n, const Fn& fn) {
   }
 }
 
+template <typename X>
+constexpr bool kIsArray = requires(const X& x) { x.size(); };
+
 struct AddFn {
+  static constexpr bool kDivides = false;
   template <typename A, typename B>
   static auto Apply(const A& a, const B& b) { return a + b; }
 };
 struct SubFn {
+  static constexpr bool kDivides = false;
   template <typename A, typename B>
   static auto Apply(const A& a, const B& b) { return a - b; }
 };
 struct MulFn {
+  static constexpr bool kDivides = false;
   template <typename A, typename B>
   static auto Apply(const A& a, const B& b) { return a * b; }
+};
+struct RealDivFn {
+  static constexpr bool kDivides = true;
+  template <typename A, typename B>
+  static auto Apply(const A& a, const B& b) { return a / b; }
+};
+struct MaximumFn {
+  static constexpr bool kDivides = false;
+  template <typename A, typename B>
+  static auto Apply(const A& a, const B& b) {
+    if constexpr (kIsArray<A>) {
+      return a.max(b);
+    } else if constexpr (kIsArray<B>) {
+      return b.max(a);
+    } else {
+      return a < b ? b : a;
+    }
+  }
+};
+struct MinimumFn {
+  static constexpr bool kDivides = false;
+  template <typename A, typename B>
+  static auto Apply(const A& a, const B& b) {
+    if constexpr (kIsArray<A>) {
+      return a.min(b);
+    } else if constexpr (kIsArray<B>) {
+      return b.min(a);
+    } else {
+      return b < a ? b : a;
+    }
+  }
+};
+template <typename T>
+T FloorDivide(T x, T y) {
+  if constexpr (std::is_integral_v<T>) {
+    const T q = x / y;
+    // Round toward negative infinity when the signs differ and there is a remainder.
+    if constexpr (std::is_signed_v<T>) {
+      if ((x % y != 0) && ((x < 0) != (y < 0))) return q - 1;
+    }
+    return q;
+  } else {
+    return static_cast<T>(std::floor(static_cast<double>(x) / static_cast<double>(y)));
+  }
+}
+struct FloorDivFn {
+  static constexpr bool kDivides = true;
+  template <typename A, typename B>
+  static auto Apply(const A& a, const B& b) {
+    if constexpr (kIsArray<A> && kIsArray<B>) {
+      using T = typename A::Scalar;
+      return a.binaryExpr(b, [](T x, T y) { return FloorDivide<T>(x, y); });
+    } else if constexpr (kIsArray<A>) {
+      using T = typename A::Scalar;
+      const T y = b;
+      return a.unaryExpr([y](T x) { return FloorDivide<T>(x, y); });
+    } else if constexpr (kIsArray<B>) {
+      using T = typename B::Scalar;
+      const T x = a;
+      return b.unaryExpr([x](T y) { return FloorDivide<T>(x, y); });
+    } else {
+      return FloorDivide<A>(a, b);
+    }
+  }
 };
 
 template <typename Fn>
@@ -90,6 +162,11 @@ class BinaryCwiseOp : public OpKernel {
  private:
   template <typename T>
   void ComputeTyped(OpKernelContext* ctx, const Tensor& x, const Tensor& y) {
+    if constexpr (Fn::kDivides && std::is_integral_v<T>) {
+      for (const T v : y.flat<T>()) {
+        if (v == T(0)) InvalidArgument("Integer division by zero in ", name());
+      }
+    }
     const int64_t nx = x.NumElements();
     const int64_t ny = y.NumElements();
     if (x.shape() == y.shape()) {
@@ -193,6 +270,87 @@ FT_REGISTER_KERNEL("Add", BinaryCwiseOp<AddFn>);
 FT_REGISTER_KERNEL("AddV2", BinaryCwiseOp<AddFn>);
 FT_REGISTER_KERNEL("Sub", BinaryCwiseOp<SubFn>);
 FT_REGISTER_KERNEL("Mul", BinaryCwiseOp<MulFn>);
+FT_REGISTER_KERNEL("RealDiv", BinaryCwiseOp<RealDivFn>);
+FT_REGISTER_KERNEL("FloorDiv", BinaryCwiseOp<FloorDivFn>);
+FT_REGISTER_KERNEL("Maximum", BinaryCwiseOp<MaximumFn>);
+FT_REGISTER_KERNEL("Minimum", BinaryCwiseOp<MinimumFn>);
+
+class NegOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    Tensor* out = ctx->allocate_output(0, x.shape());
+    DispatchNumericType(x.dtype(), "Neg", [&]<typename T>() {
+      ArrayMap<T>(out->data<T>(), x.NumElements()) = -ConstArrayMap<T>(x.data<T>(), x.NumElements());
+    });
+  }
+};
+FT_REGISTER_KERNEL("Neg", NegOp);
+
+class AddNOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& first = ctx->input(0);
+    for (int i = 1; i < ctx->num_inputs(); ++i) {
+      if (ctx->input(i).shape() != first.shape()) {
+        InvalidArgument("Inputs to operation ", name(), " of type AddN must have the same size and "
+                        "shape.  Input 0: ", first.shape().DebugString(), " != input ", i, ": ",
+                        ctx->input(i).shape().DebugString());
+      }
+    }
+    Tensor* out = ctx->allocate_output(0, first.shape());
+    const int64_t n = first.NumElements();
+    DispatchNumericType(first.dtype(), "AddN", [&]<typename T>() {
+      ForRange(ctx, n, [&](int64_t b, int64_t e) {
+        ArrayMap<T> o(out->data<T>() + b, e - b);
+        o = ConstArrayMap<T>(ctx->input(0).data<T>() + b, e - b);
+        for (int i = 1; i < ctx->num_inputs(); ++i) o += ConstArrayMap<T>(ctx->input(i).data<T>() + b, e - b);
+      });
+    });
+  }
+};
+FT_REGISTER_KERNEL("AddN", AddNOp);
+
+template <typename Out, typename In>
+Out CastValue(In v) {
+  if constexpr (std::is_same_v<Out, bool>) {
+    return static_cast<float>(v) != 0.0f;
+  } else if constexpr (std::is_same_v<In, bool>) {
+    return static_cast<Out>(v ? 1 : 0);
+  } else if constexpr (std::is_same_v<In, half> || std::is_same_v<In, bfloat16>) {
+    return static_cast<Out>(static_cast<float>(v));
+  } else {
+    return static_cast<Out>(v);
+  }
+}
+
+class CastOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const DataType dst = ctx->output_type(0);
+    if (x.dtype() == dst) {
+      ctx->set_output(0, x);
+      return;
+    }
+    Tensor* out = ctx->allocate_output(0, x.shape());
+    auto numeric_or_bool = [&](DataType t, auto&& fn) {
+      if (t == DT_BOOL) return fn.template operator()<bool>();
+      return DispatchNumericType(t, "Cast", fn);
+    };
+    numeric_or_bool(x.dtype(), [&]<typename In>() {
+      numeric_or_bool(dst, [&]<typename Out>() {
+        const In* in = x.data<In>();
+        Out* o = out->data<Out>();
+        for (int64_t i = 0; i < x.NumElements(); ++i) o[i] = CastValue<Out, In>(in[i]);
+      });
+    });
+  }
+};
+FT_REGISTER_KERNEL("Cast", CastOp);
 
 class MatMulOp : public OpKernel {
  public:

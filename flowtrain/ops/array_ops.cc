@@ -279,3 +279,54 @@ Output BooleanMask(Output tensor, Output mask, std::string_view name) {
 
 }  // namespace ops
 }  // namespace flowtrain
+
+namespace flowtrain {
+namespace {
+
+void FillShape(InferenceContext& c) { c.set_output(0, c.InputAsShape(0)); }
+
+void BroadcastToShape(InferenceContext& c) {
+  const PartialTensorShape target = c.InputAsShape(1);
+  // Checks compatibility where both are known; the result has the target's shape.
+  shape_fns::BroadcastShapes(c.input(0), target);
+  c.set_output(0, target);
+}
+
+}  // namespace
+
+FT_REGISTER_OP("Fill")
+    .Input("dims: index_type")
+    .Input("value: T")
+    .Output("output: T")
+    .Attr("T: type")
+    .Attr("index_type: {int32, int64} = DT_INT32")
+    .SetShapeFn(FillShape);
+
+FT_REGISTER_OP("ZerosLike").Input("x: T").Output("y: T").Attr("T: type").SetShapeFn(shape_fns::UnchangedShape);
+FT_REGISTER_OP("OnesLike").Input("x: T").Output("y: T").Attr("T: type").SetShapeFn(shape_fns::UnchangedShape);
+
+FT_REGISTER_OP("BroadcastTo")
+    .Input("input: T")
+    .Input("shape: Tidx")
+    .Output("output: T")
+    .Attr("T: type")
+    .Attr("Tidx: {int32, int64} = DT_INT32")
+    .SetShapeFn(BroadcastToShape);
+
+namespace ops {
+
+Output Fill(Output dims, Output value, std::string_view name) {
+  return NodeBuilder("Fill", name).Input(dims).Input(value).Finalize();
+}
+Output ZerosLike(Output x, std::string_view name) {
+  return NodeBuilder("ZerosLike", name).Input(x).Finalize();
+}
+Output OnesLike(Output x, std::string_view name) {
+  return NodeBuilder("OnesLike", name).Input(x).Finalize();
+}
+Output BroadcastTo(Output input, Output shape, std::string_view name) {
+  return NodeBuilder("BroadcastTo", name).Input(input).Input(shape).Finalize();
+}
+
+}  // namespace ops
+}  // namespace flowtrain

@@ -53,6 +53,12 @@ Output Squeeze(Output input, const std::vector<int64_t>& axis = {}, std::string_
 Output GatherV2(Output params, Output indices, Output axis, std::string_view name = "GatherV2");
 // Coordinates of true elements, as int64 [num_true, rank].
 Output Where(Output condition, std::string_view name = "Where");
+// A tensor of shape `dims` (a 1-D int tensor) filled with the scalar `value`.
+Output Fill(Output dims, Output value, std::string_view name = "Fill");
+Output ZerosLike(Output x, std::string_view name = "zeros_like");
+Output OnesLike(Output x, std::string_view name = "ones_like");
+// `input` broadcast to `shape` (numpy rules).
+Output BroadcastTo(Output input, Output shape, std::string_view name = "BroadcastTo");
 // tf.boolean_mask for a 1-D mask over the first dimension of `tensor`.
 Output BooleanMask(Output tensor, Output mask, std::string_view name = "boolean_mask");
 

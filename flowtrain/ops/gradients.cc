@@ -1,0 +1,202 @@
+#include "flowtrain/ops/gradients.h"
+
+#include <algorithm>
+#include <deque>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "flowtrain/core/error.h"
+#include "flowtrain/core/str_util.h"
+#include "flowtrain/ops/array_ops.h"
+#include "flowtrain/ops/math_ops.h"
+
+namespace flowtrain {
+
+GradientRegistry* GradientRegistry::Global() {
+  static GradientRegistry* registry = new GradientRegistry();
+  return registry;
+}
+
+void GradientRegistry::Register(std::string op_type, GradientFunction fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!entries_.emplace(op_type, Entry{true, std::move(fn)}).second) {
+    AlreadyExists("A gradient for op type '", op_type, "' is registered twice");
+  }
+}
+
+void GradientRegistry::RegisterNoGradient(std::string op_type) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!entries_.emplace(op_type, Entry{false, nullptr}).second) {
+    AlreadyExists("A gradient for op type '", op_type, "' is registered twice");
+  }
+}
+
+const GradientFunction* GradientRegistry::Lookup(const Operation& op) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(op.type());
+  if (it == entries_.end()) {
+    NotFound("No gradient defined for operation '", op.name(), "' (op type: ", op.type(), ")");
+  }
+  return it->second.differentiable ? &it->second.fn : nullptr;
+}
+
+namespace ops {
+namespace {
+
+bool IsDifferentiable(DataType dtype) { return IsFloatingType(BaseType(dtype)); }
+
+Output Aggregate(std::vector<Output>& grads) {
+  if (grads.empty()) return Output();
+  if (grads.size() == 1) return grads[0];
+  return ops::AddN(grads);
+}
+
+}  // namespace
+
+std::vector<Output> Gradients(const std::vector<Output>& ys, const std::vector<Output>& xs,
+                              const std::vector<Output>& grad_ys, std::string_view name) {
+  if (ys.empty()) InvalidArgument("Gradients needs at least one y");
+  if (!grad_ys.empty() && grad_ys.size() != ys.size()) {
+    InvalidArgument("Passed ", grad_ys.size(), " grad_ys for ", ys.size(), " ys");
+  }
+  Graph& graph = *ys.front().graph();
+  for (const Output& t : ys) FT_REQUIRE(t && t.graph() == &graph, "All ys must be in one graph");
+  for (const Output& t : xs) FT_REQUIRE(t && t.graph() == &graph, "All xs must be in the graph of ys");
+  auto as_default = graph.AsDefault();
+  auto scope = graph.NameScope(name);
+
+  // Consumers of every node, for the forward walk from xs.
+  std::unordered_map<const Node*, std::vector<Node*>> consumers;
+  for (const Operation& op : graph.operations()) {
+    for (const Endpoint& in : op.node()->inputs()) consumers[in.node].push_back(op.node());
+  }
+  // Ops reachable from xs, then those of them that reach ys: the ops between.
+  std::unordered_set<const Node*> reached;
+  std::vector<const Node*> stack;
+  for (const Output& x : xs) {
+    if (reached.insert(x.node()).second) stack.push_back(x.node());
+  }
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    for (Node* c : consumers[n]) {
+      if (reached.insert(c).second) stack.push_back(c);
+    }
+  }
+  std::unordered_set<const Node*> between;
+  for (const Output& y : ys) {
+    if (reached.count(y.node()) && between.insert(y.node()).second) stack.push_back(y.node());
+  }
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    for (const Endpoint& in : n->inputs()) {
+      if (reached.count(in.node) && between.insert(in.node).second) stack.push_back(in.node);
+    }
+  }
+  // Pending count: consumers (edges) inside `between` still to deliver their gradient.
+  std::unordered_map<const Node*, int> pending;
+  for (const Node* n : between) {
+    for (const Endpoint& in : n->inputs()) {
+      if (between.count(in.node)) ++pending[in.node];
+    }
+  }
+
+  struct EndpointHash {
+    size_t operator()(const Endpoint& e) const {
+      return std::hash<const void*>()(e.node) * 31 + static_cast<size_t>(e.index);
+    }
+  };
+  std::unordered_map<Endpoint, std::vector<Output>, EndpointHash> grads;
+  for (size_t i = 0; i < ys.size(); ++i) {
+    const Output& y = ys[i];
+    Output g;
+    if (!grad_ys.empty() && grad_ys[i]) {
+      g = grad_ys[i];
+    } else {
+      if (!IsDifferentiable(y.dtype())) {
+        InvalidArgument("Gradients of ", y.name(), " of type ", DataTypeString(y.dtype()),
+                        " are not defined; pass grad_ys");
+      }
+      Output one = ops::Const(Tensor::Scalar<float>(1.0f), StrCat("grad_ys_", i));
+      if (y.dtype() != DT_FLOAT) one = ops::Cast(one, y.dtype());
+      g = ops::Fill(ops::Shape(y), one);
+    }
+    grads[Endpoint{y.node(), y.index()}].push_back(g);
+  }
+
+  std::deque<const Node*> ready;
+  for (const Node* n : between) {
+    if (pending[n] == 0) ready.push_back(n);
+  }
+  // Deterministic order: process ready ops by decreasing id (reverse creation order).
+  auto pop_ready = [&] {
+    auto it = std::max_element(ready.begin(), ready.end(),
+                               [](const Node* a, const Node* b) { return a->id() < b->id(); });
+    const Node* n = *it;
+    ready.erase(it);
+    return n;
+  };
+  while (!ready.empty()) {
+    const Node* node = pop_ready();
+    Operation op(const_cast<Node*>(node));
+    std::vector<Output> out_grads(node->num_outputs());
+    bool any = false;
+    for (int i = 0; i < node->num_outputs(); ++i) {
+      auto it = grads.find(Endpoint{const_cast<Node*>(node), i});
+      if (it != grads.end() && IsDifferentiable(node->output_type(i))) {
+        out_grads[i] = Aggregate(it->second);
+        any = any || static_cast<bool>(out_grads[i]);
+      }
+    }
+    bool inputs_between = false;
+    for (const Endpoint& in : node->inputs()) inputs_between = inputs_between || between.count(in.node);
+    if (any && inputs_between) {
+      const GradientFunction* fn = GradientRegistry::Global()->Lookup(op);
+      if (fn != nullptr) {
+        std::vector<Output> in_grads;
+        {
+          auto op_scope = graph.NameScope(StrCat(node->name(), "_grad"));
+          in_grads = (*fn)(op, out_grads);
+        }
+        if (in_grads.size() != static_cast<size_t>(node->num_inputs())) {
+          Internal("Gradient function of ", node->DebugName(), " returned ", in_grads.size(),
+                   " gradients for ", node->num_inputs(), " inputs");
+        }
+        for (int i = 0; i < node->num_inputs(); ++i) {
+          const Endpoint& in = node->input(i);
+          if (in_grads[i] && between.count(in.node)) grads[in].push_back(in_grads[i]);
+        }
+      }
+    }
+    for (const Endpoint& in : node->inputs()) {
+      if (between.count(in.node) && --pending[in.node] == 0) ready.push_back(in.node);
+    }
+  }
+
+  std::vector<Output> result;
+  for (const Output& x : xs) {
+    auto it = grads.find(Endpoint{x.node(), x.index()});
+    result.push_back(it == grads.end() ? Output() : Aggregate(it->second));
+  }
+  return result;
+}
+
+std::pair<Output, Output> ReduceBroadcastGradients(const Output& x, const Output& y,
+                                                   const Output& grad_x, const Output& grad_y) {
+  // When both shapes are known and equal, nothing was broadcast.
+  if (x.shape().IsFullyDefined() && y.shape().IsFullyDefined() &&
+      x.shape().IsIdenticalTo(y.shape())) {
+    return {grad_x, grad_y};
+  }
+  Output sx = ops::Shape(x);
+  Output sy = ops::Shape(y);
+  Operation args = ops::BroadcastGradientArgs(sx, sy);
+  Output gx, gy;
+  if (grad_x) gx = ops::Reshape(ops::Sum(grad_x, args.output(0)), sx);
+  if (grad_y) gy = ops::Reshape(ops::Sum(grad_y, args.output(1)), sy);
+  return {gx, gy};
+}
+
+}  // namespace ops
+}  // namespace flowtrain

@@ -1,0 +1,85 @@
+// Symbolic differentiation: Gradients() adds to the graph the ops that compute d(sum ys)/d(xs),
+// walking backwards from `ys` and calling each op's registered gradient function, as TF's
+// `tf.gradients`. Gradient ops go under the name scope "gradients/<op>_grad/".
+//
+//   std::vector<Output> grads = ops::Gradients({loss}, {w, b});
+//
+// Every differentiable op registers its gradient next to its definition:
+//
+//   FT_REGISTER_GRADIENT("Square", [](const Operation& op, const std::vector<Output>& dy) {
+//     return std::vector<Output>{dy[0] * ops::Const(2.0f) * op.input(0)};
+//   });
+//   FT_REGISTER_NO_GRADIENT("Shape");
+//
+// A gradient function receives the gradients of the op's outputs (an empty Output where an
+// output has none) and returns one Output per input (empty: no gradient for that input).
+#ifndef FLOWTRAIN_OPS_GRADIENTS_H_
+#define FLOWTRAIN_OPS_GRADIENTS_H_
+
+#include <functional>
+#include <string_view>
+#include <vector>
+
+#include "flowtrain/graph/graph.h"
+
+namespace flowtrain {
+
+using GradientFunction =
+    std::function<std::vector<Output>(const Operation& op, const std::vector<Output>& grad_outputs)>;
+
+class GradientRegistry {
+ public:
+  static GradientRegistry* Global();
+  void Register(std::string op_type, GradientFunction fn);
+  // Marks an op as having no gradient (its inputs get none, silently).
+  void RegisterNoGradient(std::string op_type);
+  // nullptr when the op type is registered as non-differentiable; throws NotFound (TF's
+  // "No gradient defined for operation ...") when nothing is registered.
+  const GradientFunction* Lookup(const Operation& op) const;
+
+ private:
+  GradientRegistry() = default;
+  struct Entry {
+    bool differentiable;
+    GradientFunction fn;
+  };
+  mutable std::mutex mu_;
+  std::map<std::string, Entry, std::less<>> entries_;
+};
+
+namespace gradient_registry_internal {
+struct GradientRegistrar {
+  GradientRegistrar(const char* op_type, GradientFunction fn) {
+    GradientRegistry::Global()->Register(op_type, std::move(fn));
+  }
+  explicit GradientRegistrar(const char* op_type) {
+    GradientRegistry::Global()->RegisterNoGradient(op_type);
+  }
+};
+}  // namespace gradient_registry_internal
+
+#define FT_GRADIENT_UNIQ_HELPER(ctr, ...) FT_GRADIENT_UNIQ(ctr, __VA_ARGS__)
+#define FT_GRADIENT_UNIQ(ctr, ...)                                                          \
+  static const ::flowtrain::gradient_registry_internal::GradientRegistrar                   \
+      ft_gradient_registrar_##ctr [[maybe_unused]](__VA_ARGS__)
+#define FT_REGISTER_GRADIENT(op_type, ...) FT_GRADIENT_UNIQ_HELPER(__COUNTER__, op_type, __VA_ARGS__)
+#define FT_REGISTER_NO_GRADIENT(op_type) FT_GRADIENT_UNIQ_HELPER(__COUNTER__, op_type)
+
+namespace ops {
+
+// d(sum of ys)/d(x) for each x (an empty Output where x does not affect ys). `grad_ys`, when
+// given, weights each y (default: ones of y's shape).
+std::vector<Output> Gradients(const std::vector<Output>& ys, const std::vector<Output>& xs,
+                              const std::vector<Output>& grad_ys = {},
+                              std::string_view name = "gradients");
+
+// Helpers for gradient functions.
+// The gradient of an op that broadcast `x` and `y` into its output, summed back to each
+// input's shape (TF's BroadcastGradientArgs + Sum + Reshape pattern).
+std::pair<Output, Output> ReduceBroadcastGradients(const Output& x, const Output& y,
+                                                   const Output& grad_x, const Output& grad_y);
+
+}  // namespace ops
+}  // namespace flowtrain
+
+#endif  // FLOWTRAIN_OPS_GRADIENTS_H_
