@@ -1,5 +1,6 @@
 #include "flowtrain/io/tensor_bundle_writer.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -45,9 +46,13 @@ BundleWriter::BundleWriter(std::string prefix, Options options)
              options_.data_alignment);
   CreateDirectories(Dirname(prefix_));
   data_ = std::make_unique<AtomicFileWriter>(DataFilename(prefix_, 0, 1));
+  // Best effort: without it, the final fsync simply has more to write.
+  writeback_fd_ = ::open(data_->temp_path().c_str(), O_RDONLY | O_CLOEXEC);
 }
 
-BundleWriter::~BundleWriter() = default;
+BundleWriter::~BundleWriter() {
+  if (writeback_fd_ >= 0) ::close(writeback_fd_);
+}
 
 uint64_t BundleWriter::data_size() const { return data_ ? data_->size() : 0; }
 
@@ -108,8 +113,22 @@ uint32_t BundleWriter::AppendChecksummed(const void* data, size_t n, uint32_t cr
     data_->Append(staging_.data(), chunk);
     p += chunk;
     n -= chunk;
+    StartWriteback();
   }
   return crc;
+}
+
+void BundleWriter::StartWriteback() {
+  // Starts the disk writing what is already in the page cache while the next chunk is being
+  // copied and checksummed, so that Finish()'s fsync has little left to do and saving runs at
+  // the disk's speed instead of disk time plus CPU time. Bytes still in the file writer's
+  // buffer are not in the page cache yet; the hint skips them and fsync covers them later.
+  if (writeback_fd_ < 0) return;
+  const uint64_t end = data_->size();
+  if (end - writeback_started_ < kStagingBytes) return;
+  ::sync_file_range(writeback_fd_, static_cast<off64_t>(writeback_started_),
+                    static_cast<off64_t>(end - writeback_started_), SYNC_FILE_RANGE_WRITE);
+  writeback_started_ = end;
 }
 
 void BundleWriter::WriteNumericTensor(const Tensor& tensor, tensorflow::BundleEntryProto* entry) {

@@ -65,6 +65,7 @@ class BundleWriter {
  private:
   void CheckUsable() const;
   uint32_t AppendChecksummed(const void* data, size_t n, uint32_t crc);
+  void StartWriteback();
   void WriteNumericTensor(const Tensor& tensor, tensorflow::BundleEntryProto* entry);
   void WriteStringTensor(const Tensor& tensor, tensorflow::BundleEntryProto* entry);
   void PadToAlignment();
@@ -74,6 +75,9 @@ class BundleWriter {
   std::unique_ptr<AtomicFileWriter> data_;
   BundleEntryMap entries_;
   std::vector<char> staging_;  // bytes are checksummed here, as written, not in the source
+  // A second descriptor on the temporary data file, used only to start writeback early.
+  int writeback_fd_ = -1;
+  uint64_t writeback_started_ = 0;  // data bytes handed to writeback so far
   bool finished_ = false;
   bool failed_ = false;
 };

@@ -247,7 +247,7 @@ TEST(CheckpointManagement, RemoveCheckpointDeletesIndexDataShardsAndMeta) {
 TEST(CheckpointManagement, MetaGraphFilenameStripsShardSuffix) {
   EXPECT_EQ(MetaGraphFilename("/t/model.ckpt-123"), "/t/model.ckpt-123.meta");
   EXPECT_EQ(MetaGraphFilename("/t/model.ckpt-123-00001-of-00002"), "/t/model.ckpt-123.meta");
-  EXPECT_EQ(MetaGraphFilename("/t/model.ckpt-123-?????-of-00005", "graph"),
+  EXPECT_EQ(MetaGraphFilename("/t/model.ckpt-123-\?\?\?\?\?-of-00005", "graph"),
             "/t/model.ckpt-123.graph");
 }
 
