@@ -68,32 +68,34 @@ TEST(Queue, FullQueueBlocksUntilDequeue) {
 }
 
 TEST(Queue, CloseWakesBlockedDequeuesAndCancelsPendingEnqueues) {
-  Queue q(FloatQueue(Queue::Kind::kFifo, 2));
   Queue::Wait wait;
+  Queue empty(FloatQueue(Queue::Kind::kFifo, 2));
   std::exception_ptr consumer_error;
   std::thread consumer([&] {
     try {
-      q.DequeueMany(3, false, wait);
+      empty.Dequeue(wait);
     } catch (...) {
       consumer_error = std::current_exception();
     }
   });
-  q.Enqueue(Scalar(1), wait);
+  Queue full(FloatQueue(Queue::Kind::kFifo, 1));
+  full.Enqueue(Scalar(1), wait);
   std::exception_ptr producer_error;
   std::thread producer([&] {
     try {
-      q.Enqueue(Scalar(2), wait);
-      q.Enqueue(Scalar(3), wait);  // blocks: capacity 2
+      full.Enqueue(Scalar(2), wait);  // blocks: capacity 1
     } catch (...) {
       producer_error = std::current_exception();
     }
   });
   std::this_thread::sleep_for(20ms);
-  q.Close(/*cancel_pending_enqueues=*/true);
+  empty.Close(false);
+  full.Close(/*cancel_pending_enqueues=*/true);
   consumer.join();
   producer.join();
   EXPECT_THROW(std::rethrow_exception(consumer_error), OutOfRangeError);
   EXPECT_THROW(std::rethrow_exception(producer_error), CancelledError);
+  EXPECT_EQ(full.Size(), 1);
 }
 
 TEST(Queue, CancellationAndDeadlineEndBlockingCalls) {
