@@ -1,0 +1,194 @@
+// Kernels of the checkpoint ops (ops/io_ops.h): SaveV2 and RestoreV2 on V2 tensor bundles,
+// MergeV2Checkpoints, and the string ops that build a sharded save's file names.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "flowtrain/core/error.h"
+#include "flowtrain/core/str_util.h"
+#include "flowtrain/io/tensor_bundle_reader.h"
+#include "flowtrain/io/tensor_bundle_writer.h"
+#include "flowtrain/kernels/op_kernel.h"
+
+namespace flowtrain {
+namespace {
+
+// Checks prefix/tensor_names/shape_and_slices as TF's save/restore kernels do and returns the
+// number of tensors named.
+int64_t CheckNamesAndSlices(OpKernelContext* ctx, std::string_view op) {
+  const Tensor& prefix = ctx->input(0);
+  const Tensor& names = ctx->input(1);
+  const Tensor& slices = ctx->input(2);
+  if (prefix.NumElements() != 1) {
+    InvalidArgument(op, ": Input prefix should have a single element, got ", prefix.shape().DebugString());
+  }
+  if (names.dims() != 1 || slices.dims() != 1 || names.NumElements() != slices.NumElements()) {
+    InvalidArgument(op, ": tensor_names and shape_and_slices must be vectors of one length, got ",
+                    names.shape().DebugString(), " and ", slices.shape().DebugString());
+  }
+  const auto slice_specs = slices.flat<std::string>();
+  for (int64_t i = 0; i < slices.NumElements(); ++i) {
+    if (!slice_specs[i].empty()) {
+      InvalidArgument(op, ": tensor '", names.flat<std::string>()[i], "' has slice spec '",
+                      slice_specs[i], "'; flowtrain saves and restores only whole tensors");
+    }
+  }
+  return names.NumElements();
+}
+
+class SaveV2Op : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const int64_t n = CheckNamesAndSlices(ctx, "SaveV2");
+    if (ctx->num_inputs() - 3 != n) {
+      InvalidArgument("SaveV2: got ", n, " tensor names but ", ctx->num_inputs() - 3, " tensors");
+    }
+    const std::string& prefix = ctx->input(0).flat<std::string>()[0];
+    const auto names = ctx->input(1).flat<std::string>();
+    // The inputs share the variables' buffers: each is streamed to the data file from there.
+    io::BundleWriter writer(prefix);
+    for (int64_t i = 0; i < n; ++i) {
+      if (ctx->cancellation_manager() != nullptr && ctx->cancellation_manager()->IsCancelled()) {
+        Cancelled("SaveV2 of '", prefix, "' was cancelled");
+      }
+      writer.Add(names[i], ctx->input(static_cast<int>(3 + i)));
+    }
+    writer.Finish();
+  }
+  KernelCost cost() const override { return KernelCost::kExpensive; }
+};
+FT_REGISTER_KERNEL("SaveV2", SaveV2Op);
+
+class RestoreV2Op : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const int64_t n = CheckNamesAndSlices(ctx, "RestoreV2");
+    if (ctx->num_outputs() != n) {
+      InvalidArgument("RestoreV2: got ", n, " tensor names but ", ctx->num_outputs(), " dtypes");
+    }
+    const std::string& prefix = ctx->input(0).flat<std::string>()[0];
+    const auto names = ctx->input(1).flat<std::string>();
+    io::BundleReader reader(prefix);
+    for (int64_t i = 0; i < n; ++i) {
+      const std::string& name = names[i];
+      if (!reader.Contains(name)) {
+        NotFound("Key ", name, " not found in checkpoint '", prefix, "'");
+      }
+      const io::BundleReader::DtypeAndShape stored = reader.LookupDtypeAndShape(name);
+      const DataType expected = ctx->output_type(static_cast<int>(i));
+      if (stored.dtype != expected) {
+        InvalidArgument("tensor_name = ", name, "; expected dtype ", DataTypeString(expected),
+                        " does not equal original dtype ", DataTypeString(stored.dtype),
+                        " (checkpoint '", prefix, "')");
+      }
+      Tensor* out = ctx->allocate_output(static_cast<int>(i), stored.shape);
+      reader.LookupInto(name, out);
+    }
+  }
+  KernelCost cost() const override { return KernelCost::kExpensive; }
+};
+FT_REGISTER_KERNEL("RestoreV2", RestoreV2Op);
+
+class MergeV2CheckpointsOp : public OpKernel {
+ public:
+  explicit MergeV2CheckpointsOp(OpKernelConstruction& c)
+      : OpKernel(c), delete_old_dirs_(c.GetAttr<bool>("delete_old_dirs")) {}
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& prefixes = ctx->input(0);
+    const Tensor& destination = ctx->input(1);
+    if (prefixes.dims() != 1) {
+      InvalidArgument("MergeV2Checkpoints: checkpoint_prefixes must be a vector, got ",
+                      prefixes.shape().DebugString());
+    }
+    if (destination.NumElements() != 1) {
+      InvalidArgument("MergeV2Checkpoints: destination_prefix must be a scalar, got ",
+                      destination.shape().DebugString());
+    }
+    const auto flat = prefixes.flat<std::string>();
+    io::MergeBundles(std::vector<std::string>(flat.begin(), flat.end()),
+                     destination.flat<std::string>()[0], {.delete_old_dirs = delete_old_dirs_});
+  }
+  KernelCost cost() const override { return KernelCost::kExpensive; }
+
+ private:
+  bool delete_old_dirs_;
+};
+FT_REGISTER_KERNEL("MergeV2Checkpoints", MergeV2CheckpointsOp);
+
+std::string ShardSuffix(int32_t shard, int32_t num_shards) {
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "-%05d-of-%05d", shard, num_shards);
+  return buf;
+}
+
+class ShardedFilenameOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const std::string& basename = ctx->input(0).scalar<std::string>();
+    const int32_t shard = ctx->input(1).scalar<int32_t>();
+    const int32_t num_shards = ctx->input(2).scalar<int32_t>();
+    if (shard < 0 || shard >= num_shards) {
+      InvalidArgument("ShardedFilename: shard ", shard, " is not in [0, ", num_shards, ")");
+    }
+    ctx->set_output(0, Tensor::Scalar<std::string>(basename + ShardSuffix(shard, num_shards)));
+  }
+  KernelCost cost() const override { return KernelCost::kCheap; }
+};
+FT_REGISTER_KERNEL("ShardedFilename", ShardedFilenameOp);
+
+class ShardedFilespecOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const std::string& basename = ctx->input(0).scalar<std::string>();
+    const int32_t num_shards = ctx->input(1).scalar<int32_t>();
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "-\?\?\?\?\?-of-%05d", num_shards);
+    ctx->set_output(0, Tensor::Scalar<std::string>(basename + buf));
+  }
+  KernelCost cost() const override { return KernelCost::kCheap; }
+};
+FT_REGISTER_KERNEL("ShardedFilespec", ShardedFilespecOp);
+
+class StringJoinOp : public OpKernel {
+ public:
+  explicit StringJoinOp(OpKernelConstruction& c)
+      : OpKernel(c), separator_(c.GetAttr<std::string>("separator")) {}
+  void Compute(OpKernelContext* ctx) override {
+    // Scalars broadcast; every non-scalar input must have the same shape.
+    TensorShape shape;
+    bool have_shape = false;
+    for (int i = 0; i < ctx->num_inputs(); ++i) {
+      const Tensor& in = ctx->input(i);
+      if (in.dims() == 0) continue;
+      if (have_shape && in.shape() != shape) {
+        InvalidArgument("StringJoin: input shapes do not match: ", shape.DebugString(), " vs. ",
+                        in.shape().DebugString());
+      }
+      shape = in.shape();
+      have_shape = true;
+    }
+    Tensor* out = ctx->allocate_output(0, shape);
+    auto result = out->flat<std::string>();
+    for (int64_t j = 0; j < out->NumElements(); ++j) {
+      std::string& s = result[j];
+      s.clear();
+      for (int i = 0; i < ctx->num_inputs(); ++i) {
+        const Tensor& in = ctx->input(i);
+        if (i > 0) s += separator_;
+        s += in.flat<std::string>()[in.dims() == 0 ? 0 : j];
+      }
+    }
+  }
+  KernelCost cost() const override { return KernelCost::kCheap; }
+
+ private:
+  std::string separator_;
+};
+FT_REGISTER_KERNEL("StringJoin", StringJoinOp);
+
+}  // namespace
+}  // namespace flowtrain
