@@ -15,9 +15,13 @@
 #include "flowtrain/graph/node_builder.h"
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/control_flow_ops.h"
+#include "flowtrain/ops/io_ops.h"
 #include "flowtrain/ops/math_ops.h"
 #include "flowtrain/ops/state_ops.h"
 #include "flowtrain/ops/variables.h"
 #include "flowtrain/runtime/session.h"
+#include "flowtrain/train/checkpoint_management.h"
+#include "flowtrain/train/meta_graph.h"
+#include "flowtrain/train/saver.h"
 
 #endif  // FLOWTRAIN_FLOWTRAIN_H_

@@ -14,6 +14,7 @@ void AddVersionCommand(CLI::App& app) {
 std::vector<AddCommand> AllCommands() {
   return {
       AddVersionCommand,
+      AddInspectCheckpointCommand,
   };
 }
 

@@ -23,6 +23,7 @@ using AddCommand = std::function<void(CLI::App&)>;
 std::vector<AddCommand> AllCommands();
 
 void AddVersionCommand(CLI::App& app);
+void AddInspectCheckpointCommand(CLI::App& app);
 
 }  // namespace flowtrain::tools
 

@@ -1,0 +1,20 @@
+// Crash safety, long version (label `slow`): 300 SIGKILLs of a save loop at random moments;
+// after each, the checkpoint the `checkpoint` state file names restores with values matching
+// its step. Alternates plain and sharded savers, and each child resumes from the last one.
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "flowtrain/train/saver_crash_test_util.h"
+#include "tests/test_util.h"
+
+namespace flowtrain::train {
+namespace {
+
+TEST(SaverSoakTest, ThreeHundredKills) {
+  crash_test::RunKillLoop(testing::MakeTempDir("soak"), /*kills=*/300, /*max_delay_ms=*/400,
+                          std::random_device{}());
+}
+
+}  // namespace
+}  // namespace flowtrain::train
