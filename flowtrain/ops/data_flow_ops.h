@@ -38,6 +38,8 @@ struct QueueOptions {
 // What the three queue kinds share: TF's QueueBase.
 class QueueBase {
  public:
+  // An empty handle (no queue).
+  QueueBase() = default;
   // The queue's DT_RESOURCE handle.
   Output handle() const { return handle_; }
   // The queue op's name, e.g. "fifo_queue".
@@ -61,7 +63,6 @@ class QueueBase {
 
  protected:
   QueueBase(Output handle, std::vector<DataType> dtypes, std::vector<PartialTensorShape> shapes);
-  QueueBase() = default;
 
  private:
   std::vector<Output> DequeueN(std::string_view op, Output n, std::string_view name,

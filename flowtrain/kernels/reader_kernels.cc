@@ -1,0 +1,146 @@
+// Kernels of TFRecordReaderV2 / ReaderReadV2 (records from files named by a queue) and of
+// StringInputProducerEpoch (the epochs of file names a string input producer enqueues).
+#include <algorithm>
+#include <memory>
+#include <random>
+
+#include "flowtrain/core/error.h"
+#include "flowtrain/core/str_util.h"
+#include "flowtrain/io/record_reader.h"
+#include "flowtrain/kernels/op_kernel.h"
+#include "flowtrain/kernels/queue.h"
+
+namespace flowtrain {
+namespace {
+
+// The reader's position: the file it is in and the index of the next record.
+class TFRecordReaderState : public ResourceBase {
+ public:
+  explicit TFRecordReaderState(std::string compression) : compression_(std::move(compression)) {}
+  std::string DebugString() const override { return "TFRecordReader"; }
+
+  // The next record, taking a new file from `queue` when the current one ends.
+  std::pair<std::string, std::string> Read(Queue& queue, const Queue::Wait& wait) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::string record;
+    for (;;) {
+      if (reader_ == nullptr) {
+        Queue::Tuple name = queue.Dequeue(wait);
+        if (name.size() != 1 || name[0].dtype() != DT_STRING || name[0].NumElements() != 1) {
+          InvalidArgument("ReaderReadV2 expects a queue of scalar strings (file names)");
+        }
+        file_ = name[0].scalar<std::string>();
+        reader_ = std::make_unique<io::RecordReader>(file_, io::RecordReaderOptions{.compression_type = compression_});
+        index_ = 0;
+      }
+      bool got;
+      try {
+        got = reader_->ReadRecord(&record);
+      } catch (const DataLossError& e) {
+        reader_.reset();  // skip the rest of a corrupt file on the next read
+        DataLoss("Record ", index_, " of ", file_, " is corrupt: ", e.what());
+      }
+      if (got) return {StrCat(file_, ":", index_++), std::move(record)};
+      reader_.reset();
+    }
+  }
+
+ private:
+  const std::string compression_;
+  std::mutex mu_;
+  std::string file_;
+  std::unique_ptr<io::RecordReader> reader_;
+  int64_t index_ = 0;
+};
+
+class TFRecordReaderOp : public OpKernel {
+ public:
+  explicit TFRecordReaderOp(OpKernelConstruction& c)
+      : OpKernel(c), compression_(c.GetAttr<std::string>("compression_type")) {
+    const std::string shared_name = c.GetAttr<std::string>("shared_name");
+    handle_ = Tensor(DT_RESOURCE, TensorShape());
+    handle_.scalar<ResourceHandle>() = {.container = c.GetAttr<std::string>("container"),
+                                        .name = shared_name.empty() ? c.name() : shared_name,
+                                        .type_name = "TFRecordReader"};
+  }
+  void Compute(OpKernelContext* ctx) override {
+    const ResourceHandle& h = handle_.scalar<ResourceHandle>();
+    ctx->resource_manager()->LookupOrCreate<TFRecordReaderState>(
+        h.container, h.name, [&] { return std::make_shared<TFRecordReaderState>(compression_); });
+    ctx->set_output(0, handle_);
+  }
+  KernelCost cost() const override { return KernelCost::kCheap; }
+
+ private:
+  std::string compression_;
+  Tensor handle_;
+};
+FT_REGISTER_KERNEL("TFRecordReaderV2", TFRecordReaderOp);
+
+template <typename T>
+std::shared_ptr<T> LookupHandle(OpKernelContext* ctx, int input, std::string_view what) {
+  const ResourceHandle& h = ctx->input(input).scalar<ResourceHandle>();
+  auto resource = ctx->resource_manager()->Lookup<T>(h.container, h.name);
+  if (resource == nullptr) NotFound("Resource ", h.DebugString(), "/", what, " does not exist.");
+  return resource;
+}
+
+class ReaderReadOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    auto reader = LookupHandle<TFRecordReaderState>(ctx, 0, "TFRecordReader");
+    auto queue = LookupHandle<Queue>(ctx, 1, "Queue");
+    auto [key, value] = reader->Read(*queue, {.cancellation = ctx->cancellation_manager(),
+                                              .deadline = ctx->deadline()});
+    ctx->set_output(0, Tensor::Scalar<std::string>(std::move(key)));
+    ctx->set_output(1, Tensor::Scalar<std::string>(std::move(value)));
+  }
+};
+FT_REGISTER_KERNEL("ReaderReadV2", ReaderReadOp);
+
+// Epochs produced so far in one session.
+class EpochCounter : public ResourceBase {
+ public:
+  explicit EpochCounter(uint64_t seed) : rng(seed) {}
+  std::string DebugString() const override { return StrCat("EpochCounter ", epochs); }
+  std::mutex mu;
+  int64_t epochs = 0;
+  std::mt19937_64 rng;
+};
+
+class StringInputProducerEpochOp : public OpKernel {
+ public:
+  explicit StringInputProducerEpochOp(OpKernelConstruction& c)
+      : OpKernel(c),
+        num_epochs_(c.GetAttr<int64_t>("num_epochs")),
+        shuffle_(c.GetAttr<bool>("shuffle")) {
+    const auto seed = static_cast<uint64_t>(c.GetAttr<int64_t>("seed"));
+    const auto seed2 = static_cast<uint64_t>(c.GetAttr<int64_t>("seed2"));
+    seed_ = seed == 0 && seed2 == 0 ? std::random_device()() : seed * 0x9E3779B97F4A7C15ull + seed2;
+  }
+  void Compute(OpKernelContext* ctx) override {
+    auto counter = ctx->resource_manager()->LookupOrCreate<EpochCounter>(
+        "", StrCat(name(), "/epochs"), [&] { return std::make_shared<EpochCounter>(seed_); });
+    const Tensor& strings = ctx->input(0);
+    if (strings.NumElements() == 0) InvalidArgument(name(), ": the input list of strings is empty");
+    Tensor epoch = strings.DeepCopy();
+    std::lock_guard<std::mutex> lock(counter->mu);
+    if (num_epochs_ > 0 && counter->epochs >= num_epochs_) OutOfRange("Reached limit of ", num_epochs_);
+    ++counter->epochs;
+    if (shuffle_) {
+      auto values = epoch.flat<std::string>();
+      std::shuffle(values.begin(), values.end(), counter->rng);
+    }
+    ctx->set_output(0, std::move(epoch));
+  }
+
+ private:
+  int64_t num_epochs_;
+  bool shuffle_;
+  uint64_t seed_;
+};
+FT_REGISTER_KERNEL("StringInputProducerEpoch", StringInputProducerEpochOp);
+
+}  // namespace
+}  // namespace flowtrain

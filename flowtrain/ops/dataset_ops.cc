@@ -1,0 +1,334 @@
+#include "flowtrain/ops/dataset_ops.h"
+
+#include "flowtrain/core/error.h"
+#include "flowtrain/core/str_util.h"
+#include "flowtrain/graph/node_builder.h"
+#include "flowtrain/graph/shape_inference.h"
+#include "flowtrain/ops/array_ops.h"
+#include "flowtrain/ops/data_flow_ops.h"
+
+namespace flowtrain {
+namespace {
+
+void GetNextShape(InferenceContext& c) {
+  const auto shapes = c.GetAttr<std::vector<PartialTensorShape>>("output_shapes");
+  for (int i = 0; i < c.num_outputs(); ++i) {
+    c.set_output(i, i < static_cast<int>(shapes.size()) ? shapes[i] : PartialTensorShape::Unknown());
+  }
+}
+
+}  // namespace
+
+#define FT_DATASET_OUTPUT                          \
+  .Output("handle: variant")                       \
+      .Attr("output_types: list(type) >= 1")       \
+      .Attr("output_shapes: list(shape) >= 1")     \
+      .SetShapeFn(shape_fns::ScalarShape)
+
+FT_REGISTER_OP("TensorSliceDataset")
+    .Input("components: Toutput_types")
+    .Output("handle: variant")
+    .Attr("Toutput_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .SetShapeFn(shape_fns::ScalarShape);
+
+FT_REGISTER_OP("TFRecordDataset")
+    .Input("filenames: string")
+    .Input("compression_type: string")
+    .Input("buffer_size: int64")
+    .Output("handle: variant")
+    .SetShapeFn(shape_fns::ScalarShape);
+
+FT_REGISTER_OP("MapDataset")
+    .Input("input_dataset: variant")
+    .Attr("f: func")
+    .Attr("use_inter_op_parallelism: bool = true")
+    .Attr("preserve_cardinality: bool = false")
+    FT_DATASET_OUTPUT;
+
+FT_REGISTER_OP("ParallelMapDataset")
+    .Input("input_dataset: variant")
+    .Input("num_parallel_calls: int32")
+    .Attr("f: func")
+    .Attr("use_inter_op_parallelism: bool = true")
+    .Attr("sloppy: bool = false")
+    .Attr("preserve_cardinality: bool = false")
+    FT_DATASET_OUTPUT;
+
+FT_REGISTER_OP("FilterDataset")
+    .Input("input_dataset: variant")
+    .Attr("predicate: func")
+    FT_DATASET_OUTPUT;
+
+FT_REGISTER_OP("ShuffleDataset")
+    .Input("input_dataset: variant")
+    .Input("buffer_size: int64")
+    .Input("seed: int64")
+    .Input("seed2: int64")
+    .Attr("reshuffle_each_iteration: bool = true")
+    FT_DATASET_OUTPUT;
+
+FT_REGISTER_OP("RepeatDataset").Input("input_dataset: variant").Input("count: int64") FT_DATASET_OUTPUT;
+
+FT_REGISTER_OP("BatchDatasetV2")
+    .Input("input_dataset: variant")
+    .Input("batch_size: int64")
+    .Input("drop_remainder: bool")
+    .Attr("parallel_copy: bool = false")
+    FT_DATASET_OUTPUT;
+
+FT_REGISTER_OP("PrefetchDataset")
+    .Input("input_dataset: variant")
+    .Input("buffer_size: int64")
+    .Attr("slack_period: int = 0")
+    FT_DATASET_OUTPUT;
+
+FT_REGISTER_OP("TakeDataset").Input("input_dataset: variant").Input("count: int64") FT_DATASET_OUTPUT;
+FT_REGISTER_OP("SkipDataset").Input("input_dataset: variant").Input("count: int64") FT_DATASET_OUTPUT;
+#undef FT_DATASET_OUTPUT
+
+FT_REGISTER_OP("IteratorV2")
+    .Output("handle: resource")
+    .Attr("shared_name: string")
+    .Attr("container: string")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::ScalarShape);
+
+FT_REGISTER_OP("MakeIterator")
+    .Input("dataset: variant")
+    .Input("iterator: resource")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::UnknownShape);
+
+FT_REGISTER_OP("IteratorGetNext")
+    .Input("iterator: resource")
+    .Output("components: output_types")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .SetIsStateful()
+    .SetShapeFn(GetNextShape);
+
+FT_REGISTER_OP("SerializeIterator")
+    .Input("resource_handle: resource")
+    .Output("serialized: string")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::ScalarShape);
+
+FT_REGISTER_OP("DeserializeIterator")
+    .Input("resource_handle: resource")
+    .Input("serialized: string")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::UnknownShape);
+
+namespace data {
+namespace {
+
+AttrValue FuncAttr(const std::string& function_name) {
+  AttrValue value;
+  value.mutable_func()->set_name(function_name);
+  return value;
+}
+
+PartialTensorShape WithoutFirstDim(const PartialTensorShape& shape) {
+  if (shape.unknown_rank()) return shape;
+  if (shape.dims() < 1) InvalidArgument("Cannot slice a scalar into dataset elements");
+  DimVector dims(shape.dim_sizes().begin() + 1, shape.dim_sizes().end());
+  return PartialTensorShape(std::span<const int64_t>(dims.data(), dims.size()));
+}
+
+PartialTensorShape WithFirstDim(const PartialTensorShape& shape, int64_t dim) {
+  if (shape.unknown_rank()) return shape;
+  DimVector dims = shape.dim_sizes();
+  dims.insert(dims.begin(), dim);
+  return PartialTensorShape(std::span<const int64_t>(dims.data(), dims.size()));
+}
+
+// A dataset op whose inputs are the input dataset plus scalar int64 arguments, under
+// "<Op>/" for its argument constants.
+Output UnaryDataset(const Dataset& input, std::string_view op_type,
+                    const std::vector<std::pair<std::string, Tensor>>& arguments,
+                    const std::vector<DataType>& types, const std::vector<PartialTensorShape>& shapes,
+                    const std::function<void(NodeBuilder&)>& attrs = nullptr) {
+  OpNameScope scope(*input.variant().graph(), op_type);
+  std::vector<Output> argument_outputs;
+  for (const auto& [name, value] : arguments) argument_outputs.push_back(ops::Const(value, name));
+  scope.Exit();
+  NodeBuilder builder(op_type, scope.op_name());
+  builder.ExactName().Input(input.variant());
+  for (const Output& a : argument_outputs) builder.Input(a);
+  builder.Attr("output_types", types).Attr("output_shapes", shapes);
+  if (attrs) attrs(builder);
+  return builder.Finalize();
+}
+
+}  // namespace
+
+Dataset::Dataset(Output variant, std::vector<DataType> types, std::vector<PartialTensorShape> shapes)
+    : variant_(variant), types_(std::move(types)), shapes_(std::move(shapes)) {}
+
+Dataset Dataset::FromTensorSlices(const std::vector<Output>& components) {
+  if (components.empty()) InvalidArgument("FromTensorSlices needs at least one component");
+  std::vector<DataType> types;
+  std::vector<PartialTensorShape> shapes;
+  for (const Output& c : components) {
+    types.push_back(c.dtype());
+    shapes.push_back(WithoutFirstDim(c.shape()));
+  }
+  Output variant = NodeBuilder("TensorSliceDataset", "TensorSliceDataset")
+                       .Input(components)
+                       .Attr("output_shapes", shapes)
+                       .Finalize();
+  return Dataset(variant, types, shapes);
+}
+
+Dataset Dataset::FromTensorSlices(const std::vector<Tensor>& components) {
+  std::vector<Output> consts;
+  for (const Tensor& t : components) consts.push_back(ops::Const(t, "tensors/component"));
+  return FromTensorSlices(consts);
+}
+
+Dataset Dataset::TFRecord(const std::vector<std::string>& filenames, const std::string& compression_type,
+                          int64_t buffer_size) {
+  return TFRecord(ops::Const(Tensor::FromVector<std::string>(filenames), "filenames"), compression_type,
+                  buffer_size);
+}
+
+Dataset Dataset::TFRecord(Output filenames, const std::string& compression_type, int64_t buffer_size) {
+  OpNameScope scope(*filenames.graph(), "TFRecordDataset");
+  Output compression = ops::Const(compression_type, "compression_type");
+  Output buffer = ops::Const(buffer_size, "buffer_size");
+  scope.Exit();
+  Output variant = NodeBuilder("TFRecordDataset", scope.op_name())
+                       .ExactName()
+                       .Input(filenames)
+                       .Input(compression)
+                       .Input(buffer)
+                       .Finalize();
+  return Dataset(variant, {DT_STRING}, {PartialTensorShape({})});
+}
+
+Dataset Dataset::Map(MapFunction fn, const MapOptions& options) const {
+  std::vector<DataType> types = options.output_types.empty() ? types_ : options.output_types;
+  std::vector<PartialTensorShape> shapes = options.output_shapes;
+  if (shapes.empty()) shapes.assign(types.size(), PartialTensorShape::Unknown());
+  if (shapes.size() != types.size()) {
+    InvalidArgument("Map: ", shapes.size(), " output shapes for ", types.size(), " output types");
+  }
+  const bool parallel = options.num_parallel_calls > 1;
+  const std::string op_type = parallel ? "ParallelMapDataset" : "MapDataset";
+  const std::string function_name = RegisterMapFunction(options.name.empty() ? op_type : options.name, std::move(fn));
+  std::vector<std::pair<std::string, Tensor>> arguments;
+  if (parallel) arguments.emplace_back("num_parallel_calls", Tensor::Scalar<int32_t>(options.num_parallel_calls));
+  Output variant = UnaryDataset(*this, op_type, arguments, types, shapes, [&](NodeBuilder& b) {
+    b.SetAttr("f", FuncAttr(function_name));
+  });
+  return Dataset(variant, types, shapes);
+}
+
+Dataset Dataset::Filter(PredicateFunction predicate, std::string_view name) const {
+  const std::string function_name = RegisterPredicateFunction(name, std::move(predicate));
+  Output variant = UnaryDataset(*this, "FilterDataset", {}, types_, shapes_, [&](NodeBuilder& b) {
+    b.SetAttr("predicate", FuncAttr(function_name));
+  });
+  return Dataset(variant, types_, shapes_);
+}
+
+Dataset Dataset::Shuffle(int64_t buffer_size, std::optional<int64_t> seed,
+                         bool reshuffle_each_iteration) const {
+  if (buffer_size < 1) InvalidArgument("Shuffle buffer_size must be at least 1, got ", buffer_size);
+  const auto [seed1, seed2] = ops::GetSeeds(*variant_.graph(), seed);
+  Output variant = UnaryDataset(*this, "ShuffleDataset",
+                                {{"buffer_size", Tensor::Scalar<int64_t>(buffer_size)},
+                                 {"seed", Tensor::Scalar<int64_t>(seed1)},
+                                 {"seed2", Tensor::Scalar<int64_t>(seed2)}},
+                                types_, shapes_, [&](NodeBuilder& b) {
+                                  b.Attr("reshuffle_each_iteration", reshuffle_each_iteration);
+                                });
+  return Dataset(variant, types_, shapes_);
+}
+
+Dataset Dataset::Repeat(int64_t count) const {
+  return Dataset(UnaryDataset(*this, "RepeatDataset", {{"count", Tensor::Scalar<int64_t>(count)}}, types_, shapes_),
+                 types_, shapes_);
+}
+
+Dataset Dataset::Batch(int64_t batch_size, bool drop_remainder) const {
+  if (batch_size < 1) InvalidArgument("Batch size must be at least 1, got ", batch_size);
+  std::vector<PartialTensorShape> shapes;
+  for (const auto& s : shapes_) shapes.push_back(WithFirstDim(s, drop_remainder ? batch_size : -1));
+  Output variant = UnaryDataset(*this, "BatchDatasetV2",
+                                {{"batch_size", Tensor::Scalar<int64_t>(batch_size)},
+                                 {"drop_remainder", Tensor::Scalar<bool>(drop_remainder)}},
+                                types_, shapes);
+  return Dataset(variant, types_, shapes);
+}
+
+Dataset Dataset::Prefetch(int64_t buffer_size) const {
+  return Dataset(UnaryDataset(*this, "PrefetchDataset", {{"buffer_size", Tensor::Scalar<int64_t>(buffer_size)}},
+                              types_, shapes_),
+                 types_, shapes_);
+}
+
+Dataset Dataset::Take(int64_t count) const {
+  return Dataset(UnaryDataset(*this, "TakeDataset", {{"count", Tensor::Scalar<int64_t>(count)}}, types_, shapes_),
+                 types_, shapes_);
+}
+
+Dataset Dataset::Skip(int64_t count) const {
+  return Dataset(UnaryDataset(*this, "SkipDataset", {{"count", Tensor::Scalar<int64_t>(count)}}, types_, shapes_),
+                 types_, shapes_);
+}
+
+Iterator Dataset::MakeInitializableIterator(const std::string& shared_name) const {
+  Iterator it = Iterator::FromStructure(types_, shapes_, shared_name);
+  it.initializer_ = it.MakeInitializer(*this);
+  return it;
+}
+
+Iterator Iterator::FromStructure(std::vector<DataType> types, std::vector<PartialTensorShape> shapes,
+                                 const std::string& shared_name, std::string_view name) {
+  if (types.size() != shapes.size()) {
+    InvalidArgument("Iterator::FromStructure: ", types.size(), " types but ", shapes.size(), " shapes");
+  }
+  Iterator it;
+  it.handle_ = NodeBuilder("IteratorV2", name)
+                   .Attr("shared_name", shared_name)
+                   .Attr("container", "")
+                   .Attr("output_types", types)
+                   .Attr("output_shapes", shapes)
+                   .Finalize();
+  it.types_ = std::move(types);
+  it.shapes_ = std::move(shapes);
+  return it;
+}
+
+Operation Iterator::MakeInitializer(const Dataset& dataset, std::string_view name) const {
+  if (dataset.output_types() != types_) {
+    InvalidArgument("Expected output types of the dataset to match the iterator's");
+  }
+  return NodeBuilder("MakeIterator", name).Input(dataset.variant()).Input(handle_).Finalize();
+}
+
+std::vector<Output> Iterator::GetNext(std::string_view name) const {
+  Operation op = NodeBuilder("IteratorGetNext", name)
+                     .Input(handle_)
+                     .Attr("output_types", types_)
+                     .Attr("output_shapes", shapes_)
+                     .Finalize();
+  std::vector<Output> out;
+  for (int i = 0; i < op.num_outputs(); ++i) out.push_back(op.output(i));
+  return out;
+}
+
+Output Iterator::Serialize(std::string_view name) const {
+  return NodeBuilder("SerializeIterator", name).Input(handle_).Finalize();
+}
+
+Operation Iterator::Deserialize(Output state, std::string_view name) const {
+  return NodeBuilder("DeserializeIterator", name).Input(handle_).Input(state).Finalize();
+}
+
+}  // namespace data
+}  // namespace flowtrain

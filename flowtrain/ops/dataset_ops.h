@@ -1,0 +1,116 @@
+// tf.data in C++: input pipelines as graph ops with TF's names (TensorSliceDataset,
+// TFRecordDataset, MapDataset, ShuffleDataset, BatchDatasetV2, PrefetchDataset, IteratorV2,
+// MakeIterator, IteratorGetNext...). A Dataset is a builder over the Output of its last op.
+//
+//   auto ds = data::Dataset::FromTensorSlices({images, labels})      // [N,784], [N]
+//                 .Shuffle(10000, /*seed=*/1)
+//                 .Map([](const std::vector<Tensor>& e) { return Normalize(e); },
+//                      {.num_parallel_calls = 2})
+//                 .Batch(64)
+//                 .Prefetch(2);
+//   data::Iterator it = ds.MakeInitializableIterator();
+//   std::vector<Output> next = it.GetNext();                          // [?,784], [?]
+//   sess.Run({}, {}, {it.initializer()});
+//   while (true) sess.Run({}, next);                                  // ends with OutOfRangeError
+//
+// Map and Filter take C++ functions, kept in a process-wide registry (dataset_functions.h)
+// and named in the node's func attr. Deviations from TF: map nodes have no
+// `other_arguments` (C++ functions capture what they need), and SerializeIterator outputs a
+// DT_STRING scalar rather than a variant, so that a Saver can store it like any tensor.
+#ifndef FLOWTRAIN_OPS_DATASET_OPS_H_
+#define FLOWTRAIN_OPS_DATASET_OPS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "flowtrain/graph/graph.h"
+#include "flowtrain/ops/dataset_functions.h"
+
+namespace flowtrain::data {
+
+class Iterator;
+
+struct MapOptions {
+  // The function's output types; empty means the same as its input's.
+  std::vector<DataType> output_types;
+  // The function's output shapes; empty means unknown.
+  std::vector<PartialTensorShape> output_shapes;
+  // > 1 runs the function on that many threads (ParallelMapDataset), keeping element order.
+  int num_parallel_calls = 1;
+  std::string name;  // default "MapDataset" / "ParallelMapDataset"
+};
+
+class Dataset {
+ public:
+  // Slices every component along its first dimension (all must have the same size).
+  static Dataset FromTensorSlices(const std::vector<Output>& components);
+  static Dataset FromTensorSlices(const std::vector<Tensor>& components);
+  // Records of TFRecord files, as scalar strings, file after file. A corrupt record is
+  // DataLossError naming the file and the record's index.
+  static Dataset TFRecord(const std::vector<std::string>& filenames,
+                          const std::string& compression_type = "", int64_t buffer_size = 256 * 1024);
+  static Dataset TFRecord(Output filenames, const std::string& compression_type = "",
+                          int64_t buffer_size = 256 * 1024);
+
+  Dataset Map(MapFunction fn, const MapOptions& options = {}) const;
+  Dataset Filter(PredicateFunction predicate, std::string_view name = "FilterDataset") const;
+  // Fills a buffer of `buffer_size` elements and draws from it at random. With a seed the order
+  // is reproducible; reshuffle_each_iteration gives every new iterator (epoch) a new order.
+  Dataset Shuffle(int64_t buffer_size, std::optional<int64_t> seed = std::nullopt,
+                  bool reshuffle_each_iteration = true) const;
+  // `count` passes over the input; -1 repeats forever.
+  Dataset Repeat(int64_t count = -1) const;
+  Dataset Batch(int64_t batch_size, bool drop_remainder = false) const;
+  // Produces up to `buffer_size` elements ahead on a background thread.
+  Dataset Prefetch(int64_t buffer_size) const;
+  Dataset Take(int64_t count) const;
+  Dataset Skip(int64_t count) const;
+
+  Iterator MakeInitializableIterator(const std::string& shared_name = "") const;
+
+  // The dataset's DT_VARIANT output.
+  Output variant() const { return variant_; }
+  const std::vector<DataType>& output_types() const { return types_; }
+  const std::vector<PartialTensorShape>& output_shapes() const { return shapes_; }
+
+ private:
+  Dataset(Output variant, std::vector<DataType> types, std::vector<PartialTensorShape> shapes);
+  Output variant_;
+  std::vector<DataType> types_;
+  std::vector<PartialTensorShape> shapes_;
+};
+
+// An iterator over a dataset, living in the session (IteratorV2). Run initializer() (a
+// MakeIterator op) to start, or restart, it from the beginning of its dataset.
+class Iterator {
+ public:
+  // tf.data.Iterator.from_structure: an iterator that MakeInitializer() binds to datasets of
+  // these types and shapes.
+  static Iterator FromStructure(std::vector<DataType> types, std::vector<PartialTensorShape> shapes,
+                                const std::string& shared_name = "", std::string_view name = "Iterator");
+
+  Output handle() const { return handle_; }
+  Operation initializer() const { return initializer_; }
+  // A MakeIterator op binding this iterator to `dataset` (types must match).
+  Operation MakeInitializer(const Dataset& dataset, std::string_view name = "MakeIterator") const;
+  // The next element; OutOfRangeError "End of sequence" after the last one.
+  std::vector<Output> GetNext(std::string_view name = "IteratorGetNext") const;
+  // The iterator's position (including shuffle buffers and random state) as a DT_STRING scalar.
+  Output Serialize(std::string_view name = "SerializeIterator") const;
+  // Restores a position written by Serialize, for the same pipeline.
+  Operation Deserialize(Output state, std::string_view name = "DeserializeIterator") const;
+
+ private:
+  friend class Dataset;
+  Output handle_;
+  Operation initializer_;
+  std::vector<DataType> types_;
+  std::vector<PartialTensorShape> shapes_;
+};
+
+}  // namespace flowtrain::data
+
+#endif  // FLOWTRAIN_OPS_DATASET_OPS_H_

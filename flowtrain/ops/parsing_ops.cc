@@ -1,0 +1,201 @@
+#include "flowtrain/ops/parsing_ops.h"
+
+#include "flowtrain/core/error.h"
+#include "flowtrain/core/str_util.h"
+#include "flowtrain/graph/node_builder.h"
+#include "flowtrain/graph/shape_inference.h"
+#include "flowtrain/ops/array_ops.h"
+
+namespace flowtrain {
+namespace {
+
+// Output layout shared by both parse ops: num_sparse indices, num_sparse values, num_sparse
+// shapes, then the dense values.
+void ParseShape(InferenceContext& c, bool single, int num_sparse) {
+  const auto dense_shapes = c.GetAttr<std::vector<PartialTensorShape>>("dense_shapes");
+  const int rank = single ? 1 : 2;
+  for (int i = 0; i < num_sparse; ++i) {
+    c.set_output(i, PartialTensorShape({-1, rank}));
+    c.set_output(num_sparse + i, PartialTensorShape({-1}));
+    c.set_output(2 * num_sparse + i, PartialTensorShape({rank}));
+  }
+  int64_t batch = -1;
+  if (!single && !c.input(0).unknown_rank() && c.input(0).dims() == 1) batch = c.input(0).dim_size(0);
+  for (size_t d = 0; d < dense_shapes.size(); ++d) {
+    PartialTensorShape shape = dense_shapes[d];
+    if (!single) {
+      DimVector dims = shape.dim_sizes();
+      dims.insert(dims.begin(), batch);
+      shape = PartialTensorShape(std::span<const int64_t>(dims.data(), dims.size()));
+    }
+    c.set_output(3 * num_sparse + static_cast<int>(d), shape);
+  }
+}
+
+}  // namespace
+
+FT_REGISTER_OP("ParseExample")
+    .Input("serialized: string")
+    .Input("names: string")
+    .Input("sparse_keys: Nsparse * string")
+    .Input("dense_keys: Ndense * string")
+    .Input("dense_defaults: Tdense")
+    .Output("sparse_indices: Nsparse * int64")
+    .Output("sparse_values: sparse_types")
+    .Output("sparse_shapes: Nsparse * int64")
+    .Output("dense_values: Tdense")
+    .Attr("Nsparse: int >= 0")
+    .Attr("Ndense: int >= 0")
+    .Attr("sparse_types: list(type) >= 0")
+    .Attr("Tdense: list(type) >= 0")
+    .Attr("dense_shapes: list(shape) >= 0")
+    .SetShapeFn([](InferenceContext& c) {
+      c.WithRank(c.input(0), 1);
+      ParseShape(c, false, static_cast<int>(c.GetAttr<int64_t>("Nsparse")));
+    });
+
+FT_REGISTER_OP("ParseSingleExample")
+    .Input("serialized: string")
+    .Input("dense_defaults: Tdense")
+    .Output("sparse_indices: num_sparse * int64")
+    .Output("sparse_values: sparse_types")
+    .Output("sparse_shapes: num_sparse * int64")
+    .Output("dense_values: Tdense")
+    .Attr("num_sparse: int >= 0")
+    .Attr("sparse_keys: list(string) >= 0")
+    .Attr("dense_keys: list(string) >= 0")
+    .Attr("sparse_types: list(type) >= 0")
+    .Attr("Tdense: list(type) >= 0")
+    .Attr("dense_shapes: list(shape) >= 0")
+    .SetShapeFn([](InferenceContext& c) {
+      c.WithRank(c.input(0), 0);
+      ParseShape(c, true, static_cast<int>(c.GetAttr<int64_t>("num_sparse")));
+    });
+
+FT_REGISTER_OP("DecodeRaw")
+    .Input("bytes: string")
+    .Output("output: out_type")
+    .Attr("out_type: {half, float, double, int32, uint16, uint8, int16, int8, int64}")
+    .Attr("little_endian: bool = true")
+    .SetShapeFn([](InferenceContext& c) {
+      const PartialTensorShape& in = c.input(0);
+      if (in.unknown_rank()) {
+        c.set_output(0, in);
+        return;
+      }
+      DimVector dims = in.dim_sizes();
+      dims.push_back(-1);
+      c.set_output(0, PartialTensorShape(std::span<const int64_t>(dims.data(), dims.size())));
+    });
+
+namespace ops {
+namespace {
+
+bool IsParsableType(DataType t) { return t == DT_FLOAT || t == DT_INT64 || t == DT_STRING; }
+
+// The pieces both parse ops are built from, in key order.
+struct ParseSpec {
+  std::vector<std::string> sparse_keys, dense_keys;
+  std::vector<DataType> sparse_types, dense_types;
+  std::vector<PartialTensorShape> dense_shapes;
+  std::vector<Output> dense_defaults;
+};
+
+ParseSpec MakeSpec(const std::map<std::string, FeatureSpec>& features) {
+  ParseSpec spec;
+  for (const auto& [key, feature] : features) {
+    if (const auto* var = std::get_if<VarLenFeature>(&feature)) {
+      if (!IsParsableType(var->dtype)) InvalidArgument("Feature ", key, ": unsupported type ", DataTypeString(var->dtype));
+      spec.sparse_keys.push_back(key);
+      spec.sparse_types.push_back(var->dtype);
+      continue;
+    }
+    const auto& fixed = std::get<FixedLenFeature>(feature);
+    if (!IsParsableType(fixed.dtype)) InvalidArgument("Feature ", key, ": unsupported type ", DataTypeString(fixed.dtype));
+    spec.dense_keys.push_back(key);
+    spec.dense_types.push_back(fixed.dtype);
+    spec.dense_shapes.push_back(fixed.shape);
+    Tensor default_value;
+    if (fixed.default_value) {
+      default_value = *fixed.default_value;
+      if (default_value.dtype() != fixed.dtype || default_value.NumElements() != fixed.shape.num_elements()) {
+        InvalidArgument("Feature ", key, ": default value ", default_value.DebugString(),
+                        " does not match type ", DataTypeString(fixed.dtype), " and shape ",
+                        fixed.shape.DebugString());
+      }
+    } else {
+      default_value = Tensor(fixed.dtype, TensorShape({0}));  // TF's "no default"
+    }
+    spec.dense_defaults.push_back(Const(default_value, StrCat("key_", key)));
+  }
+  return spec;
+}
+
+ParsedExample Collect(const Operation& op, const ParseSpec& spec) {
+  ParsedExample parsed;
+  const int ns = static_cast<int>(spec.sparse_keys.size());
+  for (int i = 0; i < ns; ++i) {
+    parsed.sparse[spec.sparse_keys[i]] = {op.output(i), op.output(ns + i), op.output(2 * ns + i)};
+  }
+  for (size_t d = 0; d < spec.dense_keys.size(); ++d) {
+    parsed.dense[spec.dense_keys[d]] = op.output(3 * ns + static_cast<int>(d));
+  }
+  return parsed;
+}
+
+}  // namespace
+
+ParsedExample ParseExample(Output serialized, const std::map<std::string, FeatureSpec>& features,
+                           std::string_view name) {
+  OpNameScope scope(*serialized.graph(), name);
+  ParseSpec spec = MakeSpec(features);
+  Output names = Const(Tensor(DT_STRING, TensorShape({0})), "names");
+  std::vector<Output> sparse_keys, dense_keys;
+  for (const auto& k : spec.sparse_keys) sparse_keys.push_back(Const(k, "sparse_keys"));
+  for (const auto& k : spec.dense_keys) dense_keys.push_back(Const(k, "dense_keys"));
+  scope.Exit();
+  Operation op = NodeBuilder("ParseExample", scope.op_name())
+                     .ExactName()
+                     .Input(serialized)
+                     .Input(names)
+                     .Input(sparse_keys)
+                     .Input(dense_keys)
+                     .Input(spec.dense_defaults)
+                     .Attr("Nsparse", static_cast<int64_t>(sparse_keys.size()))
+                     .Attr("Ndense", static_cast<int64_t>(dense_keys.size()))
+                     .Attr("sparse_types", spec.sparse_types)
+                     .Attr("Tdense", spec.dense_types)
+                     .Attr("dense_shapes", spec.dense_shapes)
+                     .Finalize();
+  return Collect(op, spec);
+}
+
+ParsedExample ParseSingleExample(Output serialized, const std::map<std::string, FeatureSpec>& features,
+                                 std::string_view name) {
+  OpNameScope scope(*serialized.graph(), name);
+  ParseSpec spec = MakeSpec(features);
+  scope.Exit();
+  Operation op = NodeBuilder("ParseSingleExample", scope.op_name())
+                     .ExactName()
+                     .Input(serialized)
+                     .Input(spec.dense_defaults)
+                     .Attr("num_sparse", static_cast<int64_t>(spec.sparse_keys.size()))
+                     .Attr("sparse_keys", spec.sparse_keys)
+                     .Attr("dense_keys", spec.dense_keys)
+                     .Attr("sparse_types", spec.sparse_types)
+                     .Attr("Tdense", spec.dense_types)
+                     .Attr("dense_shapes", spec.dense_shapes)
+                     .Finalize();
+  return Collect(op, spec);
+}
+
+Output DecodeRaw(Output bytes, DataType out_type, bool little_endian, std::string_view name) {
+  return NodeBuilder("DecodeRaw", name)
+      .Input(bytes)
+      .Attr("out_type", out_type)
+      .Attr("little_endian", little_endian)
+      .Finalize();
+}
+
+}  // namespace ops
+}  // namespace flowtrain

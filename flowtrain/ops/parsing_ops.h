@@ -1,0 +1,72 @@
+// Parsing of tf.train.Example protos (ParseExample, ParseSingleExample) and of raw bytes
+// (DecodeRaw), with TF's op names and feature semantics.
+//
+//   Output serialized = iterator.GetNext()[0];                  // [batch] string
+//   ops::ParsedExample parsed = ops::ParseExample(serialized, {
+//       {"image", ops::FixedLenFeature{DT_FLOAT, TensorShape({784})}},
+//       {"label", ops::FixedLenFeature{DT_INT64, TensorShape({}), Tensor::Scalar<int64_t>(0)}},
+//       {"tags", ops::VarLenFeature{DT_STRING}}});
+//   Output images = parsed.dense.at("image");                   // [batch, 784]
+//   ops::SparseTensor tags = parsed.sparse.at("tags");          // indices, values, dense_shape
+//
+// A FixedLenFeature missing from an example takes its default, or is an InvalidArgumentError
+// when it has none; a feature of the wrong type or length, or bytes that are no Example, is an
+// InvalidArgumentError naming the feature and the example's index in the batch.
+#ifndef FLOWTRAIN_OPS_PARSING_OPS_H_
+#define FLOWTRAIN_OPS_PARSING_OPS_H_
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "flowtrain/core/tensor.h"
+#include "flowtrain/graph/graph.h"
+
+namespace flowtrain::ops {
+
+// A feature with a fixed number of values (float, int64 or string), read as a dense tensor.
+struct FixedLenFeature {
+  DataType dtype = DT_FLOAT;
+  TensorShape shape;
+  // Used when an example lacks the feature; its shape must be `shape`.
+  std::optional<Tensor> default_value;
+};
+
+// A feature with any number of values, read as a SparseTensor.
+struct VarLenFeature {
+  DataType dtype = DT_FLOAT;
+};
+
+using FeatureSpec = std::variant<FixedLenFeature, VarLenFeature>;
+
+// TF's SparseTensor: int64 indices [n, rank], values [n] and dense_shape [rank].
+struct SparseTensor {
+  Output indices;
+  Output values;
+  Output dense_shape;
+};
+
+struct ParsedExample {
+  std::map<std::string, Output> dense;
+  std::map<std::string, SparseTensor> sparse;
+};
+
+// Parses a vector of serialized Examples: dense features become [batch, ...shape], sparse
+// ones have indices (example, position).
+ParsedExample ParseExample(Output serialized, const std::map<std::string, FeatureSpec>& features,
+                           std::string_view name = "ParseExample");
+// Parses one serialized Example (a scalar): dense features have their own shape, sparse ones
+// rank-1 indices.
+ParsedExample ParseSingleExample(Output serialized, const std::map<std::string, FeatureSpec>& features,
+                                 std::string_view name = "ParseSingleExample");
+
+// Reinterprets the bytes of every string as a vector of `out_type` (all strings must have the
+// same length): output shape is the input's plus one dimension.
+Output DecodeRaw(Output bytes, DataType out_type, bool little_endian = true,
+                 std::string_view name = "DecodeRaw");
+
+}  // namespace flowtrain::ops
+
+#endif  // FLOWTRAIN_OPS_PARSING_OPS_H_

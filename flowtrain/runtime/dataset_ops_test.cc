@@ -1,0 +1,306 @@
+// tf.data ops (ops/dataset_ops.h, kernels/dataset_kernels.cc) run in a session.
+#include "flowtrain/ops/dataset_ops.h"
+
+#include <set>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "flowtrain/io/record_writer.h"
+#include "flowtrain/ops/array_ops.h"
+#include "flowtrain/runtime/session.h"
+#include "tests/test_util.h"
+
+namespace flowtrain::data {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Runs `next` until OutOfRange and returns the first component of every element as int64.
+std::vector<int64_t> Drain(Session& sess, const std::vector<Output>& next) {
+  std::vector<int64_t> out;
+  try {
+    for (;;) {
+      Tensor t = sess.Run({}, next)[0];
+      for (int64_t v : t.flat<int64_t>()) out.push_back(v);
+    }
+  } catch (const OutOfRangeError& e) {
+    EXPECT_NE(std::string(e.what()).find("End of sequence"), std::string::npos);
+  }
+  return out;
+}
+
+Tensor Range(int64_t n) {
+  std::vector<int64_t> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = i;
+  return Tensor::FromVector<int64_t>(v);
+}
+
+TEST(Dataset, SlicesMapsFiltersBatchesAndEnds) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Tensor labels = Range(10);
+  Tensor features(DT_FLOAT, TensorShape({10, 3}));
+  for (int i = 0; i < 30; ++i) features.flat<float>()[i] = static_cast<float>(i);
+  Dataset ds = Dataset::FromTensorSlices(std::vector<Tensor>{labels, features})
+                   .Filter([](const std::vector<Tensor>& e) { return e[0].scalar<int64_t>() % 2 == 0; })
+                   .Map([](const std::vector<Tensor>& e) {
+                          return std::vector<Tensor>{Tensor::Scalar<int64_t>(e[0].scalar<int64_t>() * 10), e[1]};
+                        },
+                        {.output_shapes = {PartialTensorShape({}), PartialTensorShape({3})}})
+                   .Batch(2);
+  EXPECT_EQ(ds.variant().op().type(), "BatchDatasetV2");
+  EXPECT_EQ(ds.output_shapes()[1].DebugString(), "[?,3]");
+  Iterator it = ds.MakeInitializableIterator();
+  std::vector<Output> next = it.GetNext();
+  EXPECT_EQ(next[1].shape().DebugString(), "[?,3]");
+  Session sess(g);
+  EXPECT_THROW(sess.Run({}, next), FailedPreconditionError);  // not initialized
+  sess.Run({}, {}, {it.initializer()});
+  std::vector<Tensor> first = sess.Run({}, next);
+  EXPECT_EQ(first[1].shape(), TensorShape({2, 3}));
+  EXPECT_EQ(first[1].flat<float>()[3], 6.0f);  // element 2's first feature
+  EXPECT_EQ(Drain(sess, next), (std::vector<int64_t>{40, 60, 80}));  // last batch has 1
+  // Re-running the initializer starts over.
+  sess.Run({}, {}, {it.initializer()});
+  EXPECT_EQ(Drain(sess, next), (std::vector<int64_t>{0, 20, 40, 60, 80}));
+}
+
+TEST(Dataset, ShuffleRepeatTakeSkip) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Dataset base = Dataset::FromTensorSlices(std::vector<Tensor>{Range(20)});
+  Iterator shuffled = base.Shuffle(20, 7).Repeat(2).MakeInitializableIterator();
+  Iterator window = base.Skip(5).Take(3).MakeInitializableIterator();
+  Iterator drop = base.Batch(6, /*drop_remainder=*/true).MakeInitializableIterator();
+  auto next = shuffled.GetNext();
+  auto window_next = window.GetNext();
+  auto drop_next = drop.GetNext("drop_next");
+  EXPECT_EQ(drop_next[0].shape().DebugString(), "[6]");
+  Session sess(g);
+  sess.Run({}, {}, {shuffled.initializer(), window.initializer(), drop.initializer()});
+  std::vector<int64_t> values = Drain(sess, next);
+  ASSERT_EQ(values.size(), 40u);
+  std::vector<int64_t> epoch1(values.begin(), values.begin() + 20), epoch2(values.begin() + 20, values.end());
+  EXPECT_EQ(std::set<int64_t>(epoch1.begin(), epoch1.end()).size(), 20u);
+  EXPECT_EQ(std::set<int64_t>(epoch2.begin(), epoch2.end()).size(), 20u);
+  EXPECT_NE(epoch1, epoch2);  // reshuffled each iteration
+  EXPECT_NE(epoch1, Drain(sess, window_next));
+  sess.Run({}, {}, {window.initializer()});
+  EXPECT_EQ(Drain(sess, window_next), (std::vector<int64_t>{5, 6, 7}));
+  EXPECT_EQ(Drain(sess, drop_next).size(), 18u);  // three batches of 6, the 2 left dropped
+
+  // The same seed gives the same order in another session.
+  Session other(g);
+  other.Run({}, {}, {shuffled.initializer()});
+  EXPECT_EQ(Drain(other, next), values);
+}
+
+TEST(Dataset, ParallelMapKeepsOrderAndPrefetchRunsAhead) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  std::atomic<int> calls{0};
+  Dataset ds = Dataset::FromTensorSlices(std::vector<Tensor>{Range(100)})
+                   .Map(
+                       [&](const std::vector<Tensor>& e) {
+                         ++calls;
+                         return std::vector<Tensor>{Tensor::Scalar<int64_t>(e[0].scalar<int64_t>() + 1000)};
+                       },
+                       {.output_shapes = {PartialTensorShape({})}, .num_parallel_calls = 4})
+                   .Batch(10)
+                   .Prefetch(2);
+  EXPECT_EQ(ds.variant().op().input(0).op().input(0).op().type(), "ParallelMapDataset");
+  Iterator it = ds.MakeInitializableIterator();
+  auto next = it.GetNext();
+  Session sess(g);
+  sess.Run({}, {}, {it.initializer()});
+  Tensor first = sess.Run({}, next)[0];
+  EXPECT_EQ(first.flat<int64_t>()[9], 1009);
+  std::this_thread::sleep_for(50ms);
+  EXPECT_GE(calls.load(), 30);  // two more batches prefetched
+  std::vector<int64_t> rest = Drain(sess, next);
+  ASSERT_EQ(rest.size(), 90u);
+  for (int i = 0; i < 90; ++i) ASSERT_EQ(rest[i], 1010 + i);
+}
+
+TEST(Dataset, MapExceptionReachesSessionRunThroughPrefetch) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Dataset ds = Dataset::FromTensorSlices(std::vector<Tensor>{Range(10)})
+                   .Map([](const std::vector<Tensor>& e) -> std::vector<Tensor> {
+                     if (e[0].scalar<int64_t>() == 3) throw std::runtime_error("bad element 3");
+                     return e;
+                   })
+                   .Prefetch(4);
+  Iterator it = ds.MakeInitializableIterator();
+  auto next = it.GetNext();
+  Session sess(g);
+  sess.Run({}, {}, {it.initializer()});
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(sess.Run({}, next)[0].scalar<int64_t>(), i);
+  try {
+    sess.Run({}, next);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad element 3"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Dataset, MapOutputOfTheWrongTypeIsAnError) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Dataset ds = Dataset::FromTensorSlices(std::vector<Tensor>{Range(3)}).Map(
+      [](const std::vector<Tensor>&) { return std::vector<Tensor>{Tensor::Scalar<float>(1)}; });
+  Iterator it = ds.MakeInitializableIterator();
+  auto next = it.GetNext();
+  Session sess(g);
+  sess.Run({}, {}, {it.initializer()});
+  EXPECT_THROW(sess.Run({}, next), InvalidArgumentError);
+}
+
+std::string WriteRecords(const std::string& path, int n) {
+  io::RecordWriter writer(path);
+  for (int i = 0; i < n; ++i) writer.WriteRecord("record-" + std::to_string(i));
+  writer.Close();
+  return path;
+}
+
+TEST(Dataset, TFRecordReadsFilesInOrderAndNamesACorruptRecord) {
+  const std::string dir = testing::MakeTempDir("tfrecord_ds");
+  const std::string a = WriteRecords(dir + "/a.tfrecord", 3);
+  const std::string b = WriteRecords(dir + "/b.tfrecord", 4);
+  Graph g;
+  auto as_default = g.AsDefault();
+  Iterator it = Dataset::TFRecord({a, b}).MakeInitializableIterator();
+  Output next = it.GetNext()[0];
+  Session sess(g);
+  sess.Run({}, {}, {it.initializer()});
+  std::vector<std::string> records;
+  try {
+    for (;;) records.push_back(next.Eval(sess).scalar<std::string>());
+  } catch (const OutOfRangeError&) {
+  }
+  EXPECT_EQ(records.size(), 7u);
+  EXPECT_EQ(records[3], "record-0");
+  // Damage the payload of b's record 2 (each record: 12 framing bytes, 8 payload, 4 crc).
+  FILE* f = std::fopen(b.c_str(), "r+b");
+  std::fseek(f, 2 * 24 + 12 + 2, SEEK_SET);
+  std::fputc('#', f);
+  std::fclose(f);
+  sess.Run({}, {}, {it.initializer()});
+  for (int i = 0; i < 5; ++i) next.Eval(sess);
+  try {
+    next.Eval(sess);
+    FAIL();
+  } catch (const DataLossError& e) {
+    EXPECT_NE(std::string(e.what()).find("Record 2 of " + b), std::string::npos) << e.what();
+  }
+}
+
+TEST(Dataset, RestoredIteratorContinuesWithTheNextUnseenElement) {
+  // Shuffle + repeat + prefetch: the saved state holds the shuffle buffer, its random state,
+  // the epoch and the prefetched elements.
+  auto build = [](Graph& g) {
+    auto as_default = g.AsDefault();
+    Dataset ds = Dataset::FromTensorSlices(std::vector<Tensor>{Range(30)})
+                     .Shuffle(8, 11)
+                     .Repeat(3)
+                     .Map([](const std::vector<Tensor>& e) { return e; },
+                          {.output_shapes = {PartialTensorShape({})}, .num_parallel_calls = 3})
+                     .Batch(4)
+                     .Prefetch(3);
+    return ds.MakeInitializableIterator("pipeline");
+  };
+  Graph g1;
+  Iterator it1 = build(g1);
+  auto next1 = it1.GetNext();
+  Output save1 = it1.Serialize();
+  Session reference(g1);
+  reference.Run({}, {}, {it1.initializer()});
+  const std::vector<int64_t> all = Drain(reference, next1);
+  ASSERT_EQ(all.size(), 90u);
+
+  Session first_run(g1);
+  first_run.Run({}, {}, {it1.initializer()});
+  std::vector<int64_t> seen;
+  for (int i = 0; i < 11; ++i) {  // into the second epoch
+    for (int64_t v : first_run.Run({}, next1)[0].flat<int64_t>()) seen.push_back(v);
+  }
+  const Tensor state = first_run.Run({}, {save1})[0];
+  EXPECT_EQ(state.dtype(), DT_STRING);
+  first_run.Close();
+
+  // A new graph and session, as after a restart: restore, then continue.
+  Graph g2;
+  Iterator it2 = build(g2);
+  auto next2 = it2.GetNext();
+  Output state_in;
+  Operation restore;
+  {
+    auto as_default = g2.AsDefault();
+    state_in = ops::Placeholder(DT_STRING, PartialTensorShape({}), "state");
+    restore = it2.Deserialize(state_in);
+  }
+  Session second_run(g2);
+  second_run.Run({}, {}, {it2.initializer()});
+  second_run.Run({{state_in, state}}, {}, {restore});
+  std::vector<int64_t> rest = Drain(second_run, next2);
+  seen.insert(seen.end(), rest.begin(), rest.end());
+  EXPECT_EQ(seen, all);
+}
+
+TEST(Dataset, DeserializeRejectsGarbage) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Iterator it = Dataset::FromTensorSlices(std::vector<Tensor>{Range(3)}).MakeInitializableIterator();
+  Operation restore = it.Deserialize(ops::Const(std::string("not a state")));
+  Session sess(g);
+  sess.Run({}, {}, {it.initializer()});
+  EXPECT_THROW(sess.Run({}, {}, {restore}), DataLossError);
+}
+
+TEST(Dataset, SessionCloseWakesABlockedGetNext) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  std::atomic<bool> release{false};
+  Dataset ds = Dataset::FromTensorSlices(std::vector<Tensor>{Range(3)})
+                   .Map([&](const std::vector<Tensor>& e) {
+                     while (!release.load()) std::this_thread::sleep_for(1ms);
+                     return e;
+                   })
+                   .Prefetch(1);
+  Iterator it = ds.MakeInitializableIterator();
+  auto next = it.GetNext();
+  Session sess(g);
+  sess.Run({}, {}, {it.initializer()});
+  RunOptions options;
+  options.timeout_in_ms = 30;
+  EXPECT_THROW(sess.Run({}, next, {}, &options), DeadlineExceededError);
+  std::thread closer([&] {
+    std::this_thread::sleep_for(30ms);
+    sess.Close();
+  });
+  EXPECT_THROW(sess.Run({}, next), CancelledError);
+  closer.join();
+  release = true;
+}
+
+TEST(Dataset, IteratorFromStructureSwitchesDatasets) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Dataset train = Dataset::FromTensorSlices(std::vector<Tensor>{Range(4)});
+  Dataset eval = Dataset::FromTensorSlices(std::vector<Tensor>{Range(2)}).Map([](const std::vector<Tensor>& e) {
+    return std::vector<Tensor>{Tensor::Scalar<int64_t>(-e[0].scalar<int64_t>())};
+  });
+  Iterator it = Iterator::FromStructure({DT_INT64}, {PartialTensorShape({})});
+  Operation use_train = it.MakeInitializer(train);
+  Operation use_eval = it.MakeInitializer(eval);
+  auto next = it.GetNext();
+  Session sess(g);
+  sess.Run({}, {}, {use_train});
+  EXPECT_EQ(Drain(sess, next).size(), 4u);
+  sess.Run({}, {}, {use_eval});
+  EXPECT_EQ(Drain(sess, next), (std::vector<int64_t>{0, -1}));
+}
+
+}  // namespace
+}  // namespace flowtrain::data

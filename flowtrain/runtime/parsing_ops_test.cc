@@ -1,0 +1,155 @@
+// ParseExample, ParseSingleExample and DecodeRaw in a session, on the TF-written fixture.
+#include "flowtrain/ops/parsing_ops.h"
+
+#include <gtest/gtest.h>
+
+#include "flowtrain/io/record_reader.h"
+#include "flowtrain/ops/array_ops.h"
+#include "flowtrain/ops/dataset_ops.h"
+#include "flowtrain/proto/example.pb.h"
+#include "flowtrain/runtime/session.h"
+#include "tests/test_util.h"
+
+namespace flowtrain::ops {
+namespace {
+
+std::vector<std::string> FixtureRecords() {
+  io::RecordReader reader(testing::FixturePath("tfrecord_examples/test.tfrecord"));
+  std::vector<std::string> records;
+  std::string record;
+  while (reader.ReadRecord(&record)) records.push_back(record);
+  return records;
+}
+
+std::map<std::string, FeatureSpec> FixtureFeatures() {
+  return {{"feature0", FixedLenFeature{DT_INT64, TensorShape({})}},
+          {"feature1", FixedLenFeature{DT_INT64, TensorShape({})}},
+          {"feature2", FixedLenFeature{DT_STRING, TensorShape({})}},
+          {"feature3", FixedLenFeature{DT_FLOAT, TensorShape({})}},
+          {"missing", FixedLenFeature{DT_FLOAT, TensorShape({2}), Tensor::FromVector<float>({7, 8})}},
+          {"tags", VarLenFeature{DT_STRING}}};
+}
+
+TEST(ParseExample, ParsesTheFixtureBatchThroughADataset) {
+  ASSERT_EQ(FixtureRecords().size(), 42u);
+  Graph g;
+  auto as_default = g.AsDefault();
+  auto it = data::Dataset::TFRecord({testing::FixturePath("tfrecord_examples/test.tfrecord")})
+                .Batch(64)
+                .MakeInitializableIterator();
+  ParsedExample parsed = ParseExample(it.GetNext()[0], FixtureFeatures());
+  EXPECT_EQ(parsed.dense.at("missing").shape().DebugString(), "[?,2]");
+  EXPECT_EQ(parsed.dense.at("feature0").op().type(), "ParseExample");
+  Session sess(g);
+  sess.Run({}, {}, {it.initializer()});
+  std::vector<Tensor> out = sess.Run({}, {parsed.dense.at("feature0"), parsed.dense.at("feature1"),
+                                          parsed.dense.at("feature2"), parsed.dense.at("feature3"),
+                                          parsed.dense.at("missing"), parsed.sparse.at("tags").indices,
+                                          parsed.sparse.at("tags").dense_shape});
+  ASSERT_EQ(out[0].shape(), TensorShape({42}));
+  int64_t sum0 = 0, sum1 = 0;
+  for (int64_t v : out[0].flat<int64_t>()) sum0 += v;
+  for (int64_t v : out[1].flat<int64_t>()) sum1 += v;
+  EXPECT_EQ(sum0, 25);
+  EXPECT_EQ(sum1, 82);
+  EXPECT_EQ(out[1].flat<int64_t>()[0], 2);
+  EXPECT_EQ(out[2].flat<std::string>()[0], "chicken");
+  EXPECT_EQ(out[2].flat<std::string>()[1], "goat");
+  EXPECT_EQ(out[2].flat<std::string>()[41], "dog");
+  EXPECT_FLOAT_EQ(out[3].flat<float>()[0], -1.12375057f);
+  EXPECT_FLOAT_EQ(out[3].flat<float>()[41], -1.45109355f);
+  EXPECT_EQ(out[4].shape(), TensorShape({42, 2}));
+  EXPECT_EQ(out[4].flat<float>()[83], 8.0f);  // default
+  EXPECT_EQ(out[5].shape(), TensorShape({0, 2}));  // no example has tags
+  EXPECT_EQ(out[6].flat<int64_t>()[0], 42);
+}
+
+TEST(ParseExample, VarLenFeaturesBecomeSparseTriples) {
+  tensorflow::Example a, b;
+  auto* fa = a.mutable_features()->mutable_feature();
+  (*fa)["ids"].mutable_int64_list()->add_value(5);
+  (*fa)["ids"].mutable_int64_list()->add_value(6);
+  auto* fb = b.mutable_features()->mutable_feature();
+  (*fb)["ids"].mutable_int64_list()->add_value(7);
+  (*fb)["ids"].mutable_int64_list()->add_value(8);
+  (*fb)["ids"].mutable_int64_list()->add_value(9);
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output serialized = Const(Tensor::FromVector<std::string>({a.SerializeAsString(), b.SerializeAsString()}));
+  SparseTensor ids = ParseExample(serialized, {{"ids", VarLenFeature{DT_INT64}}}).sparse.at("ids");
+  SparseTensor single = ParseSingleExample(Const(b.SerializeAsString()), {{"ids", VarLenFeature{DT_INT64}}}).sparse.at("ids");
+  Session sess(g);
+  std::vector<Tensor> out = sess.Run({}, {ids.indices, ids.values, ids.dense_shape, single.indices, single.dense_shape});
+  EXPECT_EQ(out[0].shape(), TensorShape({5, 2}));
+  EXPECT_EQ(std::vector<int64_t>(out[0].flat<int64_t>().begin(), out[0].flat<int64_t>().end()),
+            (std::vector<int64_t>{0, 0, 0, 1, 1, 0, 1, 1, 1, 2}));
+  EXPECT_EQ(out[1].flat<int64_t>()[4], 9);
+  EXPECT_EQ(out[2].flat<int64_t>()[0], 2);
+  EXPECT_EQ(out[2].flat<int64_t>()[1], 3);
+  EXPECT_EQ(out[3].shape(), TensorShape({3, 1}));
+  EXPECT_EQ(out[4].flat<int64_t>()[0], 3);
+}
+
+TEST(ParseSingleExample, ParsesOneFixtureRecord) {
+  const std::string record = FixtureRecords()[41];
+  Graph g;
+  auto as_default = g.AsDefault();
+  ParsedExample parsed = ParseSingleExample(Const(record), FixtureFeatures());
+  EXPECT_EQ(parsed.dense.at("missing").shape().DebugString(), "[2]");
+  Session sess(g);
+  std::vector<Tensor> out = sess.Run({}, {parsed.dense.at("feature1"), parsed.dense.at("feature2"), parsed.dense.at("missing")});
+  EXPECT_EQ(out[0].scalar<int64_t>(), 1);
+  EXPECT_EQ(out[1].scalar<std::string>(), "dog");
+  EXPECT_EQ(out[2].flat<float>()[0], 7.0f);
+}
+
+TEST(ParseExample, BadInputIsAnErrorNamingFeatureAndIndex) {
+  const std::vector<std::string> records = FixtureRecords();
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output serialized = Placeholder(DT_STRING, PartialTensorShape({-1}), "serialized");
+  Output wrong_type = ParseExample(serialized, {{"feature0", FixedLenFeature{DT_FLOAT, TensorShape({})}}}).dense.at("feature0");
+  Output required = ParseExample(serialized, {{"absent", FixedLenFeature{DT_FLOAT, TensorShape({})}}}).dense.at("absent");
+  Output wrong_size = ParseExample(serialized, {{"feature3", FixedLenFeature{DT_FLOAT, TensorShape({2})}}}).dense.at("feature3");
+  Session sess(g);
+  auto message = [&](Output fetch, const Tensor& batch) -> std::string {
+    try {
+      sess.Run({{serialized, batch}}, {fetch});
+    } catch (const InvalidArgumentError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  const Tensor good = Tensor::FromVector<std::string>({records[0], records[1]});
+  EXPECT_NE(message(wrong_type, good).find("Feature: feature0.  Data types don't match. Data type: int64 but expected type: float"),
+            std::string::npos);
+  EXPECT_NE(message(required, good).find("Feature: absent (data type: float) is required but could not be found"),
+            std::string::npos);
+  EXPECT_NE(message(wrong_size, good).find("Key: feature3, Index: 0.  Number of float values != expected"),
+            std::string::npos);
+  const Tensor garbage = Tensor::FromVector<std::string>({records[0], std::string("\xff\xff\xff", 3)});
+  EXPECT_NE(message(wrong_type, garbage).find("Could not parse example input"), std::string::npos);
+  EXPECT_NE(message(wrong_type, garbage).find("(example 1 of 2)"), std::string::npos);
+}
+
+TEST(DecodeRaw, ReinterpretsBytes) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  const float values[2] = {1.5f, -2.0f};
+  std::string bytes(reinterpret_cast<const char*>(values), sizeof(values));
+  Output decoded = DecodeRaw(Const(Tensor::FromVector<std::string>({bytes, bytes})), DT_FLOAT);
+  Output big = DecodeRaw(Const(std::string("\x01\x02", 2)), DT_INT16, /*little_endian=*/false);
+  Output ragged = DecodeRaw(Const(Tensor::FromVector<std::string>({"ab", "abcd"})), DT_UINT8);
+  Output odd = DecodeRaw(Const(std::string("abc")), DT_INT16);
+  EXPECT_EQ(decoded.shape().DebugString(), "[2,?]");
+  Session sess(g);
+  Tensor out = decoded.Eval(sess);
+  EXPECT_EQ(out.shape(), TensorShape({2, 2}));
+  EXPECT_EQ(out.flat<float>()[3], -2.0f);
+  EXPECT_EQ(big.Eval(sess).flat<int16_t>()[0], 0x0102);
+  EXPECT_THROW(ragged.Eval(sess), InvalidArgumentError);
+  EXPECT_THROW(odd.Eval(sess), InvalidArgumentError);
+}
+
+}  // namespace
+}  // namespace flowtrain::ops
