@@ -1,0 +1,529 @@
+// Kernels of the nn ops other than convolution and pooling (conv_kernels.cc): activations and
+// their gradients, bias add, softmax, the cross-entropy losses, L2 loss and fused batch
+// normalization. float32 and float64; rows of the last dimension are Eigen array maps, so
+// the inner loops vectorize, and large inputs are split over the intra-op pool.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "flowtrain/core/error.h"
+#include "flowtrain/core/str_util.h"
+#include "flowtrain/kernels/op_kernel.h"
+#include "flowtrain/kernels/work_sharder.h"
+
+namespace flowtrain {
+namespace {
+
+template <typename T>
+using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <typename T>
+using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+
+// Calls fn.template operator()<T>() for float and double; other dtypes are an error naming
+// the kernel.
+template <typename Fn>
+void DispatchFloat(DataType dtype, const OpKernel& kernel, Fn&& fn) {
+  switch (BaseType(dtype)) {
+    case DT_FLOAT: fn.template operator()<float>(); return;
+    case DT_DOUBLE: fn.template operator()<double>(); return;
+    default:
+      InvalidArgument(kernel.type_string(), " '", kernel.name(), "' has no CPU kernel for ",
+                      DataTypeString(dtype));
+  }
+}
+
+void CheckSameShape(const Tensor& a, const Tensor& b, const OpKernel& kernel) {
+  if (a.shape() != b.shape()) {
+    InvalidArgument(kernel.type_string(), ": inputs must have the same shape, got ",
+                    a.shape().DebugString(), " and ", b.shape().DebugString());
+  }
+}
+
+// ---- Activations ----
+
+// y = Fn(x) elementwise; Fn::Apply maps an Eigen array to an expression.
+template <typename Fn>
+class UnaryActivationOp : public OpKernel {
+ public:
+  explicit UnaryActivationOp(OpKernelConstruction& c)
+      : OpKernel(c), alpha_(c.HasAttr("alpha") ? c.GetAttr<float>("alpha") : 0.0f) {}
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    Tensor* y = ctx->allocate_output(0, x.shape());
+    DispatchFloat(x.dtype(), *this, [&]<typename T>() {
+      const T* in = x.data<T>();
+      T* out = y->data<T>();
+      const T alpha = static_cast<T>(alpha_);
+      ParallelRange(ctx, x.NumElements(), Fn::kCost, [&](int64_t b, int64_t e) {
+        ArrayMap<T>(out + b, e - b) = Fn::Apply(ConstArrayMap<T>(in + b, e - b), alpha);
+      });
+    });
+  }
+  KernelCost cost() const override { return KernelCost::kCheap; }
+
+ private:
+  float alpha_;
+};
+
+// dx = Fn(dy, second) elementwise, `second` being the features or outputs of the activation.
+template <typename Fn>
+class BinaryActivationGradOp : public OpKernel {
+ public:
+  explicit BinaryActivationGradOp(OpKernelConstruction& c)
+      : OpKernel(c), alpha_(c.HasAttr("alpha") ? c.GetAttr<float>("alpha") : 0.0f) {}
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& g = ctx->input(0);
+    const Tensor& f = ctx->input(1);
+    CheckSameShape(g, f, *this);
+    Tensor* out = ctx->allocate_output(0, g.shape());
+    DispatchFloat(g.dtype(), *this, [&]<typename T>() {
+      const T* pg = g.data<T>();
+      const T* pf = f.data<T>();
+      T* po = out->data<T>();
+      const T alpha = static_cast<T>(alpha_);
+      ParallelRange(ctx, g.NumElements(), Fn::kCost, [&](int64_t b, int64_t e) {
+        ArrayMap<T>(po + b, e - b) =
+            Fn::Apply(ConstArrayMap<T>(pg + b, e - b), ConstArrayMap<T>(pf + b, e - b), alpha);
+      });
+    });
+  }
+  KernelCost cost() const override { return KernelCost::kCheap; }
+
+ private:
+  float alpha_;
+};
+
+struct ReluFn {
+  static constexpr int64_t kCost = 1;
+  template <typename X, typename T>
+  static auto Apply(const X& x, T) { return x.max(T(0)); }
+};
+struct Relu6Fn {
+  static constexpr int64_t kCost = 1;
+  template <typename X, typename T>
+  static auto Apply(const X& x, T) { return x.max(T(0)).min(T(6)); }
+};
+struct EluFn {
+  static constexpr int64_t kCost = 20;
+  template <typename X, typename T>
+  static auto Apply(const X& x, T) { return (x < T(0)).select(x.exp() - T(1), x); }
+};
+struct LeakyReluFn {
+  static constexpr int64_t kCost = 1;
+  template <typename X, typename T>
+  static auto Apply(const X& x, T alpha) { return (x > T(0)).select(x, x * alpha); }
+};
+struct ReluGradFn {
+  static constexpr int64_t kCost = 1;
+  template <typename G, typename F, typename T>
+  static auto Apply(const G& g, const F& f, T) { return (f > T(0)).select(g, T(0)); }
+};
+struct Relu6GradFn {
+  static constexpr int64_t kCost = 1;
+  template <typename G, typename F, typename T>
+  static auto Apply(const G& g, const F& f, T) { return (f > T(0) && f < T(6)).select(g, T(0)); }
+};
+struct EluGradFn {
+  static constexpr int64_t kCost = 2;
+  // With y = Elu(x): dy/dx = 1 where y >= 0, else y + 1 = exp(x).
+  template <typename G, typename Y, typename T>
+  static auto Apply(const G& g, const Y& y, T) { return (y < T(0)).select(g * (y + T(1)), g); }
+};
+struct LeakyReluGradFn {
+  static constexpr int64_t kCost = 1;
+  template <typename G, typename F, typename T>
+  static auto Apply(const G& g, const F& f, T alpha) { return (f > T(0)).select(g, g * alpha); }
+};
+
+FT_REGISTER_KERNEL("Relu", UnaryActivationOp<ReluFn>);
+FT_REGISTER_KERNEL("Relu6", UnaryActivationOp<Relu6Fn>);
+FT_REGISTER_KERNEL("Elu", UnaryActivationOp<EluFn>);
+FT_REGISTER_KERNEL("LeakyRelu", UnaryActivationOp<LeakyReluFn>);
+FT_REGISTER_KERNEL("ReluGrad", BinaryActivationGradOp<ReluGradFn>);
+FT_REGISTER_KERNEL("Relu6Grad", BinaryActivationGradOp<Relu6GradFn>);
+FT_REGISTER_KERNEL("EluGrad", BinaryActivationGradOp<EluGradFn>);
+FT_REGISTER_KERNEL("LeakyReluGrad", BinaryActivationGradOp<LeakyReluGradFn>);
+
+// ---- Softmax ----
+
+template <bool kLog>
+class SoftmaxOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& logits = ctx->input(0);
+    if (logits.dims() < 1) {
+      InvalidArgument("logits must have >= 1 dimension, got ", logits.shape().DebugString());
+    }
+    Tensor* out = ctx->allocate_output(0, logits.shape());
+    const int64_t classes = logits.dim_size(logits.dims() - 1);
+    if (classes == 0 || logits.NumElements() == 0) return;
+    const int64_t rows = logits.NumElements() / classes;
+    DispatchFloat(logits.dtype(), *this, [&]<typename T>() {
+      const T* in = logits.data<T>();
+      T* po = out->data<T>();
+      ParallelRange(ctx, rows, classes * 20, [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          ConstArrayMap<T> x(in + r * classes, classes);
+          ArrayMap<T> y(po + r * classes, classes);
+          const T max = x.maxCoeff();
+          if constexpr (kLog) {
+            // Shift first: max + log_sum would round away log_sum for large logits.
+            y = x - max;
+            y -= std::log(y.exp().sum());
+          } else {
+            y = (x - max).exp();
+            y *= T(1) / y.sum();
+          }
+        }
+      });
+    });
+  }
+};
+FT_REGISTER_KERNEL("Softmax", SoftmaxOp<false>);
+FT_REGISTER_KERNEL("LogSoftmax", SoftmaxOp<true>);
+
+// One pass per row over the logits: shifted exponentials go straight into `backprop`, then
+// loss = log(sum) - (logit - max) at the labels and backprop = softmax - labels.
+class SoftmaxCrossEntropyOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& logits = ctx->input(0);
+    const Tensor& labels = ctx->input(1);
+    if (logits.dims() != 2) {
+      InvalidArgument("logits must be 2-dimensional, got ", logits.shape().DebugString());
+    }
+    if (logits.shape() != labels.shape()) {
+      InvalidArgument("logits and labels must be same size: logits_size=", logits.shape().DebugString(),
+                      " labels_size=", labels.shape().DebugString());
+    }
+    const int64_t batch = logits.dim_size(0);
+    const int64_t classes = logits.dim_size(1);
+    Tensor* loss = ctx->allocate_output(0, TensorShape({batch}));
+    Tensor* backprop = ctx->allocate_output(1, logits.shape());
+    if (batch == 0) return;
+    if (classes == 0) {
+      InvalidArgument("Must have at least one class, but got logits shape ", logits.shape().DebugString());
+    }
+    DispatchFloat(logits.dtype(), *this, [&]<typename T>() {
+      const T* pl = logits.data<T>();
+      const T* py = labels.data<T>();
+      T* pbp = backprop->data<T>();
+      T* ploss = loss->data<T>();
+      ParallelRange(ctx, batch, classes * 25, [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          ConstArrayMap<T> x(pl + r * classes, classes);
+          ConstArrayMap<T> y(py + r * classes, classes);
+          ArrayMap<T> bp(pbp + r * classes, classes);
+          const T max = x.maxCoeff();
+          bp = (x - max).exp();
+          const T sum = bp.sum();
+          const T log_sum = std::log(sum);
+          ploss[r] = (y * (log_sum - (x - max))).sum();
+          bp = bp * (T(1) / sum) - y;
+        }
+      });
+    });
+  }
+  KernelCost cost() const override { return KernelCost::kNormal; }
+};
+FT_REGISTER_KERNEL("SoftmaxCrossEntropyWithLogits", SoftmaxCrossEntropyOp);
+
+class SparseSoftmaxCrossEntropyOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& logits = ctx->input(0);
+    const Tensor& labels = ctx->input(1);
+    if (logits.dims() != 2) {
+      InvalidArgument("logits must be 2-D, but got shape ", logits.shape().DebugString());
+    }
+    if (labels.dims() != 1) {
+      InvalidArgument("labels must be 1-D, but got shape ", labels.shape().DebugString());
+    }
+    if (logits.dim_size(0) != labels.dim_size(0)) {
+      InvalidArgument("logits and labels must have the same first dimension, got logits shape ",
+                      logits.shape().DebugString(), " and labels shape ", labels.shape().DebugString());
+    }
+    const int64_t batch = logits.dim_size(0);
+    const int64_t classes = logits.dim_size(1);
+    if (batch > 0 && classes == 0) {
+      InvalidArgument("Must have at least one class, but got logits shape ", logits.shape().DebugString());
+    }
+    // Labels as int64, checked before any work is split over threads.
+    std::vector<int64_t> label_values(batch);
+    for (int64_t i = 0; i < batch; ++i) {
+      label_values[i] = labels.dtype() == DT_INT32 ? labels.flat<int32_t>()[i] : labels.flat<int64_t>()[i];
+    }
+    for (int64_t i = 0; i < batch; ++i) {
+      if (label_values[i] < 0 || label_values[i] >= classes) {
+        InvalidArgument("Received a label value of ", label_values[i],
+                        " which is outside the valid range of [0, ", classes, ").  Label values: ",
+                        StrJoin(label_values, " "));
+      }
+    }
+    Tensor* loss = ctx->allocate_output(0, TensorShape({batch}));
+    Tensor* backprop = ctx->allocate_output(1, logits.shape());
+    DispatchFloat(logits.dtype(), *this, [&]<typename T>() {
+      const T* pl = logits.data<T>();
+      T* pbp = backprop->data<T>();
+      T* ploss = loss->data<T>();
+      ParallelRange(ctx, batch, classes * 20, [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          ConstArrayMap<T> x(pl + r * classes, classes);
+          ArrayMap<T> bp(pbp + r * classes, classes);
+          const T max = x.maxCoeff();
+          bp = (x - max).exp();
+          const T sum = bp.sum();
+          const int64_t label = label_values[r];
+          ploss[r] = std::log(sum) - (x[label] - max);
+          bp *= T(1) / sum;
+          bp[label] -= T(1);
+        }
+      });
+    });
+  }
+};
+FT_REGISTER_KERNEL("SparseSoftmaxCrossEntropyWithLogits", SparseSoftmaxCrossEntropyOp);
+
+class L2LossOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& t = ctx->input(0);
+    Tensor* out = ctx->allocate_output(0, TensorShape({}));
+    DispatchFloat(t.dtype(), *this, [&]<typename T>() {
+      out->data<T>()[0] = ConstArrayMap<T>(t.data<T>(), t.NumElements()).square().sum() / T(2);
+    });
+  }
+};
+FT_REGISTER_KERNEL("L2Loss", L2LossOp);
+
+// ---- Bias ----
+
+class BiasAddOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& value = ctx->input(0);
+    const Tensor& bias = ctx->input(1);
+    if (value.dims() < 2) {
+      InvalidArgument("Input tensor must be at least 2D: ", value.shape().DebugString());
+    }
+    if (bias.dims() != 1) {
+      InvalidArgument("Biases must be 1D: ", bias.shape().DebugString());
+    }
+    const int64_t channels = value.dim_size(value.dims() - 1);
+    if (bias.dim_size(0) != channels) {
+      InvalidArgument("Must provide as many biases as the last dimension of the input tensor: ",
+                      bias.shape().DebugString(), " vs. ", value.shape().DebugString());
+    }
+    Tensor* out = ctx->allocate_output(0, value.shape());
+    if (value.NumElements() == 0) return;
+    const int64_t rows = value.NumElements() / channels;
+    DispatchFloat(value.dtype(), *this, [&]<typename T>() {
+      const T* in = value.data<T>();
+      T* po = out->data<T>();
+      ConstArrayMap<T> b(bias.data<T>(), channels);
+      ParallelRange(ctx, rows, channels, [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          ArrayMap<T>(po + r * channels, channels) = ConstArrayMap<T>(in + r * channels, channels) + b;
+        }
+      });
+    });
+  }
+  KernelCost cost() const override { return KernelCost::kCheap; }
+};
+FT_REGISTER_KERNEL("BiasAdd", BiasAddOp);
+
+// Column sums of a row-major [rows, cols] matrix, split by rows over the pool with one
+// partial sum per shard.
+template <typename T, typename RowFn>
+void SumRows(OpKernelContext* ctx, int64_t rows, int64_t cols, T* out, const RowFn& add_row) {
+  const int shards = NumShards(ctx, rows * cols, 1 << 15);
+  std::vector<T> partial(static_cast<size_t>(shards) * cols, T(0));
+  ParallelShards(ctx, shards, [&](int s) {
+    ArrayMap<T> acc(partial.data() + s * cols, cols);
+    auto [begin, end] = ShardRange(rows, shards, s);
+    for (int64_t r = begin; r < end; ++r) add_row(r, acc);
+  });
+  ArrayMap<T> total(out, cols);
+  total = ArrayMap<T>(partial.data(), cols);
+  for (int s = 1; s < shards; ++s) total += ArrayMap<T>(partial.data() + s * cols, cols);
+}
+
+class BiasAddGradOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& grad = ctx->input(0);
+    if (grad.dims() < 2) {
+      InvalidArgument("Input tensor must be at least 2D: ", grad.shape().DebugString());
+    }
+    const int64_t channels = grad.dim_size(grad.dims() - 1);
+    Tensor* out = ctx->allocate_output(0, TensorShape({channels}));
+    DispatchFloat(grad.dtype(), *this, [&]<typename T>() {
+      if (channels == 0) return;
+      const T* pg = grad.data<T>();
+      SumRows<T>(ctx, grad.NumElements() / channels, channels, out->data<T>(),
+                 [&](int64_t r, ArrayMap<T>& acc) { acc += ConstArrayMap<T>(pg + r * channels, channels); });
+    });
+  }
+};
+FT_REGISTER_KERNEL("BiasAddGrad", BiasAddGradOp);
+
+// ---- Fused batch normalization (NHWC: channels are the last dimension) ----
+
+void CheckVector(const Tensor& t, int64_t size, std::string_view what, bool allow_empty) {
+  if (t.dims() != 1 || (t.dim_size(0) != size && !(allow_empty && t.dim_size(0) == 0))) {
+    InvalidArgument(what, " must be 1-dimensional with ", size, " elements, got shape ",
+                    t.shape().DebugString());
+  }
+}
+
+class FusedBatchNormOp : public OpKernel {
+ public:
+  explicit FusedBatchNormOp(OpKernelConstruction& c)
+      : OpKernel(c),
+        epsilon_(c.GetAttr<float>("epsilon")),
+        is_training_(c.GetAttr<bool>("is_training")) {}
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    if (x.dims() != 4) InvalidArgument("input must be 4-dimensional", x.shape().DebugString());
+    const int64_t channels = x.dim_size(3);
+    CheckVector(ctx->input(1), channels, "scale", false);
+    CheckVector(ctx->input(2), channels, "offset", false);
+    CheckVector(ctx->input(3), channels, "mean", is_training_);
+    CheckVector(ctx->input(4), channels, "variance", is_training_);
+    if (x.dtype() != ctx->input(1).dtype()) {
+      InvalidArgument(type_string(), " '", name(), "' needs x and scale of one dtype on CPU, got ",
+                      DataTypeString(x.dtype()), " and ", DataTypeString(ctx->input(1).dtype()));
+    }
+    const int64_t rows = channels == 0 ? 0 : x.NumElements() / channels;
+    Tensor* y = ctx->allocate_output(0, x.shape());
+    Tensor* batch_mean = ctx->allocate_output(1, TensorShape({channels}));
+    Tensor* batch_var = ctx->allocate_output(2, TensorShape({channels}));
+    Tensor* saved_mean = ctx->allocate_output(3, TensorShape({channels}));
+    Tensor* saved_var = ctx->allocate_output(4, TensorShape({channels}));
+    ctx->allocate_output(5, TensorShape({0}));
+    DispatchFloat(x.dtype(), *this, [&]<typename T>() {
+      using Vec = Eigen::Array<T, Eigen::Dynamic, 1>;
+      const T* px = x.data<T>();
+      Vec mean(channels), var(channels);
+      if (is_training_) {
+        Vec sum(channels);
+        SumRows<T>(ctx, rows, channels, sum.data(),
+                   [&](int64_t r, ArrayMap<T>& acc) { acc += ConstArrayMap<T>(px + r * channels, channels); });
+        mean = sum / static_cast<T>(std::max<int64_t>(rows, 1));
+        Vec sq(channels);
+        SumRows<T>(ctx, rows, channels, sq.data(), [&](int64_t r, ArrayMap<T>& acc) {
+          acc += (ConstArrayMap<T>(px + r * channels, channels) - mean).square();
+        });
+        var = sq / static_cast<T>(std::max<int64_t>(rows, 1));
+      } else {
+        mean = ConstArrayMap<T>(ctx->input(3).data<T>(), channels);
+        var = ConstArrayMap<T>(ctx->input(4).data<T>(), channels);
+      }
+      const Vec inv_std = (var + static_cast<T>(epsilon_)).rsqrt();
+      const Vec scale = ConstArrayMap<T>(ctx->input(1).data<T>(), channels) * inv_std;
+      const Vec shift = ConstArrayMap<T>(ctx->input(2).data<T>(), channels) - mean * scale;
+      T* py = y->data<T>();
+      ParallelRange(ctx, rows, channels * 2, [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          ArrayMap<T>(py + r * channels, channels) = ConstArrayMap<T>(px + r * channels, channels) * scale + shift;
+        }
+      });
+      ArrayMap<T>(batch_mean->data<T>(), channels) = mean;
+      ArrayMap<T>(saved_mean->data<T>(), channels) = mean;
+      ArrayMap<T>(saved_var->data<T>(), channels) = var;
+      // The batch variance output is unbiased (Bessel's correction), for moving averages.
+      const T correction = is_training_ && rows > 1 ? static_cast<T>(rows) / static_cast<T>(rows - 1) : T(1);
+      ArrayMap<T>(batch_var->data<T>(), channels) = var * correction;
+    });
+  }
+  KernelCost cost() const override { return KernelCost::kExpensive; }
+
+ private:
+  float epsilon_;
+  bool is_training_;
+};
+FT_REGISTER_KERNEL("FusedBatchNormV3", FusedBatchNormOp);
+
+class FusedBatchNormGradOp : public OpKernel {
+ public:
+  explicit FusedBatchNormGradOp(OpKernelConstruction& c)
+      : OpKernel(c),
+        epsilon_(c.GetAttr<float>("epsilon")),
+        is_training_(c.GetAttr<bool>("is_training")) {}
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& dy = ctx->input(0);
+    const Tensor& x = ctx->input(1);
+    if (x.dims() != 4) InvalidArgument("input must be 4-dimensional", x.shape().DebugString());
+    CheckSameShape(dy, x, *this);
+    const int64_t channels = x.dim_size(3);
+    CheckVector(ctx->input(2), channels, "scale", false);
+    CheckVector(ctx->input(3), channels, "reserve_space_1 (mean)", false);
+    CheckVector(ctx->input(4), channels, "reserve_space_2 (variance)", false);
+    if (x.dtype() != ctx->input(2).dtype()) {
+      InvalidArgument(type_string(), " '", name(), "' needs x and scale of one dtype on CPU");
+    }
+    const int64_t rows = channels == 0 ? 0 : x.NumElements() / channels;
+    Tensor* dx = ctx->allocate_output(0, x.shape());
+    Tensor* dscale = ctx->allocate_output(1, TensorShape({channels}));
+    Tensor* doffset = ctx->allocate_output(2, TensorShape({channels}));
+    ctx->allocate_output(3, TensorShape({0}));
+    ctx->allocate_output(4, TensorShape({0}));
+    DispatchFloat(x.dtype(), *this, [&]<typename T>() {
+      using Vec = Eigen::Array<T, Eigen::Dynamic, 1>;
+      const T* px = x.data<T>();
+      const T* pdy = dy.data<T>();
+      const Vec mean = ConstArrayMap<T>(ctx->input(3).data<T>(), channels);
+      const Vec inv_std = (ConstArrayMap<T>(ctx->input(4).data<T>(), channels) + static_cast<T>(epsilon_)).rsqrt();
+      const Vec scale = ConstArrayMap<T>(ctx->input(2).data<T>(), channels);
+      // offset_backprop = sum(dy); scale_backprop = sum(dy * x_hat), x_hat = (x - mean) * inv_std.
+      Vec sum_dy(channels), sum_dy_xc(channels);
+      SumRows<T>(ctx, rows, channels, sum_dy.data(),
+                 [&](int64_t r, ArrayMap<T>& acc) { acc += ConstArrayMap<T>(pdy + r * channels, channels); });
+      SumRows<T>(ctx, rows, channels, sum_dy_xc.data(), [&](int64_t r, ArrayMap<T>& acc) {
+        acc += ConstArrayMap<T>(pdy + r * channels, channels) * (ConstArrayMap<T>(px + r * channels, channels) - mean);
+      });
+      ArrayMap<T>(doffset->data<T>(), channels) = sum_dy;
+      ArrayMap<T>(dscale->data<T>(), channels) = sum_dy_xc * inv_std;
+      T* pdx = dx->data<T>();
+      const Vec k = scale * inv_std;
+      if (is_training_) {
+        // dx = scale * inv_std * (dy - mean(dy) - (x - mean) * inv_std² * mean(dy * (x - mean))).
+        const T n = static_cast<T>(std::max<int64_t>(rows, 1));
+        const Vec mean_dy = sum_dy / n;
+        const Vec coef = inv_std.square() * sum_dy_xc / n;
+        ParallelRange(ctx, rows, channels * 4, [&](int64_t b, int64_t e) {
+          for (int64_t r = b; r < e; ++r) {
+            ArrayMap<T>(pdx + r * channels, channels) =
+                k * (ConstArrayMap<T>(pdy + r * channels, channels) - mean_dy -
+                     (ConstArrayMap<T>(px + r * channels, channels) - mean) * coef);
+          }
+        });
+      } else {
+        ParallelRange(ctx, rows, channels, [&](int64_t b, int64_t e) {
+          for (int64_t r = b; r < e; ++r) {
+            ArrayMap<T>(pdx + r * channels, channels) = ConstArrayMap<T>(pdy + r * channels, channels) * k;
+          }
+        });
+      }
+    });
+  }
+  KernelCost cost() const override { return KernelCost::kExpensive; }
+
+ private:
+  float epsilon_;
+  bool is_training_;
+};
+FT_REGISTER_KERNEL("FusedBatchNormGradV3", FusedBatchNormGradOp);
+
+}  // namespace
+}  // namespace flowtrain
