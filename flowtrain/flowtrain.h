@@ -17,6 +17,7 @@
 #include "flowtrain/ops/control_flow_ops.h"
 #include "flowtrain/ops/io_ops.h"
 #include "flowtrain/ops/math_ops.h"
+#include "flowtrain/ops/nn_ops.h"
 #include "flowtrain/ops/state_ops.h"
 #include "flowtrain/ops/variables.h"
 #include "flowtrain/runtime/session.h"
