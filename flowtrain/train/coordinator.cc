@@ -46,6 +46,17 @@ void CoordinatedThread::Run() {
 Coordinator::Coordinator(std::vector<Code> clean_stop_codes)
     : clean_stop_codes_(std::move(clean_stop_codes)) {}
 
+Coordinator::~Coordinator() {
+  ThreadList threads;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_requested_ = true;
+    stop_cv_.notify_all();
+    threads.swap(registered_);
+  }
+  // `threads` may hold the last references: they are joined here, after the stop request.
+}
+
 bool Coordinator::IsCleanStop(const std::exception_ptr& exception) const {
   try {
     std::rethrow_exception(exception);
@@ -118,7 +129,7 @@ void Coordinator::Join(const ThreadList& threads, std::chrono::nanoseconds stop_
     return std::any_of(all.begin(), all.end(), [](const auto& t) { return t->IsAlive(); });
   };
   // Until a stop is requested, running threads may run for as long as they like.
-  while (any_alive() && !WaitForStop(std::chrono::seconds(1))) {
+  while (any_alive() && !WaitForStop(std::chrono::milliseconds(100))) {
   }
   // Then they get the grace period, polled with a doubling sleep so that threads ending
   // quickly are noticed quickly.

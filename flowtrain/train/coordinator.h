@@ -79,6 +79,10 @@ class Coordinator {
   // `clean_stop_codes`: codes of exceptions that mean "stop, nothing went wrong". TF's default
   // is OutOfRange; MonitoredSession passes none.
   explicit Coordinator(std::vector<Code> clean_stop_codes = {Code::kOutOfRange});
+  // Requests a stop, so registered threads that wait for one (a QueueRunner's cancel thread)
+  // end instead of blocking the destruction of their last owner. Join before this to see
+  // their errors.
+  ~Coordinator();
   Coordinator(const Coordinator&) = delete;
   Coordinator& operator=(const Coordinator&) = delete;
 
