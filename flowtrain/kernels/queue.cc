@@ -82,28 +82,33 @@ void Queue::CheckTuple(const Tuple& tuple, bool batched) const {
 template <typename Ready>
 void Queue::WaitUntil(std::unique_lock<std::mutex>& lock, const Wait& wait, std::string_view what,
                       Ready ready) {
-  if (ready()) return;
-  std::optional<CancellationManager::Token> token;
-  if (wait.cancellation != nullptr) {
-    // Registered without holding mu_: the callback takes mu_ to notify.
-    lock.unlock();
-    token = wait.cancellation->RegisterCallback([this] {
-      std::lock_guard<std::mutex> guard(mu_);
-      cv_.notify_all();
-    });
-    lock.lock();
-    if (!token) Cancelled(what, " operation was cancelled");
-  }
   auto cancelled = [&] { return wait.cancellation != nullptr && wait.cancellation->IsCancelled(); };
-  const bool woke = cv_.wait_until(lock, wait.deadline, [&] { return ready() || cancelled(); });
-  if (token) {
-    lock.unlock();
-    wait.cancellation->DeregisterCallback(*token);
-    lock.lock();
+  // Every pass re-checks `ready()` after re-taking mu_: while mu_ was released to deregister
+  // the callback, another thread may have taken the room or the elements we woke for.
+  for (;;) {
+    if (ready()) return;
+    if (cancelled()) Cancelled(what, " operation was cancelled");
+    if (std::chrono::steady_clock::now() >= wait.deadline) {
+      DeadlineExceeded("Timed out waiting for ", what, " on ", Describe());
+    }
+    std::optional<CancellationManager::Token> token;
+    if (wait.cancellation != nullptr) {
+      // Registered without holding mu_: the callback takes mu_ to notify.
+      lock.unlock();
+      token = wait.cancellation->RegisterCallback([this] {
+        std::lock_guard<std::mutex> guard(mu_);
+        cv_.notify_all();
+      });
+      lock.lock();
+      if (!token) Cancelled(what, " operation was cancelled");
+    }
+    cv_.wait_until(lock, wait.deadline, [&] { return ready() || cancelled(); });
+    if (token) {
+      lock.unlock();
+      wait.cancellation->DeregisterCallback(*token);
+      lock.lock();
+    }
   }
-  if (ready()) return;
-  if (woke) Cancelled(what, " operation was cancelled");
-  DeadlineExceeded("Timed out waiting for ", what, " on ", Describe());
 }
 
 void Queue::Enqueue(Tuple tuple, const Wait& wait) {
