@@ -487,27 +487,34 @@ class MaxPoolGradOp : public PoolKernelBase {
       const int64_t c = d.depth;
       ParallelRange(ctx, d.batch, d.out_rows * d.out_cols * c * d.window_rows * d.window_cols,
                     [&](int64_t begin, int64_t end) {
+        // Per channel: the best value so far and where it is; the scan runs over window
+        // pixels with channels innermost, so loads are contiguous.
+        std::vector<T> best(c);
+        std::vector<int64_t> where(c);
         for (int64_t n = begin; n < end; ++n) {
-          const int64_t image = n * d.in_rows * d.in_cols * c;
           for (int64_t oh = 0; oh < d.out_rows; ++oh) {
             for (int64_t ow = 0; ow < d.out_cols; ++ow) {
               int64_t r0, r1, c0, c1;
               d.Window(oh, ow, &r0, &r1, &c0, &c1);
-              const T* g = pg + ((n * d.out_rows + oh) * d.out_cols + ow) * c;
-              for (int64_t ch = 0; ch < c; ++ch) {
-                int64_t best = -1;
-                T best_value = std::numeric_limits<T>::lowest();
-                for (int64_t r = r0; r < r1; ++r) {
-                  for (int64_t col = c0; col < c1; ++col) {
-                    const int64_t at = image + (r * d.in_cols + col) * c + ch;
-                    if (best < 0 || in[at] > best_value) {
-                      best = at;
-                      best_value = in[at];
+              if (r0 >= r1 || c0 >= c1) continue;
+              const int64_t first = ((n * d.in_rows + r0) * d.in_cols + c0) * c;
+              std::copy_n(in + first, c, best.begin());
+              for (int64_t ch = 0; ch < c; ++ch) where[ch] = first + ch;
+              for (int64_t r = r0; r < r1; ++r) {
+                for (int64_t col = (r == r0 ? c0 + 1 : c0); col < c1; ++col) {
+                  const int64_t at = ((n * d.in_rows + r) * d.in_cols + col) * c;
+                  const T* x = in + at;
+                  for (int64_t ch = 0; ch < c; ++ch) {
+                    // Strictly greater: ties keep the first maximum.
+                    if (x[ch] > best[ch]) {
+                      best[ch] = x[ch];
+                      where[ch] = at + ch;
                     }
                   }
                 }
-                if (best >= 0) po[best] += g[ch];
               }
+              const T* g = pg + ((n * d.out_rows + oh) * d.out_cols + ow) * c;
+              for (int64_t ch = 0; ch < c; ++ch) po[where[ch]] += g[ch];
             }
           }
         }
