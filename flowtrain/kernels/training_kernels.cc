@@ -1,0 +1,270 @@
+// Kernels of the fused optimizer updates (ops/training_ops.h). Each updates a variable and its
+// slot variables in place, element-wise, with Eigen array expressions (vectorized; sqrt too,
+// thanks to -fno-math-errno), split across the intra-op pool when the variable is large.
+//
+// The variables are locked for the update even when use_locking is false: the copy-on-write
+// below replaces a variable's tensor object, which must not race with a concurrent reader.
+// (use_locking=false in TF permits racy "Hogwild" updates; here concurrent steps serialize
+// per variable instead, which gives the same or better results.)
+#include <Eigen/Core>
+#include <algorithm>
+#include <array>
+#include <mutex>
+
+#include "flowtrain/core/error.h"
+#include "flowtrain/core/str_util.h"
+#include "flowtrain/kernels/op_kernel.h"
+
+namespace flowtrain {
+namespace {
+
+template <typename T>
+using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <typename T>
+using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+
+// Elements below which an update runs on the calling thread.
+constexpr int64_t kParallelThreshold = 32 * 1024;
+
+// The common part of the Apply* kernels. `Derived` provides
+//   static constexpr std::array<int, kVars> kVarInputs;   // variable and slots, var first
+//   static constexpr std::array<int, kScalars> kScalarInputs;
+//   static constexpr int kGradInput;
+//   template <typename T> void Update(std::array<ArrayMap<T>*, kVars>, ConstArrayMap<T>& grad,
+//                                     const std::array<T, kScalars>&) const;
+template <typename Derived, int kVars, int kScalars>
+class ApplyKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  void Compute(OpKernelContext* ctx) override {
+    const Derived& self = static_cast<const Derived&>(*this);
+    std::array<Var*, kVars> vars;
+    for (int i = 0; i < kVars; ++i) vars[i] = ctx->input_ref(Derived::kVarInputs[i]);
+    // Lock each distinct variable once, all together (std::lock avoids lock-order deadlocks).
+    std::vector<std::unique_lock<std::mutex>> locks;
+    for (int i = 0; i < kVars; ++i) {
+      if (std::find(vars.begin(), vars.begin() + i, vars[i]) == vars.begin() + i) {
+        locks.emplace_back(vars[i]->mu, std::defer_lock);
+      }
+    }
+    LockAll(locks);
+    for (Var* var : vars) {
+      if (!var->initialized) FailedPrecondition("Attempting to use uninitialized value ", var->name);
+    }
+    const TensorShape& shape = vars[0]->tensor.shape();
+    for (int i = 1; i < kVars; ++i) {
+      if (vars[i]->tensor.shape() != shape) {
+        InvalidArgument(type_string(), ": var and ", InputName(Derived::kVarInputs[i]),
+                        " do not have the same shape", shape.DebugString(), " ",
+                        vars[i]->tensor.shape().DebugString());
+      }
+    }
+    const Tensor& grad = ctx->input(Derived::kGradInput);
+    if (grad.shape() != shape) {
+      InvalidArgument(type_string(), ": var and grad do not have the same shape",
+                      shape.DebugString(), " ", grad.shape().DebugString());
+    }
+    for (int i = 0; i < kScalars; ++i) {
+      const Tensor& s = ctx->input(Derived::kScalarInputs[i]);
+      if (s.dims() != 0) {
+        InvalidArgument(type_string(), ": ", InputName(Derived::kScalarInputs[i]),
+                        " is not a scalar: ", s.shape().DebugString());
+      }
+    }
+    for (Var* var : vars) {
+      // A reader still holds the current buffer (a fetched value): write into a copy so the
+      // value it fetched does not change under it.
+      if (!var->tensor.RefCountIsOne()) var->tensor = var->tensor.DeepCopy();
+    }
+    switch (grad.dtype()) {
+      case DT_FLOAT: Run<float>(ctx, self, vars, grad); break;
+      case DT_DOUBLE: Run<double>(ctx, self, vars, grad); break;
+      default: ThrowUnsupportedType(grad.dtype(), type_string());
+    }
+    for (auto& lock : locks) lock.unlock();
+    ctx->set_output_ref(0, vars[0]);
+  }
+
+ private:
+  static void LockAll(std::vector<std::unique_lock<std::mutex>>& locks) {
+    switch (locks.size()) {
+      case 1: locks[0].lock(); break;
+      case 2: std::lock(locks[0], locks[1]); break;
+      case 3: std::lock(locks[0], locks[1], locks[2]); break;
+      default: std::lock(locks[0], locks[1], locks[2], locks[3]); break;
+    }
+  }
+
+  std::string InputName(int i) const {
+    return node().op_def().input_arg(i).name();
+  }
+
+  template <typename T>
+  void Run(OpKernelContext* ctx, const Derived& self, const std::array<Var*, kVars>& vars,
+           const Tensor& grad) {
+    std::array<T, kScalars> scalars;
+    for (int i = 0; i < kScalars; ++i) scalars[i] = ctx->input(Derived::kScalarInputs[i]).template scalar<T>();
+    std::array<T*, kVars> data;
+    for (int i = 0; i < kVars; ++i) data[i] = vars[i]->tensor.template data<T>();
+    const T* g = grad.data<T>();
+    auto shard = [&](int64_t begin, int64_t end) {
+      const Eigen::Index n = static_cast<Eigen::Index>(end - begin);
+      std::array<ArrayMap<T>, kVars> maps = MakeMaps<T>(data, begin, n, std::make_index_sequence<kVars>());
+      std::array<ArrayMap<T>*, kVars> ptrs;
+      for (int i = 0; i < kVars; ++i) ptrs[i] = &maps[i];
+      ConstArrayMap<T> grad_map(g + begin, n);
+      self.template Update<T>(ptrs, grad_map, scalars);
+    };
+    const int64_t n = grad.NumElements();
+    ThreadPool* pool = ctx->intra_op_pool();
+    if (n >= kParallelThreshold && pool != nullptr && pool->NumThreads() > 1) {
+      pool->ParallelFor(n, 8 * kVars, shard);
+    } else {
+      shard(0, n);
+    }
+  }
+
+  template <typename T, size_t... I>
+  static std::array<ArrayMap<T>, kVars> MakeMaps(const std::array<T*, kVars>& data, int64_t begin,
+                                                 Eigen::Index n, std::index_sequence<I...>) {
+    return {ArrayMap<T>(data[I] + begin, n)...};
+  }
+};
+
+class ApplyGradientDescentOp : public ApplyKernel<ApplyGradientDescentOp, 1, 1> {
+ public:
+  using ApplyKernel::ApplyKernel;
+  static constexpr std::array<int, 1> kVarInputs{0};
+  static constexpr std::array<int, 1> kScalarInputs{1};
+  static constexpr int kGradInput = 2;
+  template <typename T>
+  void Update(std::array<ArrayMap<T>*, 1> v, ConstArrayMap<T>& grad,
+              const std::array<T, 1>& s) const {
+    *v[0] -= grad * s[0];
+  }
+};
+FT_REGISTER_KERNEL("ApplyGradientDescent", ApplyGradientDescentOp);
+
+class ApplyMomentumOp : public ApplyKernel<ApplyMomentumOp, 2, 2> {
+ public:
+  explicit ApplyMomentumOp(OpKernelConstruction& c)
+      : ApplyKernel(c), use_nesterov_(c.GetAttr<bool>("use_nesterov")) {}
+  static constexpr std::array<int, 2> kVarInputs{0, 1};
+  static constexpr std::array<int, 2> kScalarInputs{2, 4};  // lr, momentum
+  static constexpr int kGradInput = 3;
+  template <typename T>
+  void Update(std::array<ArrayMap<T>*, 2> v, ConstArrayMap<T>& grad,
+              const std::array<T, 2>& s) const {
+    auto& var = *v[0];
+    auto& accum = *v[1];
+    const T lr = s[0], momentum = s[1];
+    accum = accum * momentum + grad;
+    if (use_nesterov_) {
+      var -= grad * lr + accum * (momentum * lr);
+    } else {
+      var -= accum * lr;
+    }
+  }
+
+ private:
+  bool use_nesterov_;
+};
+FT_REGISTER_KERNEL("ApplyMomentum", ApplyMomentumOp);
+
+class ApplyAdamOp : public ApplyKernel<ApplyAdamOp, 3, 6> {
+ public:
+  explicit ApplyAdamOp(OpKernelConstruction& c)
+      : ApplyKernel(c), use_nesterov_(c.GetAttr<bool>("use_nesterov")) {}
+  static constexpr std::array<int, 3> kVarInputs{0, 1, 2};
+  // beta1_power, beta2_power, lr, beta1, beta2, epsilon
+  static constexpr std::array<int, 6> kScalarInputs{3, 4, 5, 6, 7, 8};
+  static constexpr int kGradInput = 9;
+  template <typename T>
+  void Update(std::array<ArrayMap<T>*, 3> v, ConstArrayMap<T>& grad,
+              const std::array<T, 6>& s) const {
+    auto& var = *v[0];
+    auto& m = *v[1];
+    auto& vv = *v[2];
+    const T beta1_power = s[0], beta2_power = s[1], lr = s[2], beta1 = s[3], beta2 = s[4],
+            epsilon = s[5];
+    const T lr_t = lr * std::sqrt(T(1) - beta2_power) / (T(1) - beta1_power);
+    m += (grad - m) * (T(1) - beta1);
+    vv += (grad.square() - vv) * (T(1) - beta2);
+    if (use_nesterov_) {
+      var -= ((grad * (T(1) - beta1) + m * beta1) * lr_t) / (vv.sqrt() + epsilon);
+    } else {
+      var -= (m * lr_t) / (vv.sqrt() + epsilon);
+    }
+  }
+
+ private:
+  bool use_nesterov_;
+};
+FT_REGISTER_KERNEL("ApplyAdam", ApplyAdamOp);
+
+class ApplyAdagradOp : public ApplyKernel<ApplyAdagradOp, 2, 1> {
+ public:
+  explicit ApplyAdagradOp(OpKernelConstruction& c)
+      : ApplyKernel(c), update_slots_(c.GetAttr<bool>("update_slots")) {}
+  static constexpr std::array<int, 2> kVarInputs{0, 1};
+  static constexpr std::array<int, 1> kScalarInputs{2};
+  static constexpr int kGradInput = 3;
+  template <typename T>
+  void Update(std::array<ArrayMap<T>*, 2> v, ConstArrayMap<T>& grad,
+              const std::array<T, 1>& s) const {
+    auto& var = *v[0];
+    auto& accum = *v[1];
+    if (update_slots_) accum += grad.square();
+    var -= grad * s[0] * accum.rsqrt();
+  }
+
+ private:
+  bool update_slots_;
+};
+FT_REGISTER_KERNEL("ApplyAdagrad", ApplyAdagradOp);
+
+class ApplyRMSPropOp : public ApplyKernel<ApplyRMSPropOp, 3, 4> {
+ public:
+  using ApplyKernel::ApplyKernel;
+  static constexpr std::array<int, 3> kVarInputs{0, 1, 2};
+  static constexpr std::array<int, 4> kScalarInputs{3, 4, 5, 6};  // lr, rho, momentum, epsilon
+  static constexpr int kGradInput = 7;
+  template <typename T>
+  void Update(std::array<ArrayMap<T>*, 3> v, ConstArrayMap<T>& grad,
+              const std::array<T, 4>& s) const {
+    auto& var = *v[0];
+    auto& ms = *v[1];
+    auto& mom = *v[2];
+    const T lr = s[0], rho = s[1], momentum = s[2], epsilon = s[3];
+    ms += (grad.square() - ms) * (T(1) - rho);
+    mom = mom * momentum + (grad * lr) / (ms + epsilon).sqrt();
+    var -= mom;
+  }
+};
+FT_REGISTER_KERNEL("ApplyRMSProp", ApplyRMSPropOp);
+
+class ApplyCenteredRMSPropOp : public ApplyKernel<ApplyCenteredRMSPropOp, 4, 4> {
+ public:
+  using ApplyKernel::ApplyKernel;
+  static constexpr std::array<int, 4> kVarInputs{0, 1, 2, 3};      // var, mg, ms, mom
+  static constexpr std::array<int, 4> kScalarInputs{4, 5, 6, 7};  // lr, rho, momentum, epsilon
+  static constexpr int kGradInput = 8;
+  template <typename T>
+  void Update(std::array<ArrayMap<T>*, 4> v, ConstArrayMap<T>& grad,
+              const std::array<T, 4>& s) const {
+    auto& var = *v[0];
+    auto& mg = *v[1];
+    auto& ms = *v[2];
+    auto& mom = *v[3];
+    const T lr = s[0], rho = s[1], momentum = s[2], epsilon = s[3];
+    ms += (grad.square() - ms) * (T(1) - rho);
+    mg += (grad - mg) * (T(1) - rho);
+    mom = mom * momentum + (grad * lr) / (ms - mg.square() + epsilon).sqrt();
+    var -= mom;
+  }
+};
+FT_REGISTER_KERNEL("ApplyCenteredRMSProp", ApplyCenteredRMSPropOp);
+
+}  // namespace
+}  // namespace flowtrain
