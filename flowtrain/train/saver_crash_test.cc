@@ -10,7 +10,7 @@ namespace flowtrain::train {
 namespace {
 
 TEST(SaverCrashTest, KilledSaveLoopLeavesRestorableLatestCheckpoint) {
-  crash_test::RunKillLoop(testing::MakeTempDir("crash"), /*kills=*/10, /*max_delay_ms=*/300,
+  crash_test::RunKillLoop(testing::MakeTempDir("crash"), /*kills=*/10, /*max_delay_ms=*/1000,
                           /*seed=*/20240601);
 }
 

@@ -12,7 +12,7 @@ namespace flowtrain::train {
 namespace {
 
 TEST(SaverSoakTest, ThreeHundredKills) {
-  crash_test::RunKillLoop(testing::MakeTempDir("soak"), /*kills=*/300, /*max_delay_ms=*/400,
+  crash_test::RunKillLoop(testing::MakeTempDir("soak"), /*kills=*/300, /*max_delay_ms=*/1000,
                           std::random_device{}());
 }
 
