@@ -440,3 +440,68 @@ FT_REGISTER_KERNEL("BroadcastGradientArgs", BroadcastGradientArgsOp);
 
 }  // namespace
 }  // namespace flowtrain
+
+// ---- StopGradient, Size, Rank, ExpandDims ----
+
+namespace flowtrain {
+namespace {
+
+class StopGradientOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override { ctx->set_output(0, ctx->input(0)); }
+  KernelCost cost() const override { return KernelCost::kCheap; }
+};
+FT_REGISTER_KERNEL("StopGradient", StopGradientOp);
+
+class SizeOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const int64_t n = ctx->input(0).NumElements();
+    Tensor* out = ctx->allocate_output(0, TensorShape({}));
+    if (out->dtype() == DT_INT32) {
+      if (n > INT32_MAX) InvalidArgument("Number of elements was larger than representable by 32-bit output type");
+      out->scalar<int32_t>() = static_cast<int32_t>(n);
+    } else {
+      out->scalar<int64_t>() = n;
+    }
+  }
+  KernelCost cost() const override { return KernelCost::kCheap; }
+};
+FT_REGISTER_KERNEL("Size", SizeOp);
+
+class RankOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    ctx->allocate_output(0, TensorShape({}))->scalar<int32_t>() = ctx->input(0).dims();
+  }
+  KernelCost cost() const override { return KernelCost::kCheap; }
+};
+FT_REGISTER_KERNEL("Rank", RankOp);
+
+class ExpandDimsOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& input = ctx->input(0);
+    const Tensor& dim_tensor = ctx->input(1);
+    if (dim_tensor.NumElements() != 1) {
+      InvalidArgument("'dim' must be a tensor with a single value, got shape ", dim_tensor.shape().DebugString());
+    }
+    int64_t dim = ReadIndex(dim_tensor, 0);
+    if (dim < -input.dims() - 1 || dim > input.dims()) {
+      InvalidArgument("Tried to expand dim index ", dim, " for tensor with ", input.dims(), " dimensions.");
+    }
+    if (dim < 0) dim += input.dims() + 1;
+    TensorShape shape = input.shape();
+    shape.InsertDim(static_cast<int>(dim), 1);
+    ctx->set_output(0, input.Reshaped(shape));
+  }
+  KernelCost cost() const override { return KernelCost::kCheap; }
+};
+FT_REGISTER_KERNEL("ExpandDims", ExpandDimsOp);
+
+}  // namespace
+}  // namespace flowtrain

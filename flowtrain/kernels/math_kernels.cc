@@ -1,4 +1,5 @@
-// Kernels of the arithmetic ops (Add, Sub, Mul, MatMul, LogicalNot). This translation unit
+// Kernels of the arithmetic ops (Add, Sub, Mul, ..., Pow, SquaredDifference), comparisons and
+// logical ops (bool outputs), MatMul, BatchMatMul and LogicalNot. This translation unit
 // holds the heavy Eigen template code so that few files pay for compiling it.
 #include <cmath>
 
@@ -7,6 +8,7 @@
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/kernels/cwise_binary.h"
+#include "flowtrain/kernels/cwise_binary_op.h"
 #include "flowtrain/kernels/op_kernel.h"
 
 namespace flowtrain {
@@ -43,29 +45,11 @@ DimVector BroadcastStrides(const TensorShape& in, const TensorShape& out) {
 
 namespace {
 
-template <typename T>
-using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
-template <typename T>
-using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
-
-// Below this many elements, an operation runs on the calling thread.
-constexpr int64_t kParallelThreshold = 32768;
-
-template <typename Fn>
-void ForRange(OpKernelContext* ctx, int64_t n, const Fn& fn) {
-  if (n >= kParallelThreshold && ctx->intra_op_pool() != nullptr &&
-      ctx->intra_op_pool()->NumThreads() > 1) {
-    ctx->intra_op_pool()->ParallelFor(n, 4, [&](int64_t b, int64_t e) { fn(b, e); });
-  } else {
-    fn(0, n);
-  }
-}
-
-template <typename X>
-constexpr bool kIsArray = requires(const X& x) { x.size(); };
+using namespace cwise_internal;  // NOLINT: the shared elementwise machinery
 
 struct AddFn {
   static constexpr bool kDivides = false;
+  static constexpr bool kStringInputs = true;  // string concatenation
   template <typename A, typename B>
   static auto Apply(const A& a, const B& b) { return a + b; }
 };
@@ -144,124 +128,37 @@ struct FloorDivFn {
   }
 };
 
-template <typename Fn>
-class BinaryCwiseOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-
-  void Compute(OpKernelContext* ctx) override {
-    const Tensor& x = ctx->input(0);
-    const Tensor& y = ctx->input(1);
-    if (x.dtype() == DT_STRING) {
-      ComputeStrings(ctx, x, y);
-      return;
+template <typename T>
+T PowScalar(T x, T y) {
+  if constexpr (std::is_integral_v<T>) {
+    // Exponentiation by squaring; negative exponents are rejected before.
+    T result = 1;
+    for (T base = x, e = y; e > 0; e >>= 1, base *= base) {
+      if (e & 1) result *= base;
     }
-    DispatchNumericType(x.dtype(), type_string(), [&]<typename T>() { ComputeTyped<T>(ctx, x, y); });
+    return result;
+  } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    return std::pow(x, y);
+  } else {
+    return static_cast<T>(std::pow(static_cast<float>(x), static_cast<float>(y)));
   }
-
- private:
-  template <typename T>
-  void ComputeTyped(OpKernelContext* ctx, const Tensor& x, const Tensor& y) {
-    if constexpr (Fn::kDivides && std::is_integral_v<T>) {
-      for (const T v : y.flat<T>()) {
-        if (v == T(0)) InvalidArgument("Integer division by zero in ", name());
-      }
-    }
-    const int64_t nx = x.NumElements();
-    const int64_t ny = y.NumElements();
-    if (x.shape() == y.shape()) {
-      Tensor* out = ctx->allocate_output(0, x.shape());
-      const T* px = x.data<T>();
-      const T* py = y.data<T>();
-      T* po = out->data<T>();
-      if (nx == 1) {
-        po[0] = static_cast<T>(Fn::Apply(px[0], py[0]));
-        return;
-      }
-      ForRange(ctx, nx, [&](int64_t b, int64_t e) {
-        ArrayMap<T>(po + b, e - b) = Fn::Apply(ConstArrayMap<T>(px + b, e - b), ConstArrayMap<T>(py + b, e - b));
-      });
-      return;
-    }
-    if (ny == 1 && y.dims() <= x.dims()) {
-      Tensor* out = ctx->allocate_output(0, x.shape());
-      const T s = y.data<T>()[0];
-      const T* px = x.data<T>();
-      T* po = out->data<T>();
-      ForRange(ctx, nx, [&](int64_t b, int64_t e) {
-        ArrayMap<T>(po + b, e - b) = Fn::Apply(ConstArrayMap<T>(px + b, e - b), s);
-      });
-      return;
-    }
-    if (nx == 1 && x.dims() <= y.dims()) {
-      Tensor* out = ctx->allocate_output(0, y.shape());
-      const T s = x.data<T>()[0];
-      const T* py = y.data<T>();
-      T* po = out->data<T>();
-      ForRange(ctx, ny, [&](int64_t b, int64_t e) {
-        ArrayMap<T>(po + b, e - b) = Fn::Apply(s, ConstArrayMap<T>(py + b, e - b));
-      });
-      return;
-    }
-    const TensorShape out_shape = BroadcastOutputShape(x.shape(), y.shape(), name());
-    Tensor* out = ctx->allocate_output(0, out_shape);
-    T* po = out->data<T>();
-    const T* px = x.data<T>();
-    const T* py = y.data<T>();
-    const int64_t n = out_shape.num_elements();
-    if (n == 0) return;
-    // Rows of the innermost dimension: a row of y repeated over x (bias-add shape) is common.
-    const int rank = out_shape.dims();
-    const int64_t inner = out_shape.dim_size(rank - 1);
-    const DimVector sx = BroadcastStrides(x.shape(), out_shape);
-    const DimVector sy = BroadcastStrides(y.shape(), out_shape);
-    const int64_t rows = n / inner;
-    ForRange(ctx, rows, [&](int64_t row_begin, int64_t row_end) {
-      for (int64_t row = row_begin; row < row_end; ++row) {
-        int64_t ox = 0, oy = 0, rest = row;
-        for (int d = rank - 2; d >= 0; --d) {
-          const int64_t coord = rest % out_shape.dim_size(d);
-          rest /= out_shape.dim_size(d);
-          ox += coord * sx[d];
-          oy += coord * sy[d];
-        }
-        T* o = po + row * inner;
-        const int64_t step_x = sx[rank - 1];
-        const int64_t step_y = sy[rank - 1];
-        if (step_x == 1 && step_y == 1) {
-          ArrayMap<T>(o, inner) = Fn::Apply(ConstArrayMap<T>(px + ox, inner), ConstArrayMap<T>(py + oy, inner));
-        } else if (step_x == 1 && step_y == 0) {
-          ArrayMap<T>(o, inner) = Fn::Apply(ConstArrayMap<T>(px + ox, inner), py[oy]);
-        } else if (step_x == 0 && step_y == 1) {
-          ArrayMap<T>(o, inner) = Fn::Apply(px[ox], ConstArrayMap<T>(py + oy, inner));
-        } else {
-          for (int64_t i = 0; i < inner; ++i) {
-            o[i] = static_cast<T>(Fn::Apply(px[ox + i * step_x], py[oy + i * step_y]));
-          }
-        }
-      }
-    });
+}
+struct PowFn {
+  static constexpr bool kDivides = false;
+  static constexpr bool kNoNegativeIntegerExponent = true;
+  template <typename A, typename B>
+  static auto Apply(const A& a, const B& b) {
+    return ApplyElementwise(a, b, [](auto x, auto y) { return PowScalar<decltype(x)>(x, y); });
   }
-
-  void ComputeStrings(OpKernelContext* ctx, const Tensor& x, const Tensor& y) {
-    if constexpr (!std::is_same_v<Fn, AddFn>) {
-      InvalidArgument(type_string(), " does not support strings");
+};
+struct SquaredDifferenceFn {
+  static constexpr bool kDivides = false;
+  template <typename A, typename B>
+  static auto Apply(const A& a, const B& b) {
+    if constexpr (kIsArray<A> || kIsArray<B>) {
+      return (a - b).square();
     } else {
-      const TensorShape out_shape = BroadcastOutputShape(x.shape(), y.shape(), name());
-      Tensor* out = ctx->allocate_output(0, out_shape);
-      const DimVector sx = BroadcastStrides(x.shape(), out_shape);
-      const DimVector sy = BroadcastStrides(y.shape(), out_shape);
-      auto o = out->flat<std::string>();
-      for (int64_t i = 0; i < out_shape.num_elements(); ++i) {
-        int64_t ox = 0, oy = 0, rest = i;
-        for (int d = out_shape.dims() - 1; d >= 0; --d) {
-          const int64_t coord = rest % out_shape.dim_size(d);
-          rest /= out_shape.dim_size(d);
-          ox += coord * sx[d];
-          oy += coord * sy[d];
-        }
-        o[i] = x.flat<std::string>()[ox] + y.flat<std::string>()[oy];
-      }
+      return (a - b) * (a - b);
     }
   }
 };
@@ -274,6 +171,8 @@ FT_REGISTER_KERNEL("RealDiv", BinaryCwiseOp<RealDivFn>);
 FT_REGISTER_KERNEL("FloorDiv", BinaryCwiseOp<FloorDivFn>);
 FT_REGISTER_KERNEL("Maximum", BinaryCwiseOp<MaximumFn>);
 FT_REGISTER_KERNEL("Minimum", BinaryCwiseOp<MinimumFn>);
+FT_REGISTER_KERNEL("Pow", BinaryCwiseOp<PowFn>);
+FT_REGISTER_KERNEL("SquaredDifference", BinaryCwiseOp<SquaredDifferenceFn>);
 
 class NegOp : public OpKernel {
  public:
@@ -400,6 +299,107 @@ class MatMulOp : public OpKernel {
   bool transpose_b_;
 };
 FT_REGISTER_KERNEL("MatMul", MatMulOp);
+
+// BatchMatMul (equal batch dimensions) and BatchMatMulV2 (broadcast batch dimensions): one
+// matrix product per batch entry over the last two dimensions. Adjoint operands are read
+// through strided maps, so each dtype instantiates a single Eigen product.
+class BatchMatMulOp : public OpKernel {
+ public:
+  explicit BatchMatMulOp(OpKernelConstruction& c)
+      : OpKernel(c),
+        adj_x_(c.GetAttr<bool>("adj_x")),
+        adj_y_(c.GetAttr<bool>("adj_y")),
+        broadcast_(c.node().type() == "BatchMatMulV2") {}
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& y = ctx->input(1);
+    if (x.dims() < 2) InvalidArgument("In[0] ndims must be >= 2: ", x.dims());
+    if (y.dims() < 2) InvalidArgument("In[1] ndims must be >= 2: ", y.dims());
+    const TensorShape batch_x(DimVector(x.shape().dim_sizes().begin(), x.shape().dim_sizes().end() - 2));
+    const TensorShape batch_y(DimVector(y.shape().dim_sizes().begin(), y.shape().dim_sizes().end() - 2));
+    TensorShape batch;
+    if (broadcast_) {
+      batch = BroadcastOutputShape(batch_x, batch_y, name());
+    } else if (batch_x != batch_y) {
+      InvalidArgument("In[0] and In[1] must have compatible batch dimensions: ", x.shape().DebugString(),
+                      " vs. ", y.shape().DebugString());
+    } else {
+      batch = batch_x;
+    }
+    const int64_t rows_x = x.dim_size(x.dims() - 2), cols_x = x.dim_size(x.dims() - 1);
+    const int64_t rows_y = y.dim_size(y.dims() - 2), cols_y = y.dim_size(y.dims() - 1);
+    const int64_t m = adj_x_ ? cols_x : rows_x;
+    const int64_t k = adj_x_ ? rows_x : cols_x;
+    const int64_t k_y = adj_y_ ? cols_y : rows_y;
+    const int64_t n = adj_y_ ? rows_y : cols_y;
+    if (k != k_y) {
+      InvalidArgument("Matrix size-incompatible: In[0]: ", x.shape().DebugString(), ", In[1]: ",
+                      y.shape().DebugString());
+    }
+    TensorShape out_shape = batch;
+    out_shape.AddDim(m);
+    out_shape.AddDim(n);
+    Tensor* out = ctx->allocate_output(0, out_shape);
+    const int64_t batches = batch.num_elements();
+    if (out_shape.num_elements() == 0) return;
+    // Flat matrix index of each operand for each output batch entry.
+    const DimVector sx = BroadcastStrides(batch_x, batch);
+    const DimVector sy = BroadcastStrides(batch_y, batch);
+    auto operand_index = [&](int64_t b, const DimVector& strides) {
+      int64_t index = 0;
+      for (int d = batch.dims() - 1; d >= 0; --d) {
+        index += (b % batch.dim_size(d)) * strides[d];
+        b /= batch.dim_size(d);
+      }
+      return index;
+    };
+    auto run = [&]<typename T>() {
+      using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+      using Strided = Eigen::Map<const Matrix, 0, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>>;
+      auto view = [](const T* data, int64_t rows, int64_t cols, bool adjoint) {
+        // Row-major (i, j) is data[i * cols + j]; the adjoint swaps the roles.
+        return adjoint ? Strided(data, cols, rows, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>(1, cols))
+                       : Strided(data, rows, cols, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>(cols, 1));
+      };
+      auto compute = [&](int64_t begin, int64_t end) {
+        for (int64_t b = begin; b < end; ++b) {
+          const T* px = x.data<T>() + operand_index(b, sx) * rows_x * cols_x;
+          const T* py = y.data<T>() + operand_index(b, sy) * rows_y * cols_y;
+          Eigen::Map<Matrix> mo(out->data<T>() + b * m * n, m, n);
+          if (k == 0) {
+            mo.setZero();
+          } else {
+            mo.noalias() = view(px, rows_x, cols_x, adj_x_) * view(py, rows_y, cols_y, adj_y_);
+          }
+        }
+      };
+      ThreadPool* pool = ctx->intra_op_pool();
+      if (batches > 1 && pool != nullptr) {
+        pool->ParallelFor(batches, m * n * std::max<int64_t>(k, 1), compute);
+      } else {
+        compute(0, batches);
+      }
+    };
+    switch (x.dtype()) {
+      case DT_FLOAT: run.template operator()<float>(); break;
+      case DT_DOUBLE: run.template operator()<double>(); break;
+      case DT_INT32: run.template operator()<int32_t>(); break;
+      case DT_INT64: run.template operator()<int64_t>(); break;
+      case DT_HALF: run.template operator()<half>(); break;
+      case DT_BFLOAT16: run.template operator()<bfloat16>(); break;
+      default: InvalidArgument(type_string(), " '", name(), "' has no kernel for ", DataTypeString(x.dtype()));
+    }
+  }
+  KernelCost cost() const override { return KernelCost::kExpensive; }
+
+ private:
+  bool adj_x_;
+  bool adj_y_;
+  bool broadcast_;
+};
+FT_REGISTER_KERNEL("BatchMatMul", BatchMatMulOp);
+FT_REGISTER_KERNEL("BatchMatMulV2", BatchMatMulOp);
 
 class LogicalNotOp : public OpKernel {
  public:

@@ -174,3 +174,112 @@ FT_REGISTER_KERNEL("Prod", ReductionOp<ReduceKind::kProd>);
 
 }  // namespace
 }  // namespace flowtrain
+
+// ---- ArgMax / ArgMin and the cumulative scans Cumsum / Cumprod ----
+
+namespace flowtrain {
+namespace {
+
+int64_t ScalarIndex(const Tensor& t, std::string_view what) {
+  if (t.NumElements() != 1) InvalidArgument(what, " must be a scalar, got shape ", t.shape().DebugString());
+  return t.dtype() == DT_INT32 ? t.flat<int32_t>()[0] : t.flat<int64_t>()[0];
+}
+
+// [outer, length, inner] view of `shape` around `axis`.
+void AxisSplit(const TensorShape& shape, int axis, int64_t* outer, int64_t* length, int64_t* inner) {
+  *outer = 1;
+  *inner = 1;
+  for (int d = 0; d < axis; ++d) *outer *= shape.dim_size(d);
+  *length = shape.dim_size(axis);
+  for (int d = axis + 1; d < shape.dims(); ++d) *inner *= shape.dim_size(d);
+}
+
+template <bool kMax>
+class ArgOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& input = ctx->input(0);
+    int64_t axis = ScalarIndex(ctx->input(1), "dimension");
+    const int rank = input.dims();
+    if (axis < -rank || axis >= rank) {
+      InvalidArgument("Expected dimension in the range [", -rank, ", ", rank, "), but got ", axis);
+    }
+    if (axis < 0) axis += rank;
+    if (input.dim_size(static_cast<int>(axis)) == 0) {
+      InvalidArgument("Reduction axis ", axis, " is empty in shape ", input.shape().DebugString());
+    }
+    TensorShape out_shape = input.shape();
+    out_shape.RemoveDim(static_cast<int>(axis));
+    Tensor* out = ctx->allocate_output(0, out_shape);
+    int64_t outer, length, inner;
+    AxisSplit(input.shape(), static_cast<int>(axis), &outer, &length, &inner);
+    DispatchNumericType(input.dtype(), type_string(), [&]<typename T>() {
+      const T* in = input.data<T>();
+      for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t i = 0; i < inner; ++i) {
+          const T* column = in + o * length * inner + i;
+          int64_t best = 0;
+          for (int64_t j = 1; j < length; ++j) {
+            // Strict comparison keeps the first index on ties, as TF.
+            if (kMax ? column[j * inner] > column[best * inner] : column[j * inner] < column[best * inner]) best = j;
+          }
+          if (out->dtype() == DT_INT32) {
+            out->flat<int32_t>()[o * inner + i] = static_cast<int32_t>(best);
+          } else {
+            out->flat<int64_t>()[o * inner + i] = best;
+          }
+        }
+      }
+    });
+  }
+};
+FT_REGISTER_KERNEL("ArgMax", ArgOp<true>);
+FT_REGISTER_KERNEL("ArgMin", ArgOp<false>);
+
+template <bool kProduct>
+class ScanOp : public OpKernel {
+ public:
+  explicit ScanOp(OpKernelConstruction& c)
+      : OpKernel(c), exclusive_(c.GetAttr<bool>("exclusive")), reverse_(c.GetAttr<bool>("reverse")) {}
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& input = ctx->input(0);
+    int64_t axis = ScalarIndex(ctx->input(1), "axis");
+    const int rank = input.dims();
+    if (axis < -rank || axis >= rank) {
+      InvalidArgument("ScanOp: Expected scan axis in the range [", -rank, ", ", rank, "), but got ", axis);
+    }
+    if (axis < 0) axis += rank;
+    Tensor* out = ctx->allocate_output(0, input.shape());
+    if (input.NumElements() == 0) return;
+    int64_t outer, length, inner;
+    AxisSplit(input.shape(), static_cast<int>(axis), &outer, &length, &inner);
+    DispatchNumericType(input.dtype(), type_string(), [&]<typename T>() {
+      using A = Accumulator<T>;
+      const T* in = input.data<T>();
+      T* o = out->data<T>();
+      for (int64_t b = 0; b < outer; ++b) {
+        for (int64_t i = 0; i < inner; ++i) {
+          A acc = kProduct ? A(1) : A(0);
+          for (int64_t step = 0; step < length; ++step) {
+            const int64_t j = reverse_ ? length - 1 - step : step;
+            const int64_t at = (b * length + j) * inner + i;
+            const A value = static_cast<A>(in[at]);
+            if (!exclusive_) acc = kProduct ? A(acc * value) : A(acc + value);
+            o[at] = static_cast<T>(acc);
+            if (exclusive_) acc = kProduct ? A(acc * value) : A(acc + value);
+          }
+        }
+      }
+    });
+  }
+
+ private:
+  bool exclusive_;
+  bool reverse_;
+};
+FT_REGISTER_KERNEL("Cumsum", ScanOp<false>);
+FT_REGISTER_KERNEL("Cumprod", ScanOp<true>);
+
+}  // namespace
+}  // namespace flowtrain

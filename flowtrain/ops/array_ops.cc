@@ -1,8 +1,11 @@
 #include "flowtrain/ops/array_ops.h"
 
+#include <optional>
+
 #include "flowtrain/core/error.h"
 #include "flowtrain/graph/node_builder.h"
 #include "flowtrain/graph/shape_inference.h"
+#include "flowtrain/ops/math_ops.h"
 
 namespace flowtrain {
 namespace {
@@ -326,6 +329,354 @@ Output OnesLike(Output x, std::string_view name) {
 }
 Output BroadcastTo(Output input, Output shape, std::string_view name) {
   return NodeBuilder("BroadcastTo", name).Input(input).Input(shape).Finalize();
+}
+
+}  // namespace ops
+}  // namespace flowtrain
+
+// ---- StopGradient, Size, Rank, ExpandDims, Transpose, InvertPermutation, Tile, OneHot,
+// ---- Select, SelectV2, UnsortedSegmentSum ----
+
+namespace flowtrain {
+namespace {
+
+std::optional<std::vector<int64_t>> ConstIntInput(InferenceContext& c, int i) {
+  const Tensor* t = c.input_tensor(i);
+  if (t == nullptr) return std::nullopt;
+  std::vector<int64_t> v(t->NumElements());
+  for (int64_t k = 0; k < t->NumElements(); ++k) {
+    v[k] = t->dtype() == DT_INT32 ? t->flat<int32_t>()[k]
+           : t->dtype() == DT_UINT8 ? t->flat<uint8_t>()[k] : t->flat<int64_t>()[k];
+  }
+  return v;
+}
+
+PartialTensorShape ShapeOf(const DimVector& dims) {
+  return PartialTensorShape(std::span<const int64_t>(dims.data(), dims.size()));
+}
+
+void ExpandDimsShape(InferenceContext& c) {
+  const PartialTensorShape& in = c.input(0);
+  const auto dim = ConstIntInput(c, 1);
+  if (dim && dim->size() != 1) {
+    InvalidArgument("'dim' input must be a tensor with a single value, got ", dim->size(), " values");
+  }
+  if (in.unknown_rank() || !dim) {
+    c.set_output(0, in.unknown_rank() ? PartialTensorShape::Unknown()
+                                      : PartialTensorShape::UnknownOfRank(in.dims() + 1));
+    return;
+  }
+  int64_t d = (*dim)[0];
+  if (d < -in.dims() - 1 || d > in.dims()) {
+    InvalidArgument("Tried to expand dim index ", d, " for tensor with ", in.dims(), " dimensions.");
+  }
+  if (d < 0) d += in.dims() + 1;
+  DimVector dims(in.dim_sizes());
+  dims.insert(dims.begin() + d, 1);
+  c.set_output(0, ShapeOf(dims));
+}
+
+// Checks that `perm` is a permutation of [0, rank); TF's kernel messages.
+void CheckPermutation(const std::vector<int64_t>& perm, int rank) {
+  if (static_cast<int>(perm.size()) != rank) {
+    InvalidArgument("transpose expects a vector of size ", rank, ". But input(1) is a vector of size ",
+                    perm.size());
+  }
+  std::vector<bool> seen(rank, false);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= rank) InvalidArgument(p, " is out of range [0 .. ", rank, ")");
+    if (seen[p]) InvalidArgument(p, " is duplicated in the input.");
+    seen[p] = true;
+  }
+}
+
+void TransposeShape(InferenceContext& c) {
+  const PartialTensorShape& in = c.input(0);
+  const auto perm = ConstIntInput(c, 1);
+  if (in.unknown_rank()) {
+    const PartialTensorShape& perm_shape = c.input(1);
+    c.set_output(0, perm && perm_shape.dims() == 1 ? PartialTensorShape::UnknownOfRank(static_cast<int>(perm->size()))
+                                                   : PartialTensorShape::Unknown());
+    return;
+  }
+  if (!perm) {
+    c.set_output(0, PartialTensorShape::UnknownOfRank(in.dims()));
+    return;
+  }
+  CheckPermutation(*perm, in.dims());
+  DimVector dims;
+  for (int64_t p : *perm) dims.push_back(in.dim_size(static_cast<int>(p)));
+  c.set_output(0, ShapeOf(dims));
+}
+
+void TileShape(InferenceContext& c) {
+  const PartialTensorShape& in = c.input(0);
+  const auto multiples = ConstIntInput(c, 1);
+  if (in.unknown_rank()) {
+    c.set_output(0, PartialTensorShape::Unknown());
+    return;
+  }
+  if (!multiples) {
+    c.set_output(0, PartialTensorShape::UnknownOfRank(in.dims()));
+    return;
+  }
+  if (static_cast<int>(multiples->size()) != in.dims()) {
+    InvalidArgument("Expected multiples argument to be a vector of length ", in.dims(), " but got length ",
+                    multiples->size());
+  }
+  DimVector dims;
+  for (int d = 0; d < in.dims(); ++d) {
+    const int64_t m = (*multiples)[d];
+    if (m < 0) InvalidArgument("Expected multiples[", d, "] >= 0, but got ", m);
+    dims.push_back(in.dim_size(d) < 0 ? (m == 0 ? 0 : -1) : in.dim_size(d) * m);
+  }
+  c.set_output(0, ShapeOf(dims));
+}
+
+void OneHotShape(InferenceContext& c) {
+  const PartialTensorShape& indices = c.input(0);
+  const int64_t axis = c.GetAttr<int64_t>("axis");
+  if (axis < -1) InvalidArgument("Expected axis to be -1 or between [0, rank(indices)]. But received: ", axis);
+  const auto depth = ConstIntInput(c, 1);
+  if (depth && (*depth)[0] < 0) InvalidArgument("depth must be non-negative, got: ", (*depth)[0]);
+  c.WithRank(c.input(2), 0);
+  c.WithRank(c.input(3), 0);
+  if (indices.unknown_rank()) {
+    c.set_output(0, PartialTensorShape::Unknown());
+    return;
+  }
+  if (axis > indices.dims()) {
+    InvalidArgument("Expected axis to be -1 or between [0, ", indices.dims(), "]. But received: ", axis);
+  }
+  DimVector dims(indices.dim_sizes());
+  dims.insert(axis == -1 ? dims.end() : dims.begin() + axis, depth ? (*depth)[0] : -1);
+  c.set_output(0, ShapeOf(dims));
+}
+
+// TF1 Select: `condition` has the shape of t and e, or is a scalar, or a vector over their
+// first dimension.
+void SelectShape(InferenceContext& c) {
+  const PartialTensorShape data = c.Merge(c.input(1), c.input(2));
+  const PartialTensorShape& cond = c.input(0);
+  if (!cond.unknown_rank() && !data.unknown_rank() && cond.dims() != 0) {
+    if (cond.dims() == 1 && data.dims() > 1) {
+      c.MergeDims(cond.dim_size(0), data.dim_size(0));
+    } else {
+      c.Merge(cond, data);
+    }
+  }
+  c.set_output(0, data);
+}
+
+void SelectV2Shape(InferenceContext& c) {
+  c.set_output(0, shape_fns::BroadcastShapes(c.input(0), shape_fns::BroadcastShapes(c.input(1), c.input(2))));
+}
+
+void UnsortedSegmentSumShape(InferenceContext& c) {
+  const PartialTensorShape& data = c.input(0);
+  const PartialTensorShape& ids = c.input(1);
+  const auto num = ConstIntInput(c, 2);
+  c.WithRank(c.input(2), 0);
+  if (num && (*num)[0] < 0) InvalidArgument("num_segments must be non-negative, got ", (*num)[0]);
+  if (data.unknown_rank() || ids.unknown_rank()) {
+    c.set_output(0, PartialTensorShape::Unknown());
+    return;
+  }
+  bool prefix = ids.dims() <= data.dims();
+  for (int d = 0; prefix && d < ids.dims(); ++d) {
+    prefix = ids.dim_size(d) < 0 || data.dim_size(d) < 0 || ids.dim_size(d) == data.dim_size(d);
+  }
+  if (!prefix) {
+    InvalidArgument("data.shape = ", data.DebugString(), " does not start with segment_ids.shape = ",
+                    ids.DebugString());
+  }
+  DimVector dims{num ? (*num)[0] : -1};
+  for (int d = ids.dims(); d < data.dims(); ++d) dims.push_back(data.dim_size(d));
+  c.set_output(0, ShapeOf(dims));
+}
+
+}  // namespace
+
+FT_REGISTER_OP("StopGradient").Input("input: T").Output("output: T").Attr("T: type").SetShapeFn(shape_fns::UnchangedShape);
+
+FT_REGISTER_OP("Size")
+    .Input("input: T")
+    .Output("output: out_type")
+    .Attr("T: type")
+    .Attr("out_type: {int32, int64} = DT_INT32")
+    .SetShapeFn(shape_fns::ScalarShape);
+
+FT_REGISTER_OP("Rank").Input("input: T").Output("output: int32").Attr("T: type").SetShapeFn(shape_fns::ScalarShape);
+
+FT_REGISTER_OP("ExpandDims")
+    .Input("input: T")
+    .Input("dim: Tdim")
+    .Output("output: T")
+    .Attr("T: type")
+    .Attr("Tdim: {int32, int64} = DT_INT32")
+    .SetShapeFn(ExpandDimsShape);
+
+FT_REGISTER_OP("Transpose")
+    .Input("x: T")
+    .Input("perm: Tperm")
+    .Output("y: T")
+    .Attr("T: type")
+    .Attr("Tperm: {int32, int64} = DT_INT32")
+    .SetShapeFn(TransposeShape);
+
+FT_REGISTER_OP("InvertPermutation")
+    .Input("x: T")
+    .Output("y: T")
+    .Attr("T: {int32, int64} = DT_INT32")
+    .SetShapeFn([](InferenceContext& c) { c.set_output(0, c.WithRank(c.input(0), 1)); });
+
+FT_REGISTER_OP("Tile")
+    .Input("input: T")
+    .Input("multiples: Tmultiples")
+    .Output("output: T")
+    .Attr("T: type")
+    .Attr("Tmultiples: {int32, int64} = DT_INT32")
+    .SetShapeFn(TileShape);
+
+FT_REGISTER_OP("OneHot")
+    .Input("indices: TI")
+    .Input("depth: int32")
+    .Input("on_value: T")
+    .Input("off_value: T")
+    .Output("output: T")
+    .Attr("axis: int = -1")
+    .Attr("T: type")
+    .Attr("TI: {uint8, int32, int64} = DT_INT64")
+    .SetShapeFn(OneHotShape);
+
+FT_REGISTER_OP("Select")
+    .Input("condition: bool")
+    .Input("t: T")
+    .Input("e: T")
+    .Output("output: T")
+    .Attr("T: type")
+    .SetShapeFn(SelectShape);
+
+FT_REGISTER_OP("SelectV2")
+    .Input("condition: bool")
+    .Input("t: T")
+    .Input("e: T")
+    .Output("output: T")
+    .Attr("T: type")
+    .SetShapeFn(SelectV2Shape);
+
+FT_REGISTER_OP("UnsortedSegmentSum")
+    .Input("data: T")
+    .Input("segment_ids: Tindices")
+    .Input("num_segments: Tnumsegments")
+    .Output("output: T")
+    .Attr("T: {bfloat16, half, float, double, uint8, int8, int16, int32, int64}")
+    .Attr("Tindices: {int32, int64}")
+    .Attr("Tnumsegments: {int32, int64} = DT_INT32")
+    .SetShapeFn(UnsortedSegmentSumShape);
+
+namespace ops {
+
+Output StopGradient(Output input, std::string_view name) {
+  return NodeBuilder("StopGradient", name).Input(input).Finalize();
+}
+
+Output Size(Output input, DataType out_type, std::string_view name) {
+  return NodeBuilder("Size", name).Input(input).Attr("out_type", out_type).Finalize();
+}
+
+Output Rank(Output input, std::string_view name) {
+  return NodeBuilder("Rank", name).Input(input).Finalize();
+}
+
+Output ExpandDims(Output input, Output axis, std::string_view name) {
+  return NodeBuilder("ExpandDims", name).Input(input).Input(axis).Finalize();
+}
+
+Output ExpandDims(Output input, int64_t axis, std::string_view name) {
+  OpNameScope scope(*input.graph(), name);
+  Output a = Const(static_cast<int32_t>(axis), "dim");
+  scope.Exit();
+  return NodeBuilder("ExpandDims", scope.op_name()).ExactName().Input(input).Input(a).Finalize();
+}
+
+Output Transpose(Output x, Output perm, std::string_view name) {
+  return NodeBuilder("Transpose", name).Input(x).Input(perm).Finalize();
+}
+
+Output Transpose(Output x, const std::vector<int64_t>& perm, std::string_view name) {
+  std::vector<int32_t> p(perm.begin(), perm.end());
+  if (perm.empty()) {
+    // TF's default: reverse the dimensions.
+    if (x.shape().unknown_rank()) InvalidArgument("transpose '", name, "' without perm needs a known rank");
+    for (int d = x.shape().dims() - 1; d >= 0; --d) p.push_back(d);
+  }
+  OpNameScope scope(*x.graph(), name);
+  Output perm_const = Const(Tensor::FromVector<int32_t>(p), "perm");
+  scope.Exit();
+  return NodeBuilder("Transpose", scope.op_name()).ExactName().Input(x).Input(perm_const).Finalize();
+}
+
+Output InvertPermutation(Output x, std::string_view name) {
+  return NodeBuilder("InvertPermutation", name).Input(x).Finalize();
+}
+
+Output Tile(Output input, Output multiples, std::string_view name) {
+  return NodeBuilder("Tile", name).Input(input).Input(multiples).Finalize();
+}
+
+Output Tile(Output input, const std::vector<int64_t>& multiples, std::string_view name) {
+  OpNameScope scope(*input.graph(), name);
+  Output m = Const(Tensor::FromVector<int32_t>(std::vector<int32_t>(multiples.begin(), multiples.end())),
+                   "multiples");
+  scope.Exit();
+  return NodeBuilder("Tile", scope.op_name()).ExactName().Input(input).Input(m).Finalize();
+}
+
+Output OneHot(Output indices, Output depth, Output on_value, Output off_value, int64_t axis,
+              std::string_view name) {
+  return NodeBuilder("OneHot", name)
+      .Input(indices)
+      .Input(depth)
+      .Input(on_value)
+      .Input(off_value)
+      .Attr("axis", axis)
+      .Finalize();
+}
+
+Output OneHot(Output indices, int64_t depth, DataType dtype, int64_t axis, std::string_view name) {
+  OpNameScope scope(*indices.graph(), name);
+  Output d = Const(static_cast<int32_t>(depth), "depth");
+  Output on = Cast(Const(1.0, "on_value"), dtype, "on_value/Cast");
+  Output off = Cast(Const(0.0, "off_value"), dtype, "off_value/Cast");
+  scope.Exit();
+  return NodeBuilder("OneHot", scope.op_name())
+      .ExactName()
+      .Input(indices)
+      .Input(d)
+      .Input(on)
+      .Input(off)
+      .Attr("axis", axis)
+      .Finalize();
+}
+
+Output Select(Output condition, Output x, Output y, std::string_view name) {
+  return NodeBuilder("Select", name).Input(condition).Input(x).Input(y).Finalize();
+}
+
+Output SelectV2(Output condition, Output x, Output y, std::string_view name) {
+  return NodeBuilder("SelectV2", name).Input(condition).Input(x).Input(y).Finalize();
+}
+
+Output UnsortedSegmentSum(Output data, Output segment_ids, Output num_segments, std::string_view name) {
+  return NodeBuilder("UnsortedSegmentSum", name).Input(data).Input(segment_ids).Input(num_segments).Finalize();
+}
+
+Output Gather(Output params, Output indices, int64_t axis, std::string_view name) {
+  OpNameScope scope(*params.graph(), name);
+  Output a = Const(static_cast<int32_t>(axis), "axis");
+  scope.Exit();
+  return NodeBuilder("GatherV2", scope.op_name()).ExactName().Input(params).Input(indices).Input(a).Finalize();
 }
 
 }  // namespace ops

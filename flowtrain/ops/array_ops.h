@@ -14,6 +14,7 @@
 
 #include "flowtrain/core/tensor.h"
 #include "flowtrain/graph/graph.h"
+#include "flowtrain/ops/strided_slice_spec.h"
 
 namespace flowtrain::ops {
 
@@ -61,6 +62,94 @@ Output OnesLike(Output x, std::string_view name = "ones_like");
 Output BroadcastTo(Output input, Output shape, std::string_view name = "BroadcastTo");
 // tf.boolean_mask for a 1-D mask over the first dimension of `tensor`.
 Output BooleanMask(Output tensor, Output mask, std::string_view name = "boolean_mask");
+
+// tf.stop_gradient: the input, through which no gradient flows.
+Output StopGradient(Output input, std::string_view name = "StopGradient");
+// Number of elements, and number of dimensions, as scalars.
+Output Size(Output input, DataType out_type = DT_INT32, std::string_view name = "Size");
+Output Rank(Output input, std::string_view name = "Rank");
+// Inserts a dimension of size 1 at `axis` (negative counts from the end, -1 appends).
+Output ExpandDims(Output input, Output axis, std::string_view name = "ExpandDims");
+Output ExpandDims(Output input, int64_t axis, std::string_view name = "ExpandDims");
+
+// Joining and cutting. Concat with one value is Identity, as tf.concat.
+//   Output c = ops::Concat({a, b}, 1);                   // "concat"
+//   std::vector<Output> parts = ops::Split(x, 3, 1);     // three equal parts along axis 1
+//   Output row = ops::StridedSlice(x, {1}, {2}, {1}, {.shrink_axis_mask = 1});   // x[1]
+Output Concat(const std::vector<Output>& values, int64_t axis, std::string_view name = "concat");
+Output ConcatV2(const std::vector<Output>& values, Output axis, std::string_view name = "ConcatV2");
+std::vector<Output> Split(Output value, int64_t num_split, int64_t axis = 0,
+                          std::string_view name = "split");
+std::vector<Output> Split(Output axis, Output value, int64_t num_split, std::string_view name = "Split");
+// Parts of the given sizes along `axis`; one size may be -1 (the rest).
+std::vector<Output> SplitV(Output value, const std::vector<int64_t>& size_splits, int64_t axis = 0,
+                           std::string_view name = "split");
+std::vector<Output> SplitV(Output value, Output size_splits, Output axis, int64_t num_split,
+                           std::string_view name = "SplitV");
+// `size` -1 takes everything after `begin` in that dimension.
+Output Slice(Output input, Output begin, Output size, std::string_view name = "Slice");
+Output Slice(Output input, const std::vector<int64_t>& begin, const std::vector<int64_t>& size,
+             std::string_view name = "Slice");
+// Python's x[begin:end:stride, ...] (masks as TF's; empty `strides` means all 1).
+Output StridedSlice(Output input, Output begin, Output end, Output strides,
+                    const StridedSliceMasks& masks = {}, std::string_view name = "StridedSlice");
+Output StridedSlice(Output input, const std::vector<int64_t>& begin, const std::vector<int64_t>& end,
+                    const std::vector<int64_t>& strides = {}, const StridedSliceMasks& masks = {},
+                    std::string_view name = "strided_slice");
+// The gradient of StridedSlice: `dy` scattered into zeros of `shape`.
+Output StridedSliceGrad(Output shape, Output begin, Output end, Output strides, Output dy,
+                        const StridedSliceMasks& masks = {}, std::string_view name = "StridedSliceGrad");
+// tf.unstack: `num` tensors along `axis` (Unstack infers num from the static shape).
+std::vector<Output> Unpack(Output value, int64_t num, int64_t axis = 0, std::string_view name = "Unpack");
+std::vector<Output> Unstack(Output value, int64_t axis = 0, std::string_view name = "unstack");
+
+// Rearranging. An empty `perm` reverses the dimensions, as tf.transpose.
+Output Transpose(Output x, Output perm, std::string_view name = "transpose");
+Output Transpose(Output x, const std::vector<int64_t>& perm = {}, std::string_view name = "transpose");
+Output InvertPermutation(Output x, std::string_view name = "InvertPermutation");
+Output Tile(Output input, Output multiples, std::string_view name = "Tile");
+Output Tile(Output input, const std::vector<int64_t>& multiples, std::string_view name = "Tile");
+// tf.gather with a constant axis.
+Output Gather(Output params, Output indices, int64_t axis = 0, std::string_view name = "GatherV2");
+
+// tf.one_hot: `depth`-long vectors of off_value with on_value at each index (inserted at
+// `axis`, -1 = last); out-of-range indices give all off_value.
+Output OneHot(Output indices, Output depth, Output on_value, Output off_value, int64_t axis = -1,
+              std::string_view name = "one_hot");
+Output OneHot(Output indices, int64_t depth, DataType dtype = DT_FLOAT, int64_t axis = -1,
+              std::string_view name = "one_hot");
+// TF1 tf.where(condition, x, y): `condition` has x's shape, or is a scalar, or a vector over
+// x's first dimension. SelectV2 broadcasts all three (tf.where in TF2).
+Output Select(Output condition, Output x, Output y, std::string_view name = "Select");
+Output SelectV2(Output condition, Output x, Output y, std::string_view name = "SelectV2");
+// output[i, ...] = sum of data[j..., ...] over j with segment_ids[j...] == i; negative ids
+// are dropped.
+Output UnsortedSegmentSum(Output data, Output segment_ids, Output num_segments,
+                          std::string_view name = "UnsortedSegmentSum");
+
+// Brace-list spellings of the functions above. They exist because a two-element list starting
+// with 0, as in Transpose(x, {0, 1}), would otherwise also match Output's (Node*, int)
+// constructor; an initializer_list parameter wins that overload resolution.
+inline Output Slice(Output input, std::initializer_list<int64_t> begin, std::initializer_list<int64_t> size,
+                    std::string_view name = "Slice") {
+  return Slice(input, std::vector<int64_t>(begin), std::vector<int64_t>(size), name);
+}
+inline Output StridedSlice(Output input, std::initializer_list<int64_t> begin,
+                           std::initializer_list<int64_t> end, std::initializer_list<int64_t> strides = {},
+                           const StridedSliceMasks& masks = {}, std::string_view name = "strided_slice") {
+  return StridedSlice(input, std::vector<int64_t>(begin), std::vector<int64_t>(end),
+                      std::vector<int64_t>(strides), masks, name);
+}
+inline std::vector<Output> SplitV(Output value, std::initializer_list<int64_t> size_splits, int64_t axis = 0,
+                                  std::string_view name = "split") {
+  return SplitV(value, std::vector<int64_t>(size_splits), axis, name);
+}
+inline Output Transpose(Output x, std::initializer_list<int64_t> perm, std::string_view name = "transpose") {
+  return Transpose(x, std::vector<int64_t>(perm), name);
+}
+inline Output Tile(Output input, std::initializer_list<int64_t> multiples, std::string_view name = "Tile") {
+  return Tile(input, std::vector<int64_t>(multiples), name);
+}
 
 }  // namespace flowtrain::ops
 

@@ -263,3 +263,272 @@ Operation BroadcastGradientArgs(Output s0, Output s1, std::string_view name) {
 
 }  // namespace ops
 }  // namespace flowtrain
+
+// ---- Unary math, comparisons, logical ops, Pow, SquaredDifference, ArgMax/ArgMin,
+// ---- BatchMatMul, Cumsum/Cumprod ----
+
+namespace flowtrain {
+namespace {
+
+void ArgMinMaxShape(InferenceContext& c) {
+  const PartialTensorShape& in = c.input(0);
+  const Tensor* axis = c.input_tensor(1);
+  c.WithRank(c.input(1), 0);
+  if (in.unknown_rank() || axis == nullptr) {
+    c.set_output(0, in.unknown_rank() || in.dims() == 0 ? PartialTensorShape::Unknown()
+                                                        : PartialTensorShape::UnknownOfRank(in.dims() - 1));
+    return;
+  }
+  int64_t a = axis->dtype() == DT_INT32 ? axis->scalar<int32_t>() : axis->scalar<int64_t>();
+  if (a < -in.dims() || a >= in.dims()) {
+    InvalidArgument("Expected dimension in the range [", -in.dims(), ", ", in.dims(), "), but got ", a);
+  }
+  if (a < 0) a += in.dims();
+  if (in.dim_size(static_cast<int>(a)) == 0) {
+    InvalidArgument("Reduction axis ", a, " is empty in shape ", in.DebugString());
+  }
+  DimVector dims(in.dim_sizes());
+  dims.erase(dims.begin() + a);
+  c.set_output(0, PartialTensorShape(std::span<const int64_t>(dims.data(), dims.size())));
+}
+
+// BatchMatMul (V1: equal batch dimensions) and V2 (broadcast batch dimensions).
+void BatchMatMulShape(InferenceContext& c, bool broadcast) {
+  const PartialTensorShape x = c.WithRankAtLeast(c.input(0), 2);
+  const PartialTensorShape y = c.WithRankAtLeast(c.input(1), 2);
+  if (x.unknown_rank() || y.unknown_rank()) {
+    c.set_output(0, PartialTensorShape::Unknown());
+    return;
+  }
+  const bool adj_x = c.GetAttr<bool>("adj_x");
+  const bool adj_y = c.GetAttr<bool>("adj_y");
+  const int rx = x.dims(), ry = y.dims();
+  const int64_t m = x.dim_size(adj_x ? rx - 1 : rx - 2);
+  const int64_t k_x = x.dim_size(adj_x ? rx - 2 : rx - 1);
+  const int64_t k_y = y.dim_size(adj_y ? ry - 1 : ry - 2);
+  const int64_t n = y.dim_size(adj_y ? ry - 2 : ry - 1);
+  c.MergeDims(k_x, k_y);
+  DimVector bx(x.dim_sizes().begin(), x.dim_sizes().end() - 2);
+  DimVector by(y.dim_sizes().begin(), y.dim_sizes().end() - 2);
+  PartialTensorShape batch = PartialTensorShape::Unknown();
+  if (broadcast) {
+    batch = shape_fns::BroadcastShapes(PartialTensorShape(std::span<const int64_t>(bx.data(), bx.size())),
+                                       PartialTensorShape(std::span<const int64_t>(by.data(), by.size())));
+  } else {
+    batch = c.Merge(PartialTensorShape(std::span<const int64_t>(bx.data(), bx.size())),
+                    PartialTensorShape(std::span<const int64_t>(by.data(), by.size())));
+  }
+  DimVector dims(batch.dim_sizes());
+  dims.push_back(m);
+  dims.push_back(n);
+  c.set_output(0, PartialTensorShape(std::span<const int64_t>(dims.data(), dims.size())));
+}
+
+void ScanShape(InferenceContext& c) {
+  c.WithRank(c.input(1), 0);
+  const PartialTensorShape& in = c.input(0);
+  if (const Tensor* axis = c.input_tensor(1); axis != nullptr && !in.unknown_rank()) {
+    const int64_t a = axis->dtype() == DT_INT32 ? axis->scalar<int32_t>() : axis->scalar<int64_t>();
+    if (a < -in.dims() || a >= in.dims()) {
+      InvalidArgument("axis must be in range [", -in.dims(), ", ", in.dims(), "), got ", a);
+    }
+  }
+  c.set_output(0, in);
+}
+
+}  // namespace
+
+#define FT_UNARY_CWISE_OP(Name, Types) \
+  FT_REGISTER_OP(Name).Input("x: T").Output("y: T").Attr("T: " Types).SetShapeFn(shape_fns::UnchangedShape)
+#define FT_FLOAT_TYPES "{bfloat16, half, float, double}"
+#define FT_SIGNED_TYPES "{bfloat16, half, float, double, int8, int16, int32, int64}"
+FT_UNARY_CWISE_OP("Abs", FT_SIGNED_TYPES);
+FT_UNARY_CWISE_OP("Square", FT_SIGNED_TYPES);
+FT_UNARY_CWISE_OP("Sign", FT_SIGNED_TYPES);
+FT_UNARY_CWISE_OP("Sqrt", FT_FLOAT_TYPES);
+FT_UNARY_CWISE_OP("Rsqrt", FT_FLOAT_TYPES);
+FT_UNARY_CWISE_OP("Exp", FT_FLOAT_TYPES);
+FT_UNARY_CWISE_OP("Log", FT_FLOAT_TYPES);
+FT_UNARY_CWISE_OP("Log1p", FT_FLOAT_TYPES);
+FT_UNARY_CWISE_OP("Tanh", FT_FLOAT_TYPES);
+FT_UNARY_CWISE_OP("Sigmoid", FT_FLOAT_TYPES);
+FT_UNARY_CWISE_OP("Reciprocal", FT_FLOAT_TYPES);
+FT_REGISTER_OP("Softplus")
+    .Input("features: T")
+    .Output("activations: T")
+    .Attr("T: " FT_FLOAT_TYPES)
+    .SetShapeFn(shape_fns::UnchangedShape);
+#undef FT_UNARY_CWISE_OP
+
+#define FT_BINARY_OP(Name, Types)                 \
+  FT_REGISTER_OP(Name)                                  \
+      .Input("x: T")                                    \
+      .Input("y: T")                                    \
+      .Output("z: T")                                   \
+      .Attr("T: " Types)                                \
+      .SetShapeFn(shape_fns::BroadcastBinaryOpShape)
+FT_BINARY_OP("Pow", "{bfloat16, half, float, double, int32, int64}");
+FT_BINARY_OP("SquaredDifference", "{bfloat16, half, float, double, int32, int64}").SetIsCommutative();
+#undef FT_BINARY_OP
+
+#define FT_COMPARISON_OP(Name, Types)                   \
+  FT_REGISTER_OP(Name)                                  \
+      .Input("x: T")                                    \
+      .Input("y: T")                                    \
+      .Output("z: bool")                                \
+      .Attr("T: " Types)                                \
+      .SetShapeFn(shape_fns::BroadcastBinaryOpShape)
+#define FT_REAL_TYPES "{bfloat16, half, float, double, uint8, int8, int16, int32, int64}"
+FT_COMPARISON_OP("Less", FT_REAL_TYPES);
+FT_COMPARISON_OP("LessEqual", FT_REAL_TYPES);
+FT_COMPARISON_OP("Greater", FT_REAL_TYPES);
+FT_COMPARISON_OP("GreaterEqual", FT_REAL_TYPES);
+FT_COMPARISON_OP("Equal", "{bfloat16, half, float, double, uint8, int8, int16, int32, int64, bool, string}")
+    .SetIsCommutative();
+FT_COMPARISON_OP("NotEqual", "{bfloat16, half, float, double, uint8, int8, int16, int32, int64, bool, string}")
+    .SetIsCommutative();
+#undef FT_COMPARISON_OP
+
+FT_REGISTER_OP("LogicalAnd")
+    .Input("x: bool")
+    .Input("y: bool")
+    .Output("z: bool")
+    .SetIsCommutative()
+    .SetShapeFn(shape_fns::BroadcastBinaryOpShape);
+FT_REGISTER_OP("LogicalOr")
+    .Input("x: bool")
+    .Input("y: bool")
+    .Output("z: bool")
+    .SetIsCommutative()
+    .SetShapeFn(shape_fns::BroadcastBinaryOpShape);
+
+#define FT_ARG_OP(Name)                                  \
+  FT_REGISTER_OP(Name)                                   \
+      .Input("input: T")                                 \
+      .Input("dimension: Tidx")                          \
+      .Output("output: output_type")                     \
+      .Attr("T: " FT_REAL_TYPES)                         \
+      .Attr("Tidx: {int32, int64} = DT_INT32")           \
+      .Attr("output_type: {int32, int64} = DT_INT64")    \
+      .SetShapeFn(ArgMinMaxShape)
+FT_ARG_OP("ArgMax");
+FT_ARG_OP("ArgMin");
+#undef FT_ARG_OP
+
+FT_REGISTER_OP("BatchMatMul")
+    .Input("x: T")
+    .Input("y: T")
+    .Output("output: T")
+    .Attr("T: {bfloat16, half, float, double, int32, int64}")
+    .Attr("adj_x: bool = false")
+    .Attr("adj_y: bool = false")
+    .SetShapeFn([](InferenceContext& c) { BatchMatMulShape(c, /*broadcast=*/false); });
+FT_REGISTER_OP("BatchMatMulV2")
+    .Input("x: T")
+    .Input("y: T")
+    .Output("output: T")
+    .Attr("T: {bfloat16, half, float, double, int32, int64}")
+    .Attr("adj_x: bool = false")
+    .Attr("adj_y: bool = false")
+    .SetShapeFn([](InferenceContext& c) { BatchMatMulShape(c, /*broadcast=*/true); });
+
+#define FT_SCAN_OP(Name)                                 \
+  FT_REGISTER_OP(Name)                                   \
+      .Input("x: T")                                     \
+      .Input("axis: Tidx")                               \
+      .Output("out: T")                                  \
+      .Attr("exclusive: bool = false")                   \
+      .Attr("reverse: bool = false")                     \
+      .Attr("T: " FT_REAL_TYPES)                         \
+      .Attr("Tidx: {int32, int64} = DT_INT32")           \
+      .SetShapeFn(ScanShape)
+FT_SCAN_OP("Cumsum");
+FT_SCAN_OP("Cumprod");
+#undef FT_SCAN_OP
+#undef FT_REAL_TYPES
+#undef FT_FLOAT_TYPES
+#undef FT_SIGNED_TYPES
+
+namespace ops {
+namespace {
+Output Unary(std::string_view op, Output x, std::string_view name) {
+  return NodeBuilder(op, name).Input(x).Finalize();
+}
+}  // namespace
+
+Output Abs(Output x, std::string_view name) { return Unary("Abs", x, name); }
+Output Square(Output x, std::string_view name) { return Unary("Square", x, name); }
+Output Sign(Output x, std::string_view name) { return Unary("Sign", x, name); }
+Output Sqrt(Output x, std::string_view name) { return Unary("Sqrt", x, name); }
+Output Rsqrt(Output x, std::string_view name) { return Unary("Rsqrt", x, name); }
+Output Exp(Output x, std::string_view name) { return Unary("Exp", x, name); }
+Output Log(Output x, std::string_view name) { return Unary("Log", x, name); }
+Output Log1p(Output x, std::string_view name) { return Unary("Log1p", x, name); }
+Output Tanh(Output x, std::string_view name) { return Unary("Tanh", x, name); }
+Output Sigmoid(Output x, std::string_view name) { return Unary("Sigmoid", x, name); }
+Output Softplus(Output x, std::string_view name) { return Unary("Softplus", x, name); }
+Output Reciprocal(Output x, std::string_view name) { return Unary("Reciprocal", x, name); }
+
+Output Pow(Output x, Output y, std::string_view name) { return Binary("Pow", x, y, name); }
+Output SquaredDifference(Output x, Output y, std::string_view name) {
+  return Binary("SquaredDifference", x, y, name);
+}
+Output Less(Output x, Output y, std::string_view name) { return Binary("Less", x, y, name); }
+Output LessEqual(Output x, Output y, std::string_view name) { return Binary("LessEqual", x, y, name); }
+Output Greater(Output x, Output y, std::string_view name) { return Binary("Greater", x, y, name); }
+Output GreaterEqual(Output x, Output y, std::string_view name) {
+  return Binary("GreaterEqual", x, y, name);
+}
+Output Equal(Output x, Output y, std::string_view name) { return Binary("Equal", x, y, name); }
+Output NotEqual(Output x, Output y, std::string_view name) { return Binary("NotEqual", x, y, name); }
+Output LogicalAnd(Output x, Output y, std::string_view name) { return Binary("LogicalAnd", x, y, name); }
+Output LogicalOr(Output x, Output y, std::string_view name) { return Binary("LogicalOr", x, y, name); }
+
+Output ArgMax(Output input, Output axis, DataType output_type, std::string_view name) {
+  return NodeBuilder("ArgMax", name).Input(input).Input(axis).Attr("output_type", output_type).Finalize();
+}
+Output ArgMin(Output input, Output axis, DataType output_type, std::string_view name) {
+  return NodeBuilder("ArgMin", name).Input(input).Input(axis).Attr("output_type", output_type).Finalize();
+}
+Output ArgMax(Output input, int64_t axis, DataType output_type, std::string_view name) {
+  OpNameScope scope(*input.graph(), name);
+  Output a = Const(static_cast<int32_t>(axis), "dimension");
+  scope.Exit();
+  return NodeBuilder("ArgMax", scope.op_name()).ExactName().Input(input).Input(a)
+      .Attr("output_type", output_type).Finalize();
+}
+Output ArgMin(Output input, int64_t axis, DataType output_type, std::string_view name) {
+  OpNameScope scope(*input.graph(), name);
+  Output a = Const(static_cast<int32_t>(axis), "dimension");
+  scope.Exit();
+  return NodeBuilder("ArgMin", scope.op_name()).ExactName().Input(input).Input(a)
+      .Attr("output_type", output_type).Finalize();
+}
+
+Output BatchMatMul(Output x, Output y, bool adj_x, bool adj_y, std::string_view name) {
+  return NodeBuilder("BatchMatMul", name).Input(x).Input(y).Attr("adj_x", adj_x).Attr("adj_y", adj_y).Finalize();
+}
+Output BatchMatMulV2(Output x, Output y, bool adj_x, bool adj_y, std::string_view name) {
+  return NodeBuilder("BatchMatMulV2", name).Input(x).Input(y).Attr("adj_x", adj_x).Attr("adj_y", adj_y).Finalize();
+}
+
+Output Cumsum(Output x, Output axis, bool exclusive, bool reverse, std::string_view name) {
+  return NodeBuilder("Cumsum", name).Input(x).Input(axis).Attr("exclusive", exclusive)
+      .Attr("reverse", reverse).Finalize();
+}
+Output Cumprod(Output x, Output axis, bool exclusive, bool reverse, std::string_view name) {
+  return NodeBuilder("Cumprod", name).Input(x).Input(axis).Attr("exclusive", exclusive)
+      .Attr("reverse", reverse).Finalize();
+}
+
+}  // namespace ops
+
+Output operator<(const Output& x, const Output& y) { return ops::Less(x, y); }
+Output operator<=(const Output& x, const Output& y) { return ops::LessEqual(x, y); }
+Output operator>(const Output& x, const Output& y) { return ops::Greater(x, y); }
+Output operator>=(const Output& x, const Output& y) { return ops::GreaterEqual(x, y); }
+Output operator&(const Output& x, const Output& y) { return ops::LogicalAnd(x, y); }
+Output operator|(const Output& x, const Output& y) { return ops::LogicalOr(x, y); }
+Output operator~(const Output& x) { return ops::LogicalNot(x); }
+
+}  // namespace flowtrain

@@ -52,6 +52,55 @@ Output ReduceProd(Output input, const std::vector<int64_t>& axes = {}, bool keep
 // (outputs r0 and r1), for reducing gradients back to the inputs' shapes.
 Operation BroadcastGradientArgs(Output s0, Output s1, std::string_view name = "BroadcastGradientArgs");
 
+// Elementwise unary math, with TF's names (tf.abs, tf.square, tf.math.log1p, tf.nn.softplus...).
+//   Output y = ops::Sigmoid(ops::MatMul(x, w));
+Output Abs(Output x, std::string_view name = "Abs");
+Output Square(Output x, std::string_view name = "Square");
+Output Sign(Output x, std::string_view name = "Sign");
+Output Sqrt(Output x, std::string_view name = "Sqrt");
+Output Rsqrt(Output x, std::string_view name = "Rsqrt");
+Output Exp(Output x, std::string_view name = "Exp");
+Output Log(Output x, std::string_view name = "Log");
+Output Log1p(Output x, std::string_view name = "Log1p");
+Output Tanh(Output x, std::string_view name = "Tanh");
+Output Sigmoid(Output x, std::string_view name = "Sigmoid");
+Output Softplus(Output x, std::string_view name = "Softplus");
+Output Reciprocal(Output x, std::string_view name = "Reciprocal");
+
+// Broadcasting binary math: x^y and (x-y)^2.
+Output Pow(Output x, Output y, std::string_view name = "Pow");
+Output SquaredDifference(Output x, Output y, std::string_view name = "SquaredDifference");
+
+// Broadcasting comparisons and logical ops, producing bool tensors.
+Output Less(Output x, Output y, std::string_view name = "Less");
+Output LessEqual(Output x, Output y, std::string_view name = "LessEqual");
+Output Greater(Output x, Output y, std::string_view name = "Greater");
+Output GreaterEqual(Output x, Output y, std::string_view name = "GreaterEqual");
+Output Equal(Output x, Output y, std::string_view name = "Equal");
+Output NotEqual(Output x, Output y, std::string_view name = "NotEqual");
+Output LogicalAnd(Output x, Output y, std::string_view name = "LogicalAnd");
+Output LogicalOr(Output x, Output y, std::string_view name = "LogicalOr");
+
+// Index of the largest / smallest value along `axis` (first one on ties).
+Output ArgMax(Output input, Output axis, DataType output_type = DT_INT64, std::string_view name = "ArgMax");
+Output ArgMin(Output input, Output axis, DataType output_type = DT_INT64, std::string_view name = "ArgMin");
+Output ArgMax(Output input, int64_t axis, DataType output_type = DT_INT64, std::string_view name = "ArgMax");
+Output ArgMin(Output input, int64_t axis, DataType output_type = DT_INT64, std::string_view name = "ArgMin");
+
+// Matrix products over the last two dimensions; BatchMatMul needs equal batch dimensions,
+// BatchMatMulV2 broadcasts them. adj_* transposes that operand's matrices.
+Output BatchMatMul(Output x, Output y, bool adj_x = false, bool adj_y = false,
+                   std::string_view name = "BatchMatMul");
+Output BatchMatMulV2(Output x, Output y, bool adj_x = false, bool adj_y = false,
+                     std::string_view name = "BatchMatMulV2");
+
+// Running sums / products along `axis` (exclusive: excluding the element itself; reverse:
+// from the end).
+Output Cumsum(Output x, Output axis, bool exclusive = false, bool reverse = false,
+              std::string_view name = "Cumsum");
+Output Cumprod(Output x, Output axis, bool exclusive = false, bool reverse = false,
+               std::string_view name = "Cumprod");
+
 }  // namespace ops
 
 Output operator+(const Output& x, const Output& y);
@@ -59,6 +108,15 @@ Output operator-(const Output& x, const Output& y);
 Output operator*(const Output& x, const Output& y);
 Output operator/(const Output& x, const Output& y);
 Output operator-(const Output& x);
+// As TF's Python overloads: comparisons build Less etc. (there is no == / != overload: those
+// compare the Output handles), & | ~ build the logical ops.
+Output operator<(const Output& x, const Output& y);
+Output operator<=(const Output& x, const Output& y);
+Output operator>(const Output& x, const Output& y);
+Output operator>=(const Output& x, const Output& y);
+Output operator&(const Output& x, const Output& y);
+Output operator|(const Output& x, const Output& y);
+Output operator~(const Output& x);
 
 }  // namespace flowtrain
 
