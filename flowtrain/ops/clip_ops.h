@@ -1,0 +1,33 @@
+// Gradient clipping (tf.clip_by_global_norm): scales a list of tensors so that the L2 norm of
+// all of them together is at most `clip_norm`.
+//
+//   auto grads_and_vars = optimizer.ComputeGradients(loss);
+//   std::vector<Output> grads = ...;                       // the gradients
+//   auto [clipped, norm] = ops::ClipByGlobalNorm(grads, 5.0f);
+#ifndef FLOWTRAIN_OPS_CLIP_OPS_H_
+#define FLOWTRAIN_OPS_CLIP_OPS_H_
+
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "flowtrain/graph/graph.h"
+
+namespace flowtrain::ops {
+
+// sqrt(sum of squares of every element of every tensor) (tf.linalg.global_norm); empty
+// Outputs are skipped.
+Output GlobalNorm(const std::vector<Output>& tensors, std::string_view name = "global_norm");
+
+// Returns (t_i * clip_norm / max(global_norm, clip_norm) for every t_i, global_norm). Empty
+// Outputs stay empty. A non-finite norm makes every value NaN, as in TF.
+std::pair<std::vector<Output>, Output> ClipByGlobalNorm(const std::vector<Output>& tensors,
+                                                        Output clip_norm,
+                                                        std::string_view name = "clip_by_global_norm");
+std::pair<std::vector<Output>, Output> ClipByGlobalNorm(const std::vector<Output>& tensors,
+                                                        float clip_norm,
+                                                        std::string_view name = "clip_by_global_norm");
+
+}  // namespace flowtrain::ops
+
+#endif  // FLOWTRAIN_OPS_CLIP_OPS_H_

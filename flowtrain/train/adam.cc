@@ -1,0 +1,78 @@
+#include "flowtrain/train/adam.h"
+
+#include <algorithm>
+
+#include "flowtrain/core/error.h"
+#include "flowtrain/graph/node_builder.h"
+#include "flowtrain/ops/control_flow_ops.h"
+#include "flowtrain/ops/math_ops.h"
+#include "flowtrain/ops/state_ops.h"
+#include "flowtrain/ops/training_ops.h"
+
+namespace flowtrain::train {
+
+AdamOptimizer::AdamOptimizer(HyperParameter learning_rate, const AdamOptions& options)
+    : Optimizer(options.use_locking, options.name),
+      learning_rate_(std::move(learning_rate)),
+      options_(options) {}
+
+std::optional<std::pair<Variable, Variable>> AdamOptimizer::GetBetaAccumulators(Graph* graph) const {
+  std::optional<Variable> b1 = GetNonSlotVariable("beta1_power", graph);
+  std::optional<Variable> b2 = GetNonSlotVariable("beta2_power", graph);
+  if (!b1 || !b2) return std::nullopt;
+  return std::make_pair(*b1, *b2);
+}
+
+void AdamOptimizer::CreateSlots(const std::vector<Variable>& var_list) {
+  // The accumulators live with the first variable by name, as in TF (stable placement).
+  const Variable& first = *std::min_element(
+      var_list.begin(), var_list.end(),
+      [](const Variable& a, const Variable& b) { return a.name() < b.name(); });
+  graph_ = first.graph();
+  CreateNonSlotVariable(options_.beta1, "beta1_power", first);
+  CreateNonSlotVariable(options_.beta2, "beta2_power", first);
+  for (const Variable& v : var_list) {
+    ZerosSlot(v, "m", name());
+    ZerosSlot(v, "v", name() + "_1");
+  }
+}
+
+void AdamOptimizer::Prepare() {
+  learning_rate_t_ = HyperParameterTensor(learning_rate_, "learning_rate");
+  beta1_t_ = HyperParameterTensor(options_.beta1, "beta1");
+  beta2_t_ = HyperParameterTensor(options_.beta2, "beta2");
+  epsilon_t_ = HyperParameterTensor(options_.epsilon, "epsilon");
+}
+
+Operation AdamOptimizer::ApplyDense(const Output& grad, const Variable& var) {
+  const DataType dtype = var.dtype();
+  auto [beta1_power, beta2_power] = *GetBetaAccumulators(var.graph());
+  Variable m = GetSlotOrDie(var, "m");
+  Variable v = GetSlotOrDie(var, "v");
+  return ops::ApplyAdam(var.ref(), m.ref(), v.ref(), CastTo(beta1_power.value(), dtype),
+                        CastTo(beta2_power.value(), dtype), CastTo(learning_rate_t_, dtype),
+                        CastTo(beta1_t_, dtype), CastTo(beta2_t_, dtype), CastTo(epsilon_t_, dtype),
+                        grad, use_locking(), options_.use_nesterov)
+      .op();
+}
+
+Operation AdamOptimizer::Finish(const std::vector<Operation>& update_ops,
+                                std::string_view name_scope) {
+  auto [beta1_power, beta2_power] = *GetBetaAccumulators(graph_);
+  Graph& graph = *graph_;
+  Operation update_beta1, update_beta2;
+  {
+    auto deps = graph.ControlDependencies(update_ops);
+    auto colocate = graph.ColocateWith(beta1_power.op());
+    update_beta1 =
+        ops::Assign(beta1_power.ref(), beta1_power.value() * beta1_t_, true, use_locking()).op();
+    update_beta2 =
+        ops::Assign(beta2_power.ref(), beta2_power.value() * beta2_t_, true, use_locking()).op();
+  }
+  std::vector<Operation> all = update_ops;
+  all.push_back(update_beta1);
+  all.push_back(update_beta2);
+  return Optimizer::Finish(all, name_scope);
+}
+
+}  // namespace flowtrain::train

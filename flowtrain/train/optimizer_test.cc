@@ -1,0 +1,226 @@
+#include "flowtrain/train/optimizer.h"
+
+#include <cmath>
+#include <map>
+#include <memory>
+
+#include <gtest/gtest.h>
+
+#include "flowtrain/core/error.h"
+#include "flowtrain/core/str_util.h"
+#include "flowtrain/ops/array_ops.h"
+#include "flowtrain/ops/math_ops.h"
+#include "flowtrain/ops/training_util.h"
+#include "flowtrain/ops/variable_scope.h"
+#include "flowtrain/runtime/session.h"
+#include "flowtrain/train/adagrad.h"
+#include "flowtrain/train/adam.h"
+#include "flowtrain/train/gradient_descent.h"
+#include "flowtrain/train/momentum.h"
+#include "flowtrain/train/rmsprop.h"
+
+namespace flowtrain::train {
+namespace {
+
+// A linear model "dense" (kernel [2, 1], bias [1]) with a mean squared error loss.
+struct Model {
+  Graph g;
+  ScopeGuard as_default = g.AsDefault();
+  Output x = ops::Placeholder(DT_FLOAT, {-1, 2}, "x");
+  Output y = ops::Placeholder(DT_FLOAT, {-1, 1}, "y");
+  Variable kernel, bias;
+  Output loss;
+  Model() {
+    {
+      ops::VariableScope scope("dense");
+      kernel = ops::GetVariable("kernel", TensorShape({2, 1}), DT_FLOAT, ops::ZerosInitializer());
+      bias = ops::GetVariable("bias", TensorShape({1}), DT_FLOAT, ops::ZerosInitializer());
+    }
+    Output err = ops::MatMul(x, kernel) + bias - y;
+    loss = ops::ReduceMean(err * err);
+  }
+  // y = 2 x0 - 3 x1 + 1 on a fixed batch.
+  FeedList Batch() const {
+    std::vector<float> xs, ys;
+    for (int i = 0; i < 16; ++i) {
+      const float a = std::sin(1.3f * i), b = std::cos(0.7f * i + 0.2f);
+      xs.push_back(a);
+      xs.push_back(b);
+      ys.push_back(2 * a - 3 * b + 1);
+    }
+    return {{x, Tensor::FromVector<float>(xs, TensorShape({16, 2}))},
+            {y, Tensor::FromVector<float>(ys, TensorShape({16, 1}))}};
+  }
+};
+
+bool Has(const Graph& g, const std::string& name) { return g.FindNode(name) != nullptr; }
+
+TEST(OptimizerTest, AdamNamesSlotsAndUpdatesAsTf) {
+  Model m;
+  Variable step = GetOrCreateGlobalStep();
+  AdamOptimizer adam(0.01);
+  Operation train_op = adam.Minimize(m.loss, step);
+  EXPECT_EQ(train_op.name(), "Adam");
+  EXPECT_EQ(train_op.type(), "AssignAdd");
+  EXPECT_TRUE(Has(m.g, "Adam/update"));
+  EXPECT_TRUE(Has(m.g, "Adam/update_dense/kernel/ApplyAdam"));
+  EXPECT_TRUE(Has(m.g, "Adam/update_dense/bias/ApplyAdam"));
+  EXPECT_TRUE(Has(m.g, "Adam/learning_rate"));
+  EXPECT_TRUE(Has(m.g, "Adam/beta1"));
+  EXPECT_TRUE(Has(m.g, "Adam/epsilon"));
+  EXPECT_TRUE(Has(m.g, "Adam/mul"));
+  EXPECT_TRUE(Has(m.g, "Adam/Assign"));
+  EXPECT_TRUE(Has(m.g, "Adam/Assign_1"));
+  EXPECT_TRUE(Has(m.g, "dense/kernel/Adam/Initializer/zeros"));
+  EXPECT_EQ(adam.GetSlot(m.kernel, "m")->op().name(), "dense/kernel/Adam");
+  EXPECT_EQ(adam.GetSlot(m.kernel, "v")->op().name(), "dense/kernel/Adam_1");
+  EXPECT_EQ(adam.GetSlot(m.bias, "m")->op().name(), "dense/bias/Adam");
+  EXPECT_EQ(adam.GetSlotNames(), (std::vector<std::string>{"m", "v"}));
+  auto [b1, b2] = *adam.GetBetaAccumulators(&m.g);
+  EXPECT_EQ(b1.op().name(), "beta1_power");
+  EXPECT_EQ(b2.op().name(), "beta2_power");
+  // Slots and accumulators are global, non-trainable variables.
+  std::vector<std::string> globals;
+  for (const Variable& v : ops::GlobalVariables()) globals.push_back(v.op().name());
+  EXPECT_EQ(globals, (std::vector<std::string>{"dense/kernel", "dense/bias", "global_step", "beta1_power",
+                                                "beta2_power", "dense/kernel/Adam", "dense/kernel/Adam_1",
+                                                "dense/bias/Adam", "dense/bias/Adam_1"}));
+  EXPECT_EQ(ops::TrainableVariables().size(), 2u);
+  EXPECT_EQ(adam.variables().size(), 6u);
+  // The train op is in TRAIN_OP.
+  EXPECT_EQ(m.g.GetCollection<Operation>(GraphKeys::kTrainOp).size(), 1u);
+
+  // One step by hand: kernel and bias start at 0, m = (1 - b1) g, v = (1 - b2) g^2.
+  Session s(m.g);
+  s.Run({}, {}, {ops::GlobalVariablesInitializer()});
+  auto grads = adam.ComputeGradients(m.loss, {m.kernel, m.bias});
+  std::vector<Output> fetch = {grads[0].first};
+  const float g0 = s.Run(m.Batch(), fetch)[0].flat<float>()[0];
+  s.Run(m.Batch(), {}, {train_op});
+  const double lr_t = 0.01 * std::sqrt(1 - 0.999) / (1 - 0.9);
+  const double m0 = 0.1 * g0, v0 = 0.001 * double(g0) * g0;
+  EXPECT_NEAR(m.kernel.value().Eval(s).flat<float>()[0], -lr_t * m0 / (std::sqrt(v0) + 1e-8), 1e-6);
+  EXPECT_NEAR(b1.value().Eval(s).scalar<float>(), 0.81f, 1e-7);
+  EXPECT_NEAR(b2.value().Eval(s).scalar<float>(), 0.999f * 0.999f, 1e-7);
+  EXPECT_EQ(step.value().Eval(s).scalar<int64_t>(), 1);
+}
+
+TEST(OptimizerTest, SlotNamesOfEachOptimizer) {
+  struct Case {
+    std::function<std::unique_ptr<Optimizer>()> make;
+    std::string op_name;
+    std::vector<std::pair<std::string, std::string>> slots;  // slot → variable name
+  };
+  std::vector<Case> cases = {
+      {[] { return std::make_unique<GradientDescentOptimizer>(0.1); }, "GradientDescent", {}},
+      {[] { return std::make_unique<MomentumOptimizer>(0.1, 0.9); }, "Momentum",
+       {{"momentum", "dense/kernel/Momentum"}}},
+      {[] { return std::make_unique<AdagradOptimizer>(0.1); }, "Adagrad",
+       {{"accumulator", "dense/kernel/Adagrad"}}},
+      {[] { return std::make_unique<RMSPropOptimizer>(0.1); }, "RMSProp",
+       {{"rms", "dense/kernel/RMSProp"}, {"momentum", "dense/kernel/RMSProp_1"}}},
+      {[] { return std::make_unique<RMSPropOptimizer>(0.1, RMSPropOptions{.centered = true}); }, "RMSProp",
+       {{"rms", "dense/kernel/RMSProp"}, {"mg", "dense/kernel/RMSProp_1"}, {"momentum", "dense/kernel/RMSProp_2"}}},
+  };
+  const std::map<std::string, std::string> apply_ops = {{"GradientDescent", "ApplyGradientDescent"},
+                                                        {"Momentum", "ApplyMomentum"},
+                                                        {"Adagrad", "ApplyAdagrad"},
+                                                        {"RMSProp", "ApplyRMSProp"}};
+  for (const Case& c : cases) {
+    Model m;
+    auto opt = c.make();
+    Operation train_op = opt->Minimize(m.loss);
+    // Without a global step the returned op is the group of the updates.
+    EXPECT_EQ(train_op.name(), c.op_name);
+    EXPECT_EQ(train_op.type(), "NoOp");
+    const Node* update = m.g.FindNode(StrCat(c.op_name, "/update_dense/kernel/", apply_ops.at(c.op_name)));
+    const bool centered = c.slots.size() == 3;
+    if (!centered) EXPECT_NE(update, nullptr) << c.op_name;
+    for (const auto& [slot, var_name] : c.slots) {
+      std::optional<Variable> v = opt->GetSlot(m.kernel, slot);
+      ASSERT_TRUE(v.has_value()) << slot;
+      EXPECT_EQ(v->op().name(), var_name);
+      EXPECT_FALSE(v->trainable());
+    }
+    // Training reduces the loss.
+    Session s(m.g);
+    s.Run({}, {}, {ops::GlobalVariablesInitializer()});
+    const float before = s.Run(m.Batch(), {m.loss})[0].scalar<float>();
+    for (int i = 0; i < 5; ++i) s.Run(m.Batch(), {}, {train_op});
+    EXPECT_LT(s.Run(m.Batch(), {m.loss})[0].scalar<float>(), before) << c.op_name;
+  }
+}
+
+TEST(OptimizerTest, GlobalStepIncrementsAfterTheUpdates) {
+  Model m;
+  Variable step = GetOrCreateGlobalStep();
+  GradientDescentOptimizer sgd(0.1);
+  Operation train_op = sgd.Minimize(m.loss, step);
+  EXPECT_EQ(train_op.type(), "AssignAdd");
+  Operation update = m.g.GetOperationByName("GradientDescent/update");
+  ASSERT_EQ(train_op.control_inputs().size(), 1u);
+  EXPECT_EQ(train_op.control_inputs()[0], update);
+  Session s(m.g);
+  s.Run({}, {}, {ops::GlobalVariablesInitializer()});
+  for (int i = 0; i < 3; ++i) s.Run(m.Batch(), {}, {train_op});
+  EXPECT_EQ(step.value().Eval(s).scalar<int64_t>(), 3);
+  // A second optimizer in the same graph gets unique names.
+  GradientDescentOptimizer sgd2(0.1);
+  EXPECT_EQ(sgd2.Minimize(m.loss, step).name(), "GradientDescent_1");
+}
+
+TEST(OptimizerTest, HyperParametersMayBeTensors) {
+  Model m;
+  Output lr = ops::Placeholder(DT_FLOAT, PartialTensorShape({}), "lr");
+  MomentumOptimizer opt(lr, 0.0);
+  Operation train_op = opt.Minimize(m.loss);
+  Session s(m.g);
+  s.Run({}, {}, {ops::GlobalVariablesInitializer()});
+  FeedList feeds = m.Batch();
+  feeds.emplace_back(lr, Tensor::Scalar<float>(0.0f));
+  s.Run(feeds, {}, {train_op});
+  EXPECT_EQ(m.bias.value().Eval(s).flat<float>()[0], 0.0f);  // lr 0: no change
+  feeds.back().second = Tensor::Scalar<float>(0.5f);
+  s.Run(feeds, {}, {train_op});
+  EXPECT_NE(m.bias.value().Eval(s).flat<float>()[0], 0.0f);
+}
+
+TEST(OptimizerTest, ApplyGradientsSkipsMissingGradients) {
+  Model m;
+  Variable unused = ops::GetVariable("unused", TensorShape({3}));
+  GradientDescentOptimizer sgd(0.1);
+  auto grads = sgd.ComputeGradients(m.loss);
+  ASSERT_EQ(grads.size(), 3u);
+  EXPECT_FALSE(grads[2].first);  // no path from "unused" to the loss
+  sgd.ApplyGradients(grads);
+  EXPECT_FALSE(m.g.FindNode("GradientDescent/update_unused/ApplyGradientDescent"));
+  EXPECT_TRUE(m.g.FindNode("GradientDescent/update_dense/kernel/ApplyGradientDescent"));
+}
+
+TEST(OptimizerTest, Errors) {
+  {
+    Graph g;
+    auto as_default = g.AsDefault();
+    Output loss = ops::ReduceSum(ops::Const<float>({1, 2}));
+    GradientDescentOptimizer sgd(0.1);
+    try {
+      sgd.Minimize(loss);
+      FAIL();
+    } catch (const InvalidArgumentError& e) {
+      EXPECT_NE(std::string(e.what()).find("No variables to optimize."), std::string::npos);
+    }
+    Variable v = ops::GetVariable("v", TensorShape({2}));
+    try {
+      sgd.Minimize(loss);
+      FAIL();
+    } catch (const InvalidArgumentError& e) {
+      EXPECT_NE(std::string(e.what()).find("No gradients provided for any variable"), std::string::npos);
+    }
+    EXPECT_THROW(sgd.Minimize(ops::Const(int32_t{1})), InvalidArgumentError);
+    EXPECT_THROW(sgd.ApplyGradients({}), InvalidArgumentError);
+    EXPECT_THROW(sgd.ApplyGradients({{ops::Const<double>({1, 1}), v}}), InvalidArgumentError);
+  }
+}
+
+}  // namespace
+}  // namespace flowtrain::train

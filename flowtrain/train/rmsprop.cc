@@ -1,0 +1,46 @@
+#include "flowtrain/train/rmsprop.h"
+
+#include "flowtrain/ops/init_ops.h"
+#include "flowtrain/ops/training_ops.h"
+
+namespace flowtrain::train {
+
+RMSPropOptimizer::RMSPropOptimizer(HyperParameter learning_rate, const RMSPropOptions& options)
+    : Optimizer(options.use_locking, options.name),
+      learning_rate_(std::move(learning_rate)),
+      options_(options) {}
+
+void RMSPropOptimizer::CreateSlots(const std::vector<Variable>& var_list) {
+  for (const Variable& v : var_list) {
+    GetOrMakeSlot(v, ops::OnesInitializer(), "rms", name());
+    if (options_.centered) ZerosSlot(v, "mg", name());
+    ZerosSlot(v, "momentum", name());
+  }
+}
+
+void RMSPropOptimizer::Prepare() {
+  learning_rate_t_ = HyperParameterTensor(learning_rate_, "learning_rate");
+  decay_t_ = HyperParameterTensor(options_.decay, "decay");
+  momentum_t_ = HyperParameterTensor(options_.momentum, "momentum");
+  epsilon_t_ = HyperParameterTensor(options_.epsilon, "epsilon");
+}
+
+Operation RMSPropOptimizer::ApplyDense(const Output& grad, const Variable& var) {
+  const DataType dtype = var.dtype();
+  Variable rms = GetSlotOrDie(var, "rms");
+  Variable mom = GetSlotOrDie(var, "momentum");
+  if (options_.centered) {
+    Variable mg = GetSlotOrDie(var, "mg");
+    return ops::ApplyCenteredRMSProp(var.ref(), mg.ref(), rms.ref(), mom.ref(),
+                                     CastTo(learning_rate_t_, dtype), CastTo(decay_t_, dtype),
+                                     CastTo(momentum_t_, dtype), CastTo(epsilon_t_, dtype), grad,
+                                     use_locking())
+        .op();
+  }
+  return ops::ApplyRMSProp(var.ref(), rms.ref(), mom.ref(), CastTo(learning_rate_t_, dtype),
+                           CastTo(decay_t_, dtype), CastTo(momentum_t_, dtype),
+                           CastTo(epsilon_t_, dtype), grad, use_locking())
+      .op();
+}
+
+}  // namespace flowtrain::train
