@@ -15,6 +15,7 @@ std::vector<AddCommand> AllCommands() {
   return {
       AddVersionCommand,
       AddInspectCheckpointCommand,
+      AddEventsCommand,
   };
 }
 

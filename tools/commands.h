@@ -24,6 +24,7 @@ std::vector<AddCommand> AllCommands();
 
 void AddVersionCommand(CLI::App& app);
 void AddInspectCheckpointCommand(CLI::App& app);
+void AddEventsCommand(CLI::App& app);
 
 }  // namespace flowtrain::tools
 
