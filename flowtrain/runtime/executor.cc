@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <queue>
 #include <unordered_map>
 
 #include "absl/container/inlined_vector.h"
@@ -133,12 +134,52 @@ Executor::Executor(const ExecutorEnv& env, const std::vector<Endpoint>& feeds,
     }
     for (const Node* c : n->control_inputs()) need(c);
   }
-  // Node ids follow creation order, and a node is created after its inputs: sorting by id
-  // gives a topological order.
+  // A topological order in which, among nodes whose inputs are ready, those that update a
+  // variable (they take a reference input: Assign, AssignAdd, Apply*) run after the others.
+  // So reads that no dependency orders against an update see the value from before the step,
+  // as they mostly do in TF (its updates sit at the end of deep gradient chains) and as the
+  // hooks' "stale global step" logic assumes. Ties go by creation order.
   std::vector<const Node*> order;
   order.reserve(needed.size());
-  for (const auto& [node, unused] : needed) order.push_back(node);
-  std::sort(order.begin(), order.end(), [](const Node* a, const Node* b) { return a->id() < b->id(); });
+  {
+    std::unordered_map<const Node*, int> in_degree;
+    std::unordered_map<const Node*, std::vector<const Node*>> successors;
+    for (const auto& [node, unused] : needed) {
+      int degree = 0;
+      for (const Endpoint& in : node->inputs()) {
+        if (feed_index.count(in) == 0) {
+          ++degree;
+          successors[in.node].push_back(node);
+        }
+      }
+      for (const Node* c : node->control_inputs()) {
+        ++degree;
+        successors[c].push_back(node);
+      }
+      in_degree[node] = degree;
+    }
+    auto priority = [](const Node* n) {
+      bool updates = false;
+      for (int i = 0; i < n->num_inputs(); ++i) updates = updates || IsRefType(n->input_type(i));
+      return (static_cast<int64_t>(updates) << 40) + n->id();
+    };
+    using Entry = std::pair<int64_t, const Node*>;
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> ready;
+    for (const auto& [node, degree] : in_degree) {
+      if (degree == 0) ready.emplace(priority(node), node);
+    }
+    while (!ready.empty()) {
+      const Node* n = ready.top().second;
+      ready.pop();
+      order.push_back(n);
+      for (const Node* s : successors[n]) {
+        if (--in_degree[s] == 0) ready.emplace(priority(s), s);
+      }
+    }
+    if (order.size() != needed.size()) {
+      Internal("The graph has a cycle among the ", needed.size(), " nodes a run needs");
+    }
+  }
 
   int next_entry = 0;
   plan.items.resize(order.size());

@@ -21,13 +21,17 @@ std::string OperationRepr(const Operation& op) {
 }  // namespace
 
 Session::Session(Graph& graph, SessionOptions options)
-    : graph_(graph),
-      options_(std::move(options)),
-      resource_mgr_(std::make_unique<ResourceMgr>()) {
-  if (!options_.target.empty()) {
-    InvalidArgument("Session target '", options_.target,
-                    "' is not served by the in-process runtime; use a distributed session");
-  }
+    : Session(graph, [&] {
+        if (!options.target.empty()) {
+          InvalidArgument("Session target '", options.target,
+                          "' is not served by the in-process runtime; use NewSession()");
+        }
+        return std::move(options);
+      }(), std::make_shared<ResourceMgr>()) {}
+
+Session::Session(Graph& graph, SessionOptions options, std::shared_ptr<ResourceMgr> shared_state)
+    : graph_(graph), options_(std::move(options)), resource_mgr_(std::move(shared_state)) {
+  if (resource_mgr_ == nullptr) InvalidArgument("Session needs a resource manager");
   const int inter = ThreadCount(options_.config.inter_op_parallelism_threads);
   const int intra = ThreadCount(options_.config.intra_op_parallelism_threads);
   if (inter > 1) inter_op_pool_ = std::make_unique<ThreadPool>("inter_op", inter);

@@ -53,6 +53,9 @@ class Session : public SessionInterface {
  public:
   // A session on `graph`.
   explicit Session(Graph& graph, SessionOptions options = {});
+  // A session whose variables and other state live in `shared_state`, shared with the other
+  // sessions given it (how sessions of one in-process "inproc://" target share variables).
+  Session(Graph& graph, SessionOptions options, std::shared_ptr<ResourceMgr> shared_state);
   // A session on the calling thread's default graph.
   explicit Session(SessionOptions options = {});
   ~Session() override;
@@ -90,7 +93,7 @@ class Session : public SessionInterface {
 
   Graph& graph_;
   SessionOptions options_;
-  std::unique_ptr<ResourceMgr> resource_mgr_;
+  std::shared_ptr<ResourceMgr> resource_mgr_;
   std::unique_ptr<ThreadPool> inter_op_pool_;
   std::unique_ptr<ThreadPool> intra_op_pool_;
   CancellationManager cancellation_;

@@ -1,0 +1,274 @@
+// The standard hooks of TF's basic_session_run_hooks module, with TF 1.15's semantics
+// (tf1_training_stack.md §6): StopAtStepHook, CheckpointSaverHook (+ CheckpointSaverListener),
+// StepCounterHook, SummarySaverHook, LoggingTensorHook, NanTensorHook, GlobalStepWaiterHook,
+// FinalOpsHook and FeedFnHook.
+//
+//   HookList hooks = {
+//       std::make_shared<StopAtStepHook>(LastStep{2000}),
+//       std::make_shared<LoggingTensorHook>(LoggingTensorHook::Tensors{{"loss", loss}},
+//                                           LoggingTensorHook::Every{.iterations = 100}),
+//       std::make_shared<NanTensorHook>(loss)};
+//
+// Hooks that follow the global step read it through the cached read tensor
+// (`global_step/add`, collection "global_step_read_op_cache") and treat the value fetched
+// with a step as stale: they estimate "stale + 1" and re-read the true value only when that
+// estimate would trigger, as TF does, so trigger points match TF's.
+#ifndef FLOWTRAIN_TRAIN_BASIC_SESSION_RUN_HOOKS_H_
+#define FLOWTRAIN_TRAIN_BASIC_SESSION_RUN_HOOKS_H_
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "flowtrain/summary/file_writer.h"
+#include "flowtrain/train/hook_timer.h"
+#include "flowtrain/train/scaffold.h"
+#include "flowtrain/train/session_run_hook.h"
+
+namespace flowtrain::train {
+
+class Saver;
+
+// The global step's cached read tensor (TF's _get_or_create_global_step_read); an empty
+// Output when the graph has no global step.
+Output GetOrCreateGlobalStepRead(Graph& graph);
+// The global step variable's op name ("global_step"), or "" when there is none.
+std::string GlobalStepOpName(Graph& graph);
+
+// ---- StopAtStepHook ----
+
+struct NumSteps {
+  int64_t value;
+};
+struct LastStep {
+  int64_t value;
+};
+
+// Requests a stop once the global step reaches `last_step` (or `num_steps` more than at the
+// first session creation). At least one step always runs.
+class StopAtStepHook : public SessionRunHook {
+ public:
+  explicit StopAtStepHook(NumSteps num_steps);
+  explicit StopAtStepHook(LastStep last_step);
+  void Begin() override;
+  void AfterCreateSession(SessionInterface& session, Coordinator& coord) override;
+  std::optional<SessionRunArgs> BeforeRun(SessionRunContext& context) override;
+  void AfterRun(SessionRunContext& context, const SessionRunValues& values) override;
+  std::optional<int64_t> last_step() const { return last_step_; }
+
+ private:
+  std::optional<int64_t> num_steps_;
+  std::optional<int64_t> last_step_;
+  Output read_;
+};
+
+// ---- CheckpointSaverHook ----
+
+// Called around each save (TF's CheckpointSaverListener); AfterSave returning true asks
+// training to stop.
+class CheckpointSaverListener {
+ public:
+  virtual ~CheckpointSaverListener() = default;
+  virtual void Begin() {}
+  virtual void BeforeSave(SessionInterface& session, int64_t global_step) {}
+  virtual bool AfterSave(SessionInterface& session, int64_t global_step) { return false; }
+  virtual void End(SessionInterface& session, int64_t global_step) {}
+};
+
+struct CheckpointSaverHookOptions {
+  std::optional<double> save_secs;
+  std::optional<int64_t> save_steps;
+  std::shared_ptr<Saver> saver;        // or the scaffold's, or the SAVERS collection's
+  std::string checkpoint_basename = "model.ckpt";
+  std::shared_ptr<Scaffold> scaffold;
+  std::vector<std::shared_ptr<CheckpointSaverListener>> listeners;
+  bool save_graph_def = true;          // graph.pbtxt and .meta files (TF >= 2.1 compat.v1 option)
+};
+
+// Saves checkpoints every N steps or seconds, at session creation and at the end; writes
+// graph.pbtxt, the graph and meta graph to the event file, and a CHECKPOINT session log.
+class CheckpointSaverHook : public SessionRunHook {
+ public:
+  CheckpointSaverHook(std::string checkpoint_dir, CheckpointSaverHookOptions options);
+  void Begin() override;
+  void AfterCreateSession(SessionInterface& session, Coordinator& coord) override;
+  std::optional<SessionRunArgs> BeforeRun(SessionRunContext& context) override;
+  void AfterRun(SessionRunContext& context, const SessionRunValues& values) override;
+  void End(SessionInterface& session) override;
+
+ private:
+  bool Save(SessionInterface& session, int64_t step);
+  Saver& GetSaver();
+
+  std::string checkpoint_dir_;
+  CheckpointSaverHookOptions options_;
+  std::string save_path_;
+  SecondOrStepTimer timer_;
+  std::shared_ptr<summary::FileWriter> writer_;
+  Output read_;
+  Graph* graph_ = nullptr;
+};
+
+// ---- StepCounterHook ----
+
+// Logs and writes `<global step op>/sec` (normally "global_step/sec") every N steps or secs.
+class StepCounterHook : public SessionRunHook {
+ public:
+  struct Options {
+    std::optional<int64_t> every_n_steps = 100;
+    std::optional<double> every_n_secs;
+    std::string output_dir;
+    std::shared_ptr<summary::FileWriter> summary_writer;
+  };
+  explicit StepCounterHook(Options options);
+  void Begin() override;
+  std::optional<SessionRunArgs> BeforeRun(SessionRunContext& context) override;
+  void AfterRun(SessionRunContext& context, const SessionRunValues& values) override;
+  // The last rate computed (steps per second), for tests and progress displays.
+  std::optional<double> last_rate() const { return last_rate_; }
+
+ private:
+  Options options_;
+  SecondOrStepTimer timer_;
+  Output read_;
+  std::string tag_;
+  std::optional<int64_t> last_stale_;
+  int warnings_ = 0;
+  std::optional<double> last_rate_;
+};
+
+// ---- SummarySaverHook ----
+
+struct SummarySaverHookOptions {
+  std::optional<int64_t> save_steps;
+  std::optional<double> save_secs;
+  std::string output_dir;
+  std::shared_ptr<summary::FileWriter> summary_writer;
+  std::shared_ptr<Scaffold> scaffold;   // exactly one of scaffold and summary_op
+  Output summary_op;
+};
+
+// Writes the summary op's result every N steps or secs (always on the first step), and a
+// SessionLog START on the first step.
+class SummarySaverHook : public SessionRunHook {
+ public:
+  explicit SummarySaverHook(SummarySaverHookOptions options);
+  void Begin() override;
+  std::optional<SessionRunArgs> BeforeRun(SessionRunContext& context) override;
+  void AfterRun(SessionRunContext& context, const SessionRunValues& values) override;
+  void End(SessionInterface& session) override;
+
+ private:
+  Output SummaryOp() const;
+  SummarySaverHookOptions options_;
+  SecondOrStepTimer timer_;
+  Output read_;
+  std::optional<int64_t> next_step_;
+  bool requested_ = false;
+  bool summary_fetched_ = false;
+};
+
+// ---- LoggingTensorHook ----
+
+class LoggingTensorHook : public SessionRunHook {
+ public:
+  // (tag, tensor) pairs, printed in the given order; a std::map is printed sorted by tag.
+  using Tensors = std::vector<std::pair<std::string, Output>>;
+  struct Every {
+    std::optional<int64_t> iterations;
+    std::optional<double> secs;
+    bool at_end = false;
+  };
+  using Formatter = std::function<std::string(const std::vector<std::pair<std::string, Tensor>>&)>;
+
+  LoggingTensorHook(Tensors tensors, Every every, Formatter formatter = nullptr);
+  LoggingTensorHook(const std::map<std::string, Output>& tensors, Every every,
+                    Formatter formatter = nullptr);
+  void Begin() override;
+  std::optional<SessionRunArgs> BeforeRun(SessionRunContext& context) override;
+  void AfterRun(SessionRunContext& context, const SessionRunValues& values) override;
+  void End(SessionInterface& session) override;
+
+ private:
+  void Log(const std::vector<Tensor>& values);
+  Tensors tensors_;
+  Every every_;
+  Formatter formatter_;
+  std::unique_ptr<HookTimer> timer_;
+  int64_t iter_count_ = 0;
+  bool should_trigger_ = false;
+};
+
+// ---- NanTensorHook ----
+
+// Thrown by NanTensorHook: "NaN loss during training." (TF's NanLossDuringTrainingError).
+class NanLossDuringTrainingError : public InternalError {
+ public:
+  NanLossDuringTrainingError() : InternalError("NaN loss during training.") {}
+};
+
+class NanTensorHook : public SessionRunHook {
+ public:
+  explicit NanTensorHook(Output loss, bool fail_on_nan_loss = true);
+  std::optional<SessionRunArgs> BeforeRun(SessionRunContext& context) override;
+  void AfterRun(SessionRunContext& context, const SessionRunValues& values) override;
+
+ private:
+  Output loss_;
+  bool fail_on_nan_loss_;
+};
+
+// ---- GlobalStepWaiterHook ----
+
+// Delays the first step until the global step reaches `wait_until_step` (for workers that
+// should start after the chief has trained a while).
+class GlobalStepWaiterHook : public SessionRunHook {
+ public:
+  explicit GlobalStepWaiterHook(int64_t wait_until_step,
+                                std::chrono::milliseconds poll_interval = std::chrono::milliseconds(500));
+  void Begin() override;
+  std::optional<SessionRunArgs> BeforeRun(SessionRunContext& context) override;
+
+ private:
+  int64_t wait_until_step_;
+  std::chrono::milliseconds poll_interval_;
+  bool started_ = false;
+  Output read_;
+};
+
+// ---- FinalOpsHook ----
+
+// Runs `final_ops` when the session ends; their values are kept for the caller.
+class FinalOpsHook : public SessionRunHook {
+ public:
+  explicit FinalOpsHook(std::vector<Output> final_ops, FeedList final_ops_feed_dict = {});
+  void End(SessionInterface& session) override;
+  const std::optional<std::vector<Tensor>>& final_ops_values() const { return values_; }
+
+ private:
+  std::vector<Output> final_ops_;
+  FeedList feeds_;
+  std::optional<std::vector<Tensor>> values_;
+};
+
+// ---- FeedFnHook ----
+
+// Adds `feed_fn()`'s feeds to every step.
+class FeedFnHook : public SessionRunHook {
+ public:
+  explicit FeedFnHook(std::function<FeedList()> feed_fn) : feed_fn_(std::move(feed_fn)) {}
+  std::optional<SessionRunArgs> BeforeRun(SessionRunContext&) override {
+    return SessionRunArgs{{}, {}, feed_fn_(), std::nullopt};
+  }
+
+ private:
+  std::function<FeedList()> feed_fn_;
+};
+
+}  // namespace flowtrain::train
+
+#endif  // FLOWTRAIN_TRAIN_BASIC_SESSION_RUN_HOOKS_H_

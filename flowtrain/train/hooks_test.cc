@@ -1,0 +1,376 @@
+// Tests of the standard hooks and the beyond-TF ones, each through a MonitoredSession.
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "flowtrain/core/error.h"
+#include "flowtrain/core/file_util.h"
+#include "flowtrain/core/logging.h"
+#include "flowtrain/io/event_file_list.h"
+#include "flowtrain/io/event_file_reader.h"
+#include "flowtrain/ops/array_ops.h"
+#include "flowtrain/ops/control_flow_ops.h"
+#include "flowtrain/ops/math_ops.h"
+#include "flowtrain/ops/variables.h"
+#include "flowtrain/summary/file_writer_cache.h"
+#include "flowtrain/summary/summary.h"
+#include "flowtrain/train/basic_session_run_hooks.h"
+#include "flowtrain/train/early_stopping_hook.h"
+#include "flowtrain/train/hook_timer.h"
+#include "flowtrain/train/monitored_session.h"
+#include "flowtrain/train/profiler_hook.h"
+#include "flowtrain/train/progress_bar_hook.h"
+#include "flowtrain/train/session_creator.h"
+#include "tests/test_util.h"
+
+namespace flowtrain::train {
+namespace {
+
+struct Model {
+  Model() {
+    auto as_default = graph.AsDefault();
+    step = Variable(Tensor::Scalar<int64_t>(0),
+                    {.name = "global_step", .trainable = false,
+                     .collections = {GraphKeys::kGlobalVariables, GraphKeys::kGlobalStep}});
+    loss_var = Variable(Tensor::Scalar<float>(4.0f), {.name = "loss_var"});
+    loss = ops::Identity(loss_var.ref(), "loss");
+    train_op = ops::Group({step.AssignAdd(ops::Const(int64_t{1})).op(),
+                           loss_var.Assign(ops::Mul(loss_var.value(), ops::Const(0.5f))).op()},
+                          "train");
+  }
+  std::unique_ptr<MonitoredSession> Session(HookList hooks) {
+    ChiefSessionCreatorOptions options;
+    options.graph = &graph;
+    // One inter-op thread: a read of the global step then runs before the step's update
+    // (as it usually does in TF), so the hooks' trigger steps are deterministic.
+    options.config.inter_op_parallelism_threads = 1;
+    MonitoredSessionOptions session_options;
+    session_options.stop_grace_period = std::chrono::seconds(5);
+    auto as_default = graph.AsDefault();
+    return std::make_unique<MonitoredSession>(std::make_shared<ChiefSessionCreator>(options),
+                                              std::move(hooks), session_options);
+  }
+  int RunUntilStop(MonitoredSession& sess, int limit = 1000) {
+    int steps = 0;
+    while (!sess.ShouldStop() && steps < limit) {
+      sess.Run({train_op});
+      ++steps;
+    }
+    return steps;
+  }
+  Graph graph;
+  Variable step, loss_var;
+  Output loss;
+  Operation train_op;
+};
+
+std::vector<tensorflow::Event> ReadEvents(const std::string& dir) {
+  std::vector<tensorflow::Event> events;
+  for (const std::string& file : io::ListEventFiles(dir)) {
+    io::EventFileReader reader(file);
+    tensorflow::Event e;
+    while (reader.ReadEvent(&e)) events.push_back(e);
+  }
+  return events;
+}
+
+TEST(HookTimer, ValidatesAndTriggers) {
+  EXPECT_THROW(SecondOrStepTimer(std::nullopt, std::nullopt), InvalidArgumentError);
+  try {
+    SecondOrStepTimer(1.0, 5);
+    FAIL();
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_STREQ(e.what(), "Can not provide both every_secs and every_steps.");
+  }
+  SecondOrStepTimer timer(std::nullopt, 10);
+  EXPECT_TRUE(timer.ShouldTriggerForStep(0));
+  EXPECT_FALSE(timer.UpdateLastTriggeredStep(0).first.has_value());
+  EXPECT_FALSE(timer.ShouldTriggerForStep(0));
+  EXPECT_FALSE(timer.ShouldTriggerForStep(9));
+  EXPECT_TRUE(timer.ShouldTriggerForStep(10));
+  EXPECT_EQ(timer.UpdateLastTriggeredStep(10).second, 10);
+}
+
+TEST(StopAtStepHook, LastStepAndNumSteps) {
+  Model m;
+  {
+    auto sess = m.Session({std::make_shared<StopAtStepHook>(LastStep{7})});
+    EXPECT_EQ(m.RunUntilStop(*sess), 7);
+    sess->Close();
+  }
+  // num_steps counts from the step at session creation; a new session restarts at 0 here.
+  auto hook = std::make_shared<StopAtStepHook>(NumSteps{4});
+  auto sess = m.Session({hook});
+  EXPECT_EQ(m.RunUntilStop(*sess), 4);
+  EXPECT_EQ(hook->last_step(), 4);
+}
+
+TEST(StopAtStepHook, AtLeastOneStepRunsAndGlobalStepIsRequired) {
+  Model m;
+  auto sess = m.Session({std::make_shared<StopAtStepHook>(LastStep{0})});
+  EXPECT_EQ(m.RunUntilStop(*sess), 1);
+  Graph no_step;
+  {
+    auto as_default = no_step.AsDefault();
+    ops::Const(1.0f);
+  }
+  ChiefSessionCreatorOptions options;
+  options.graph = &no_step;
+  auto as_default = no_step.AsDefault();
+  try {
+    MonitoredSession bad(std::make_shared<ChiefSessionCreator>(options),
+                         {std::make_shared<StopAtStepHook>(LastStep{3})});
+    FAIL();
+  } catch (const FailedPreconditionError& e) {
+    EXPECT_STREQ(e.what(), "Global step should be created to use StopAtStepHook.");
+  }
+}
+
+TEST(StepCounterHook, WritesGlobalStepPerSec) {
+  Model m;
+  const std::string dir = testing::MakeTempDir("counter");
+  StepCounterHook::Options options;
+  options.every_n_steps = 5;
+  options.output_dir = dir;
+  auto counter = std::make_shared<StepCounterHook>(options);
+  auto sess = m.Session({counter, std::make_shared<StopAtStepHook>(LastStep{20})});
+  m.RunUntilStop(*sess);
+  sess->Close();
+  summary::FileWriterCache::Get(dir)->Flush();
+  int rates = 0;
+  for (const auto& e : ReadEvents(dir)) {
+    for (const auto& v : e.summary().value()) {
+      if (v.tag() == "global_step/sec") {
+        ++rates;
+        EXPECT_GT(v.simple_value(), 0.0f);
+      }
+    }
+  }
+  EXPECT_EQ(rates, 3);  // at 10, 15, 20: the first trigger (step 5) only arms the timer
+  EXPECT_TRUE(counter->last_rate().has_value());
+  EXPECT_THROW(StepCounterHook(StepCounterHook::Options{.every_n_steps = 5, .every_n_secs = 1.0}),
+               InvalidArgumentError);
+}
+
+TEST(SummarySaverHook, WritesStartAndSummaries) {
+  Model m;
+  const std::string dir = testing::MakeTempDir("summaries");
+  Output summary_op;
+  {
+    auto as_default = m.graph.AsDefault();
+    summary_op = summary::Scalar("train_loss", m.loss);
+  }
+  SummarySaverHookOptions options;
+  options.save_steps = 3;
+  options.output_dir = dir;
+  options.summary_op = summary_op;
+  auto sess = m.Session({std::make_shared<SummarySaverHook>(options),
+                         std::make_shared<StopAtStepHook>(LastStep{7})});
+  m.RunUntilStop(*sess);
+  sess->Close();
+  summary::FileWriterCache::Get(dir)->Flush();
+  std::vector<int64_t> steps;
+  int starts = 0;
+  for (const auto& e : ReadEvents(dir)) {
+    if (e.has_session_log() && e.session_log().status() == tensorflow::SessionLog::START) ++starts;
+    for (const auto& v : e.summary().value()) {
+      if (v.tag() == "train_loss") steps.push_back(e.step());
+    }
+  }
+  EXPECT_EQ(starts, 1);
+  EXPECT_EQ(steps, (std::vector<int64_t>{1, 4, 7}));  // first step always, then every 3
+  EXPECT_THROW(SummarySaverHook(SummarySaverHookOptions{.save_steps = 1}), InvalidArgumentError);
+}
+
+TEST(LoggingTensorHook, LogsEveryNIterationsAndAtEnd) {
+  Model m;
+  std::vector<std::string> lines;
+  SetLogSink([&](LogSeverity, const std::string& line) { lines.push_back(line); });
+  Output one, two;
+  {
+    auto as_default = m.graph.AsDefault();
+    one = ops::Const(1.0f);
+    two = ops::Const(int64_t{2});
+  }
+  {
+    auto hook = std::make_shared<LoggingTensorHook>(
+        std::map<std::string, Output>{{"z_two", two}, {"a_one", one}},
+        LoggingTensorHook::Every{.iterations = 2, .at_end = true});
+    auto sess = m.Session({hook, std::make_shared<StopAtStepHook>(LastStep{4})});
+    m.RunUntilStop(*sess);
+    sess->Close();
+  }
+  SetLogSink(nullptr);
+  std::vector<std::string> logged;
+  for (const std::string& l : lines) {
+    if (l.find("a_one = ") != std::string::npos) logged.push_back(l.substr(l.find("] ") + 2));
+  }
+  ASSERT_EQ(logged.size(), 3u);  // iterations 0 and 2, and at end
+  EXPECT_EQ(logged[0], "a_one = 1, z_two = 2");  // sorted tags; iteration 0 logs
+  EXPECT_NE(logged[1].find(" sec)"), std::string::npos);
+  EXPECT_THROW(LoggingTensorHook(LoggingTensorHook::Tensors{}, LoggingTensorHook::Every{}), InvalidArgumentError);
+  EXPECT_THROW(LoggingTensorHook(LoggingTensorHook::Tensors{}, LoggingTensorHook::Every{.iterations = 0}),
+               InvalidArgumentError);
+}
+
+TEST(NanTensorHook, FailsOrStops) {
+  Model m;
+  Output nan_loss;
+  {
+    auto as_default = m.graph.AsDefault();
+    nan_loss = ops::RealDiv(ops::Const(0.0f), ops::Const(0.0f));
+  }
+  {
+    auto sess = m.Session({std::make_shared<NanTensorHook>(nan_loss, true)});
+    try {
+      sess->Run({m.train_op});
+      FAIL();
+    } catch (const NanLossDuringTrainingError& e) {
+      EXPECT_STREQ(e.what(), "NaN loss during training.");
+    }
+  }
+  auto sess = m.Session({std::make_shared<NanTensorHook>(nan_loss, false)});
+  EXPECT_EQ(m.RunUntilStop(*sess), 1);
+}
+
+TEST(FinalOpsAndFeedFnHooks, Work) {
+  Model m;
+  Output x;
+  Output doubled;
+  {
+    auto as_default = m.graph.AsDefault();
+    x = ops::Placeholder(DT_FLOAT, PartialTensorShape({}), "x");
+    doubled = x * ops::Const(2.0f);
+  }
+  auto final_ops = std::make_shared<FinalOpsHook>(std::vector<Output>{m.step.value()});
+  int calls = 0;
+  auto feeder = std::make_shared<FeedFnHook>([&] {
+    ++calls;
+    return FeedList{{x, Tensor::Scalar<float>(static_cast<float>(calls))}};
+  });
+  auto sess = m.Session({final_ops, feeder, std::make_shared<StopAtStepHook>(LastStep{3})});
+  float last = 0;
+  while (!sess->ShouldStop()) last = sess->Run({}, {doubled}, {m.train_op})[0].scalar<float>();
+  EXPECT_EQ(last, 6.0f);
+  EXPECT_FALSE(final_ops->final_ops_values().has_value());
+  sess->Close();
+  ASSERT_TRUE(final_ops->final_ops_values().has_value());
+  EXPECT_EQ((*final_ops->final_ops_values())[0].scalar<int64_t>(), 3);
+}
+
+TEST(GlobalStepWaiterHook, WaitsForTheStep) {
+  Model m;
+  // Another session on the same in-process target advances the step while the waiter waits.
+  ChiefSessionCreatorOptions options;
+  options.graph = &m.graph;
+  options.master = "inproc://waiter_test";
+  auto as_default = m.graph.AsDefault();
+  MonitoredSession chief(std::make_shared<ChiefSessionCreator>(options), {});
+  std::thread advancer([&] {
+    for (int i = 0; i < 5; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      chief.Run({m.train_op});
+    }
+  });
+  m.graph.Unfinalize();
+  auto waiter = std::make_shared<GlobalStepWaiterHook>(5, std::chrono::milliseconds(10));
+  WorkerSessionCreatorOptions worker;
+  worker.graph = &m.graph;
+  worker.master = "inproc://waiter_test";
+  MonitoredSession sess(std::make_shared<WorkerSessionCreator>(worker), {waiter});
+  const Tensor step = sess.Run({}, {m.step.value()})[0];
+  advancer.join();
+  EXPECT_GE(step.scalar<int64_t>(), 5);
+}
+
+class CountingListener : public CheckpointSaverListener {
+ public:
+  void Begin() override { ++begins; }
+  void BeforeSave(SessionInterface&, int64_t step) override { before.push_back(step); }
+  bool AfterSave(SessionInterface&, int64_t step) override {
+    after.push_back(step);
+    return step >= stop_at;
+  }
+  void End(SessionInterface&, int64_t step) override { end_step = step; }
+  int begins = 0;
+  std::vector<int64_t> before, after;
+  int64_t end_step = -1;
+  int64_t stop_at = 1 << 30;
+};
+
+TEST(CheckpointSaverHook, SavesAtCreationEveryNStepsAndAtEndWithListeners) {
+  Model m;
+  const std::string dir = testing::MakeTempDir("ckpt");
+  auto listener = std::make_shared<CountingListener>();
+  listener->stop_at = 6;
+  CheckpointSaverHookOptions options;
+  options.save_steps = 3;
+  options.listeners = {listener};
+  auto sess = m.Session({std::make_shared<CheckpointSaverHook>(dir, options)});
+  EXPECT_EQ(m.RunUntilStop(*sess), 6);  // the listener asked to stop after saving step 6
+  sess->Close();
+  EXPECT_EQ(listener->begins, 1);
+  EXPECT_EQ(listener->before, (std::vector<int64_t>{0, 3, 6}));  // no duplicate save at end
+  EXPECT_EQ(listener->end_step, 6);
+  EXPECT_TRUE(FileExists(JoinPath(dir, "model.ckpt-6.index")));
+  EXPECT_TRUE(FileExists(JoinPath(dir, "graph.pbtxt")));
+  EXPECT_THROW(CheckpointSaverHook(dir, CheckpointSaverHookOptions{.save_secs = 1.0, .save_steps = 1}),
+               InvalidArgumentError);
+}
+
+TEST(ProfilerHook, WritesChromeTraces) {
+  Model m;
+  const std::string dir = testing::MakeTempDir("profile");
+  auto sess = m.Session({std::make_shared<ProfilerHook>(ProfilerHook::Options{.save_steps = 2, .output_dir = dir}),
+                         std::make_shared<StopAtStepHook>(LastStep{5})});
+  m.RunUntilStop(*sess);
+  sess->Close();
+  std::vector<std::string> traces;
+  for (const std::string& name : ListDirectory(dir)) {
+    if (name.rfind("timeline-", 0) == 0) traces.push_back(name);
+  }
+  ASSERT_FALSE(traces.empty());
+  EXPECT_EQ(traces[0], "timeline-2.json");  // never the first run; then every 2 steps, as TF
+  const std::string json = ReadFileToString(JoinPath(dir, traces[0]));
+  EXPECT_NE(json.find("\"traceEvents\""), std::string::npos);
+  EXPECT_NE(json.find("global_step"), std::string::npos);
+  EXPECT_NE(json.find("StopAtStepHook"), std::string::npos);  // hook timings ride along
+}
+
+TEST(ProgressBarHook, PlainLinesWithRateAndEta) {
+  Model m;
+  std::FILE* out = std::tmpfile();
+  auto bar = std::make_shared<ProgressBarHook>(ProgressBarHook::Options{
+      .last_step = 8, .tensors = {{"loss", m.loss}},
+      .plain_interval = std::chrono::milliseconds(0), .stream = out, .force_tty = false});
+  auto sess = m.Session({bar, std::make_shared<StopAtStepHook>(LastStep{8})});
+  m.RunUntilStop(*sess);
+  sess->Close();
+  EXPECT_NE(bar->last_line().find("8/8 100%"), std::string::npos) << bar->last_line();
+  EXPECT_NE(bar->last_line().find("loss "), std::string::npos);
+  EXPECT_NE(bar->last_line().find("steps/s"), std::string::npos);
+  std::rewind(out);
+  char buffer[4096] = {};
+  const size_t n = std::fread(buffer, 1, sizeof(buffer) - 1, out);
+  EXPECT_GT(n, 0u);
+  EXPECT_NE(std::string(buffer).find("ETA"), std::string::npos);
+  std::fclose(out);
+}
+
+TEST(EarlyStoppingHook, StopsWhenTheMetricStopsImproving) {
+  Model m;
+  std::vector<double> metrics = {5, 4, 3, 3.5, 3.2, 3.1, 3.0};
+  size_t next = 0;
+  auto hook = std::make_shared<EarlyStoppingHook>(EarlyStoppingHook::Options{
+      .metric = [&](SessionInterface&) { return metrics[std::min(next++, metrics.size() - 1)]; },
+      .every_n_steps = 2, .patience = 3});
+  auto sess = m.Session({hook});
+  const int steps = m.RunUntilStop(*sess, 100);
+  EXPECT_EQ(hook->best(), 3.0);
+  EXPECT_EQ(hook->history().size(), 6u);  // 5 4 3 | 3.5 3.2 3.1 -> three without improvement
+  EXPECT_EQ(steps, 12);
+  EXPECT_THROW(EarlyStoppingHook(EarlyStoppingHook::Options{}), InvalidArgumentError);
+}
+
+}  // namespace
+}  // namespace flowtrain::train

@@ -1,0 +1,193 @@
+// MonitoredSession: a session that takes care of session creation (initialising or restoring
+// the model), hooks, queue-runner threads and — beyond a plain Session — recovery from a lost
+// parameter server or worker, as TF's tf.train.MonitoredSession. Its layers are TF's:
+//
+//   MonitoredSession
+//     └ recoverable session   re-creates the session on Aborted/Unavailable and re-runs the step
+//        └ coordinated session   Coordinator for threads; their errors surface
+//           └ hooked session        hooks' fetches/feeds merged into every Run
+//              └ Session            made by a SessionCreator (ChiefSessionCreator by default)
+//
+//   train::MonitoredSession sess(std::make_shared<train::ChiefSessionCreator>(scaffold_options),
+//                                {std::make_shared<train::StopAtStepHook>(train::LastStep{1000})});
+//   try {
+//     while (!sess.ShouldStop()) sess.Run({}, {}, {train_op});
+//   } catch (const OutOfRangeError&) {
+//     // input exhausted: a clean end, as TF's `with` block treats it
+//   }
+//   sess.Close();   // runs hooks' End (the destructor does too, unless an exception is unwinding)
+//
+// Decisions on TF's quirks (tf1_training_stack.md §13):
+// - Hooks: Begin once; AfterCreateSession after every (re)creation; BeforeRun/AfterRun in list
+//   order; a stop requested in BeforeRun or AfterRun takes effect after the run, so at least one
+//   step always runs. A recovery forgets stop requests made on the old session (TF does too).
+// - Close(): hooks' End, then the wrappers close; Aborted/Unavailable while closing are logged
+//   and swallowed; an exception a thread reported to the Coordinator surfaces from Close().
+//   A second Close() is a no-op here (TF raises "Session is already closed.").
+// - Destruction while an exception unwinds closes without hooks' End (TF's `__exit__` for any
+//   exception but OutOfRange); catch OutOfRangeError inside the loop to end cleanly.
+// - ShouldStop() never throws on MonitoredSession; thread errors surface from Close().
+//   SingularMonitoredSession::ShouldStop() re-throws them, as TF.
+// - Recovery (beyond TF, see RecoveryOptions): bounded retries with exponential backoff by
+//   default; errors raised inside hooks are never retried; hooks are told about each recovery
+//   and how many global steps it rolled back. RecoveryOptions::TensorFlow() restores TF's
+//   unbounded, immediate retries.
+// - Close() makes the graph mutable again only if it was mutable when the session was built.
+#ifndef FLOWTRAIN_TRAIN_MONITORED_SESSION_H_
+#define FLOWTRAIN_TRAIN_MONITORED_SESSION_H_
+
+#include <chrono>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "flowtrain/runtime/session.h"
+#include "flowtrain/train/coordinator.h"
+#include "flowtrain/train/session_creator.h"
+#include "flowtrain/train/session_run_hook.h"
+
+namespace flowtrain::train {
+
+using HookList = std::vector<std::shared_ptr<SessionRunHook>>;
+
+// How the recoverable session reacts to Aborted/Unavailable (a lost ps or worker).
+struct RecoveryOptions {
+  // Session (re)creations that may fail in a row before the error is raised; -1 = unbounded.
+  // Default: 10, so a task that never comes back ends training with its error after about
+  // 2 minutes instead of retrying forever.
+  int max_consecutive_failures = 10;
+  // Wait before the first retry, doubled after each consecutive failure up to max_backoff.
+  std::chrono::milliseconds initial_backoff{100};
+  double backoff_multiplier = 2.0;
+  std::chrono::milliseconds max_backoff{30000};
+
+  // TF's behaviour: retry forever, immediately.
+  static RecoveryOptions TensorFlow() {
+    return RecoveryOptions{-1, std::chrono::milliseconds(0), 1.0, std::chrono::milliseconds(0)};
+  }
+};
+
+struct MonitoredSessionOptions {
+  std::chrono::nanoseconds stop_grace_period = std::chrono::seconds(120);
+  RecoveryOptions recovery;
+};
+
+// Given to RunStepFn's function: the raw session (runs bypass hooks), a Run that goes through
+// the hooks, and RequestStop, which ends the step function (TF raises StopIteration) and makes
+// ShouldStop() true.
+class StepContext {
+ public:
+  StepContext(SessionInterface* raw, std::function<std::vector<Tensor>(const FeedList&,
+                                                                      const std::vector<Output>&,
+                                                                      const std::vector<Operation>&)>
+                                         run_with_hooks)
+      : raw_(raw), run_with_hooks_(std::move(run_with_hooks)) {}
+  SessionInterface& session() const { return *raw_; }
+  std::vector<Tensor> RunWithHooks(const FeedList& feeds, const std::vector<Output>& fetches,
+                                   const std::vector<Operation>& targets = {}) {
+    return run_with_hooks_(feeds, fetches, targets);
+  }
+  [[noreturn]] void RequestStop();
+
+ private:
+  SessionInterface* raw_;
+  std::function<std::vector<Tensor>(const FeedList&, const std::vector<Output>&,
+                                    const std::vector<Operation>&)>
+      run_with_hooks_;
+};
+
+// Thrown by StepContext::RequestStop and caught by RunStepFn.
+struct StopIteration {};
+
+class MonitoredSession {
+ public:
+  // `creator` null means ChiefSessionCreator() on the default graph.
+  explicit MonitoredSession(std::shared_ptr<SessionCreator> creator = nullptr, HookList hooks = {},
+                            MonitoredSessionOptions options = {});
+  virtual ~MonitoredSession();
+  MonitoredSession(const MonitoredSession&) = delete;
+  MonitoredSession& operator=(const MonitoredSession&) = delete;
+  MonitoredSession(MonitoredSession&&) noexcept;
+
+  std::vector<Tensor> Run(const FeedList& feeds, const std::vector<Output>& fetches,
+                          const std::vector<Operation>& targets = {},
+                          const RunOptions* run_options = nullptr,
+                          RunMetadata* run_metadata = nullptr);
+  // Shorthands: run ops only; fetch tensors only.
+  void Run(const std::vector<Operation>& targets, const FeedList& feeds = {}) {
+    Run(feeds, {}, targets);
+  }
+
+  // Calls `step_fn(step_context)` once; returns its result (or a default value when it called
+  // RequestStop). A recovery re-runs the whole function on the new session.
+  template <typename StepFn>
+  auto RunStepFn(StepFn&& step_fn) -> decltype(step_fn(std::declval<StepContext&>()));
+
+  // True once a hook or the step function requested a stop, a thread failed, or the session
+  // was closed. Never throws (see SingularMonitoredSession).
+  virtual bool ShouldStop();
+  // Runs hooks' End (unless already closed) and closes; may throw a thread's recorded error.
+  void Close();
+  bool closed() const;
+
+  Graph& graph() const;
+  // Time spent in each hook so far, in hook order.
+  std::vector<HookTiming> hook_timings() const;
+  // Recoveries so far.
+  int recoveries() const;
+
+ protected:
+  struct Impl;
+  MonitoredSession(std::shared_ptr<SessionCreator> creator, HookList hooks,
+                   MonitoredSessionOptions options, bool should_recover);
+  std::vector<Tensor> RunWithHooksForStepFn(const FeedList& feeds, const std::vector<Output>& fetches,
+                                            const std::vector<Operation>& targets);
+  SessionInterface* CurrentRawSession();
+  void MarkStopRequested();
+  // For RunStepFn: recovers from a preemption error (true) or leaves it to propagate (false).
+  bool RecoverFromStepFnError(const Error& error);
+  std::unique_ptr<Impl> impl_;
+};
+
+// A MonitoredSession without recovery, always on a ChiefSessionCreator built from its
+// arguments, whose raw session is accessible (TF's SingularMonitoredSession).
+class SingularMonitoredSession : public MonitoredSession {
+ public:
+  SingularMonitoredSession(ChiefSessionCreatorOptions creator_options = {}, HookList hooks = {},
+                           MonitoredSessionOptions options = {});
+  // Re-throws a thread's recorded error instead of returning true.
+  bool ShouldStop() override;
+  SessionInterface& raw_session() const;
+};
+
+template <typename StepFn>
+auto MonitoredSession::RunStepFn(StepFn&& step_fn) -> decltype(step_fn(std::declval<StepContext&>())) {
+  using Result = decltype(step_fn(std::declval<StepContext&>()));
+  while (true) {
+    // A retried function gets the new raw session (TF passes the stale one it captured).
+    StepContext context(CurrentRawSession(), [this](const FeedList& f, const std::vector<Output>& o,
+                                                    const std::vector<Operation>& t) {
+      return RunWithHooksForStepFn(f, o, t);
+    });
+    try {
+      return step_fn(context);
+    } catch (const StopIteration&) {
+      MarkStopRequested();
+      if constexpr (!std::is_void_v<Result>) {
+        return Result{};
+      } else {
+        return;
+      }
+    } catch (const Error& e) {
+      if (!RecoverFromStepFnError(e)) throw;
+    }
+  }
+}
+
+}  // namespace flowtrain::train
+
+#endif  // FLOWTRAIN_TRAIN_MONITORED_SESSION_H_

@@ -1,0 +1,97 @@
+#include "flowtrain/train/monitored_training_session.h"
+
+#include "flowtrain/train/basic_session_run_hooks.h"
+#include "flowtrain/train/session_creator.h"
+
+namespace flowtrain::train {
+namespace {
+
+template <typename T>
+bool IsDefault(const Defaulted<T>& v) { return std::holds_alternative<UseDefault>(v); }
+
+template <typename T>
+std::optional<T> Resolved(const Defaulted<T>& v) {
+  if (const T* value = std::get_if<T>(&v)) return *value;
+  return std::nullopt;
+}
+
+template <typename T>
+bool Positive(const std::optional<T>& v) { return v.has_value() && *v > 0; }
+
+}  // namespace
+
+std::unique_ptr<MonitoredSession> MonitoredTrainingSession(MonitoredTrainingSessionOptions options) {
+  // TF's USE_DEFAULT resolution (tf1_training_stack.md §2.2).
+  std::optional<int64_t> summary_steps;
+  std::optional<double> summary_secs;
+  if (IsDefault(options.save_summaries_steps) && IsDefault(options.save_summaries_secs)) {
+    summary_steps = 100;
+  } else {
+    summary_steps = Resolved(options.save_summaries_steps);
+    summary_secs = Resolved(options.save_summaries_secs);
+  }
+  std::optional<int64_t> checkpoint_steps;
+  std::optional<double> checkpoint_secs;
+  if (IsDefault(options.save_checkpoint_steps) && IsDefault(options.save_checkpoint_secs)) {
+    checkpoint_secs = 600;
+  } else {
+    checkpoint_steps = Resolved(options.save_checkpoint_steps);
+    checkpoint_secs = Resolved(options.save_checkpoint_secs);
+  }
+  if (options.scaffold == nullptr) options.scaffold = std::make_shared<Scaffold>();
+  Graph* graph = options.graph != nullptr ? options.graph : &GetDefaultGraph();
+  auto as_default = graph->AsDefault();  // hooks' Begin() builds into this graph
+  MonitoredSessionOptions session_options;
+  session_options.stop_grace_period = options.stop_grace_period;
+  session_options.recovery = options.recovery;
+
+  if (!options.is_chief) {
+    WorkerSessionCreatorOptions worker;
+    worker.scaffold = options.scaffold;
+    worker.master = options.master;
+    worker.config = options.config;
+    worker.max_wait = options.max_wait;
+    worker.graph = graph;
+    return std::make_unique<MonitoredSession>(std::make_shared<WorkerSessionCreator>(worker),
+                                              options.hooks, session_options);
+  }
+
+  HookList all_hooks = options.chief_only_hooks;
+  ChiefSessionCreatorOptions chief;
+  chief.scaffold = options.scaffold;
+  chief.master = options.master;
+  chief.config = options.config;
+  chief.checkpoint_dir = options.checkpoint_dir;
+  chief.graph = graph;
+  const std::string summary_dir =
+      options.summary_dir.empty() ? options.checkpoint_dir : options.summary_dir;
+  if (!summary_dir.empty()) {
+    if (Positive(options.log_step_count_steps)) {
+      StepCounterHook::Options counter;
+      counter.every_n_steps = options.log_step_count_steps;
+      counter.output_dir = summary_dir;
+      all_hooks.push_back(std::make_shared<StepCounterHook>(counter));
+    }
+    if (Positive(summary_steps) || Positive(summary_secs)) {
+      SummarySaverHookOptions summaries;
+      summaries.scaffold = options.scaffold;
+      summaries.save_steps = summary_steps;
+      summaries.save_secs = summary_secs;
+      summaries.output_dir = summary_dir;
+      all_hooks.push_back(std::make_shared<SummarySaverHook>(summaries));
+    }
+  }
+  if (!options.checkpoint_dir.empty() && (Positive(checkpoint_steps) || Positive(checkpoint_secs))) {
+    CheckpointSaverHookOptions checkpoints;
+    checkpoints.save_steps = checkpoint_steps;
+    checkpoints.save_secs = checkpoint_secs;
+    checkpoints.scaffold = options.scaffold;
+    checkpoints.save_graph_def = options.save_graph_def;
+    all_hooks.push_back(std::make_shared<CheckpointSaverHook>(options.checkpoint_dir, checkpoints));
+  }
+  all_hooks.insert(all_hooks.end(), options.hooks.begin(), options.hooks.end());
+  return std::make_unique<MonitoredSession>(std::make_shared<ChiefSessionCreator>(chief), all_hooks,
+                                            session_options);
+}
+
+}  // namespace flowtrain::train
