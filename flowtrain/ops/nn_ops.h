@@ -131,6 +131,18 @@ FusedBatchNormOutputs FusedBatchNorm(Output x, Output scale, Output offset, Outp
                                      Output variance = {}, const FusedBatchNormOptions& options = {},
                                      std::string_view name = "FusedBatchNormV3");
 
+// ---- Dropout ----
+// tf.nn.dropout (TF 1.15): each element of `x` is kept with probability 1 - rate and scaled
+// by 1 / (1 - rate), else zeroed, with a fresh uniform draw every run (seeded as TF seeds
+// random ops: graph seed and op `seed`). `rate` must be in [0, 1). The tensor-rate form lets
+// one graph train (feed 0.5) and evaluate (feed 0).
+//
+//   Output h = ops::Dropout(ops::Relu(z), 0.5f, /*seed=*/7);
+Output Dropout(Output x, float rate, std::optional<int64_t> seed = std::nullopt,
+               std::string_view name = "dropout");
+Output Dropout(Output x, Output rate, std::optional<int64_t> seed = std::nullopt,
+               std::string_view name = "dropout");
+
 }  // namespace ops
 }  // namespace flowtrain
 
