@@ -52,4 +52,15 @@
 #include "flowtrain/train/rmsprop.h"
 #include "flowtrain/train/saver.h"
 
+#include "flowtrain/train/basic_session_run_hooks.h"
+#include "flowtrain/train/early_stopping_hook.h"
+#include "flowtrain/train/monitored_session.h"
+#include "flowtrain/train/monitored_training_session.h"
+#include "flowtrain/train/profiler_hook.h"
+#include "flowtrain/train/progress_bar_hook.h"
+#include "flowtrain/train/scaffold.h"
+#include "flowtrain/train/session_creator.h"
+#include "flowtrain/train/session_manager.h"
+#include "flowtrain/train/session_run_hook.h"
+
 #endif  // FLOWTRAIN_FLOWTRAIN_H_

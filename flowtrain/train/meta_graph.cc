@@ -126,7 +126,9 @@ tensorflow::MetaGraphDef ExportMetaGraph(const Graph& graph, const tensorflow::S
     tensorflow::CollectionDef def;
     if (ToCollectionDef(graph.GetCollectionItems(key), &def)) {
       (*meta.mutable_collection_def())[key] = std::move(def);
-    } else if (!graph.GetCollectionItems(key).empty()) {
+    } else if (!graph.GetCollectionItems(key).empty() && !key.starts_with("__")) {
+      // Collections named "__..." are private bookkeeping (layer name counters, the variable
+      // store), never meant for the file: skipped silently.
       FT_LOG(WARNING) << "Issue encountered when serializing: " << key
                       << ". Type is unsupported, or the types of the items don't match field "
                          "type in CollectionDef.";
