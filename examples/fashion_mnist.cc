@@ -32,7 +32,7 @@ Output Model(Output images) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Train a CNN on Fashion-MNIST with MonitoredTrainingSession"};
-  int64_t steps = 1800, batch_size = 64;
+  int64_t steps = 2800, batch_size = 64;
   double learning_rate = 1e-3;
   std::string model_dir = "runs/fashion_mnist", data_dir = "/usr/share/datasets/fashion-mnist";
   app.add_option("--steps", steps, "Training steps to run (more on each run)");
