@@ -2,8 +2,7 @@
 //
 // Two graphs each hold a constant. A session runs the graph it was created on; asking it for a
 // tensor of the other graph fails with TensorFlow's error ("... is not an element of this
-// graph."). The monitored-session half of the original uses a plain Session until
-// MonitoredTrainingSession lands.
+// graph."): first with a MonitoredTrainingSession on g1, then with a plain Session on g2.
 #include <cstdio>
 
 #include "flowtrain/flowtrain.h"
@@ -26,12 +25,14 @@ int main() {
   std::printf("c1 belongs to g1: %s\n", c1.graph() == &g1 ? "true" : "false");
   std::printf("c2 belongs to g2: %s\n", c2.graph() == &g2 ? "true" : "false");
 
-  // A session on g1 (standing in for MonitoredTrainingSession until it exists).
+  // MonitoredTrainingSession on g1 (`with g1.as_default(): MonitoredTrainingSession()`).
   {
-    ft::Session sess(g1);
-    std::printf("c1 = %d\n", c1.Eval(sess).scalar<int32_t>());
+    ft::train::MonitoredTrainingSessionOptions options;
+    options.graph = &g1;
+    auto sess = ft::train::MonitoredTrainingSession(options);
+    std::printf("c1 = %d\n", sess->Run({}, {c1})[0].scalar<int32_t>());
     try {
-      c2.Eval(sess);
+      sess->Run({}, {c2});
     } catch (const ft::InvalidArgumentError& e) {
       std::printf("%s\n", e.what());
     }
