@@ -4,6 +4,19 @@
 #include "flowtrain/train/saver.h"
 
 namespace flowtrain::train {
+namespace {
+
+// The session manager both creators build lazily, after the scaffold is finalized.
+std::unique_ptr<SessionManager> MakeSessionManager(Graph& graph, const Scaffold& scaffold) {
+  SessionManagerOptions options;
+  options.local_init_op = scaffold.local_init_op;
+  options.local_init_feed_dict = scaffold.local_init_feed_dict;
+  options.ready_op = scaffold.ready_op;
+  options.ready_for_local_init_op = scaffold.ready_for_local_init_op;
+  return std::make_unique<SessionManager>(graph, options);
+}
+
+}  // namespace
 
 ChiefSessionCreator::ChiefSessionCreator(ChiefSessionCreatorOptions options)
     : options_(std::move(options)), graph_(options_.graph != nullptr ? options_.graph : &GetDefaultGraph()) {
@@ -11,14 +24,7 @@ ChiefSessionCreator::ChiefSessionCreator(ChiefSessionCreatorOptions options)
 }
 
 SessionManager& ChiefSessionCreator::GetSessionManager() {
-  if (session_manager_ == nullptr) {
-    SessionManagerOptions sm;
-    sm.local_init_op = options_.scaffold->local_init_op;
-    sm.local_init_feed_dict = options_.scaffold->local_init_feed_dict;
-    sm.ready_op = options_.scaffold->ready_op;
-    sm.ready_for_local_init_op = options_.scaffold->ready_for_local_init_op;
-    session_manager_ = std::make_unique<SessionManager>(*graph_, sm);
-  }
+  if (session_manager_ == nullptr) session_manager_ = MakeSessionManager(*graph_, *options_.scaffold);
   return *session_manager_;
 }
 
@@ -46,14 +52,7 @@ WorkerSessionCreator::WorkerSessionCreator(WorkerSessionCreatorOptions options)
 }
 
 SessionManager& WorkerSessionCreator::GetSessionManager() {
-  if (session_manager_ == nullptr) {
-    SessionManagerOptions sm;
-    sm.local_init_op = options_.scaffold->local_init_op;
-    sm.local_init_feed_dict = options_.scaffold->local_init_feed_dict;
-    sm.ready_op = options_.scaffold->ready_op;
-    sm.ready_for_local_init_op = options_.scaffold->ready_for_local_init_op;
-    session_manager_ = std::make_unique<SessionManager>(*graph_, sm);
-  }
+  if (session_manager_ == nullptr) session_manager_ = MakeSessionManager(*graph_, *options_.scaffold);
   return *session_manager_;
 }
 
