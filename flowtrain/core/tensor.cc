@@ -1,5 +1,6 @@
 #include "flowtrain/core/tensor.h"
 
+#include <cstring>
 #include <functional>
 #include <new>
 
@@ -22,15 +23,18 @@ bool VisitObjectType(DataType dtype, Fn&& fn) {
 }
 
 // A buffer whose header and data live in one block from an Allocator, so a new tensor costs
-// one allocation.
+// one allocation. The block starts with a raw prefix (allocator, block size) that is not part
+// of the object, so releasing the block after the destructor ran reads no member of a dead
+// object.
 class PooledBuffer final : public TensorBuffer {
  public:
   static PooledBuffer* Create(DataType dtype, int64_t elements, size_t data_bytes,
                               Allocator* allocator) {
     const size_t block_bytes = kHeaderBytes + data_bytes;
-    void* block = allocator->Allocate(block_bytes);
-    auto* buffer = new (block) PooledBuffer(static_cast<char*>(block) + kHeaderBytes, data_bytes,
-                                            dtype, elements, allocator, block_bytes);
+    char* block = static_cast<char*>(allocator->Allocate(block_bytes));
+    const BlockPrefix prefix{allocator, block_bytes};
+    std::memcpy(block, &prefix, sizeof(prefix));
+    auto* buffer = new (block + kPrefixBytes) PooledBuffer(block + kHeaderBytes, data_bytes, dtype, elements);
     VisitObjectType(dtype, [&]<typename T>() {
       auto* objects = static_cast<T*>(buffer->data());
       for (int64_t i = 0; i < elements; ++i) new (objects + i) T();
@@ -38,17 +42,18 @@ class PooledBuffer final : public TensorBuffer {
     return buffer;
   }
 
-  // Header rounded up so the data that follows stays 64-byte aligned.
+  // Prefix and object, rounded up so the data that follows stays 64-byte aligned.
+  static constexpr size_t kPrefixBytes = 16;
   static constexpr size_t kHeaderBytes = 64;
 
  private:
-  PooledBuffer(void* data, size_t data_bytes, DataType dtype, int64_t elements,
-               Allocator* allocator, size_t block_bytes)
-      : TensorBuffer(data, data_bytes),
-        dtype_(dtype),
-        elements_(elements),
-        allocator_(allocator),
-        block_bytes_(block_bytes) {}
+  struct BlockPrefix {
+    Allocator* allocator;
+    size_t block_bytes;
+  };
+
+  PooledBuffer(void* data, size_t data_bytes, DataType dtype, int64_t elements)
+      : TensorBuffer(data, data_bytes), dtype_(dtype), elements_(elements) {}
 
   ~PooledBuffer() override {
     VisitObjectType(dtype_, [&]<typename T>() {
@@ -57,18 +62,19 @@ class PooledBuffer final : public TensorBuffer {
     });
   }
 
-  // Memory is owned by the allocator block, so deletion destroys in place and returns it.
+  // The object lives inside an allocator block: deletion destroys in place (done by the
+  // delete-expression) and returns the whole block.
   static void operator delete(void* ptr) {
-    auto* self = static_cast<PooledBuffer*>(ptr);
-    self->allocator_->Deallocate(ptr, self->block_bytes_);
+    char* block = static_cast<char*>(ptr) - kPrefixBytes;
+    BlockPrefix prefix;
+    std::memcpy(&prefix, block, sizeof(prefix));
+    prefix.allocator->Deallocate(block, prefix.block_bytes);
   }
 
   DataType dtype_;
   int64_t elements_;
-  Allocator* allocator_;
-  size_t block_bytes_;
 };
-static_assert(sizeof(PooledBuffer) <= PooledBuffer::kHeaderBytes);
+static_assert(PooledBuffer::kPrefixBytes + sizeof(PooledBuffer) <= PooledBuffer::kHeaderBytes);
 
 class ExternalBuffer final : public TensorBuffer {
  public:
