@@ -8,18 +8,11 @@
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/gradients.h"
 #include "flowtrain/ops/nn_ops.h"
+#include "flowtrain/runtime/gradient_checker.h"
 #include "flowtrain/runtime/session.h"
 
 namespace flowtrain {
 namespace {
-
-Tensor RandomDoubles(const TensorShape& shape, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> dist(-1, 1);
-  Tensor t(DT_DOUBLE, shape);
-  for (double& v : t.flat<double>()) v = dist(rng);
-  return t;
-}
 
 template <typename Fn>
 void ExpectInvalidArgument(const Fn& fn, std::initializer_list<std::string_view> parts) {

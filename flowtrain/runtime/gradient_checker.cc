@@ -1,12 +1,21 @@
 #include "flowtrain/runtime/gradient_checker.h"
 
 #include <cmath>
+#include <random>
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/gradients.h"
 
 namespace flowtrain {
+
+Tensor RandomDoubles(const TensorShape& shape, uint64_t seed, double low, double high) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> dist(low, high);
+  Tensor t(DT_DOUBLE, shape);
+  for (double& v : t.flat<double>()) v = dist(rng);
+  return t;
+}
 
 double ComputeGradientError(const std::vector<Output>& xs, const std::vector<Tensor>& x_values,
                             const Output& y, const GradientCheckOptions& options) {

@@ -21,6 +21,10 @@ struct GradientCheckOptions {
   FeedList extra_feeds;  // other placeholders the graph needs
 };
 
+// Uniform float64 values in [low, high) from a fixed-seed generator: reproducible points at
+// which to check gradients.
+Tensor RandomDoubles(const TensorShape& shape, uint64_t seed = 1, double low = -1, double high = 1);
+
 // The largest absolute difference between the theoretical Jacobian d(y)/d(xs) (built with
 // ops::Gradients) and the numeric one, evaluating at `x_values` (float64 tensors fed to `xs`).
 double ComputeGradientError(const std::vector<Output>& xs, const std::vector<Tensor>& x_values,

@@ -17,14 +17,6 @@
 namespace flowtrain {
 namespace {
 
-Tensor RandomDoubles(const TensorShape& shape, uint64_t seed = 1, double low = -1, double high = 1) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> dist(low, high);
-  Tensor t(DT_DOUBLE, shape);
-  for (double& v : t.flat<double>()) v = dist(rng);
-  return t;
-}
-
 template <typename T>
 std::vector<T> Values(const Tensor& t) {
   auto f = t.flat<T>();

@@ -26,9 +26,6 @@ Tensor Random(const TensorShape& shape, uint64_t seed, double low = -1, double h
   for (T& v : t.flat<T>()) v = static_cast<T>(dist(rng));
   return t;
 }
-Tensor RandomDoubles(const TensorShape& shape, uint64_t seed, double low = -1, double high = 1) {
-  return Random<double>(shape, seed, low, high);
-}
 
 // Distinct values spaced well apart (a shuffled ramp), so max-pooling's argmax does not
 // change under a finite-difference step.
