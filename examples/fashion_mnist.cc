@@ -4,37 +4,16 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
-#include "flowtrain/flowtrain.h"
+#include "fashion_mnist_model.h"
 
 namespace ft = flowtrain;
 using ft::Output;
-
-// Images as float [n, 28, 28, 1] in [0, 1] and labels as int64 [n].
-std::pair<ft::Tensor, ft::Tensor> Load(const std::string& dir, const std::string& split) {
-  ft::Tensor raw = ft::io::ReadIdxFile(dir + "/" + split + "-images-idx3-ubyte.gz");
-  ft::Tensor raw_labels = ft::io::ReadIdxFile(dir + "/" + split + "-labels-idx1-ubyte.gz");
-  const int64_t n = raw.dim_size(0);
-  ft::Tensor images(ft::DT_FLOAT, ft::TensorShape({n, 28, 28, 1}));
-  ft::Tensor labels(ft::DT_INT64, ft::TensorShape({n}));
-  for (int64_t i = 0; i < raw.NumElements(); ++i) images.flat<float>()[i] = raw.flat<uint8_t>()[i] / 255.0f;
-  for (int64_t i = 0; i < n; ++i) labels.flat<int64_t>()[i] = raw_labels.flat<uint8_t>()[i];
-  return {images, labels};
-}
-
-Output Model(Output images) {
-  Output x = ft::layers::Conv2D(images, 32, {3, 3}, {1, 1}, "same", ft::ops::Relu);
-  x = ft::layers::MaxPooling2D(x, {2, 2}, {2, 2});
-  x = ft::layers::Conv2D(x, 64, {3, 3}, {1, 1}, "same", ft::ops::Relu);
-  x = ft::layers::MaxPooling2D(x, {2, 2}, {2, 2});
-  x = ft::layers::Dense(ft::layers::Flatten(x), 128, ft::ops::Relu);
-  return ft::layers::Dense(x, 10);
-}
 
 int main(int argc, char** argv) {
   CLI::App app{"Train a CNN on Fashion-MNIST with MonitoredTrainingSession"};
   int64_t steps = 2800, batch_size = 64;
   double learning_rate = 1e-3;
-  std::string model_dir = "runs/fashion_mnist", data_dir = "/usr/share/datasets/fashion-mnist";
+  std::string model_dir = "runs/fashion_mnist", data_dir = fashion_mnist::kDefaultDataDir;
   app.add_option("--steps", steps, "Training steps to run (more on each run)");
   app.add_option("--batch-size", batch_size, "Examples per step");
   app.add_option("--learning-rate", learning_rate, "Adam's learning rate");
@@ -42,8 +21,8 @@ int main(int argc, char** argv) {
   app.add_option("--data-dir", data_dir, "Where the Fashion-MNIST .gz files are");
   CLI11_PARSE(app, argc, argv);
 
-  auto [train_images, train_labels] = Load(data_dir, "train");
-  auto [test_images, test_labels] = Load(data_dir, "t10k");
+  auto [train_images, train_labels] = fashion_mnist::Load(data_dir, "train");
+  auto [test_images, test_labels] = fashion_mnist::Load(data_dir, "t10k");
   ft::Graph g;
   auto as_default = g.AsDefault();
   g.set_seed(42);
@@ -55,10 +34,9 @@ int main(int argc, char** argv) {
                 .MakeInitializableIterator();
   std::vector<Output> batch = it.GetNext();
   Output images = batch[0], labels = batch[1];
-  Output logits = Model(images);
+  Output logits = fashion_mnist::Model(images);
   Output loss = ft::ops::ReduceMean(ft::ops::SparseSoftmaxCrossEntropyWithLogits(labels, logits));
-  Output correct = ft::ops::ReduceSum(ft::ops::Cast(
-      ft::ops::Equal(ft::ops::ArgMax(logits, 1), labels), ft::DT_FLOAT));
+  Output correct = fashion_mnist::CountCorrect(logits, labels);
   ft::summary::Scalar("loss", loss);
   ft::Variable step = ft::train::GetOrCreateGlobalStep();
   ft::Operation train_op = ft::train::AdamOptimizer(learning_rate).Minimize(loss, step);
