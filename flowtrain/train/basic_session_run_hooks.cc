@@ -87,6 +87,11 @@ void StopAtStepHook::AfterRun(SessionRunContext& context, const SessionRunValues
   }
 }
 
+HookSchedule StopAtStepHook::NextDue() const {
+  if (!last_step_) return HookSchedule::EveryRun();
+  return HookSchedule{.global_step = *last_step_};
+}
+
 // ---- CheckpointSaverHook ----
 
 CheckpointSaverHook::CheckpointSaverHook(std::string checkpoint_dir, CheckpointSaverHookOptions options)
@@ -153,6 +158,8 @@ void CheckpointSaverHook::AfterRun(SessionRunContext& context, const SessionRunV
     }
   }
 }
+
+HookSchedule CheckpointSaverHook::NextDue() const { return timer_.NextDue(ScheduleUnit::kGlobalStep); }
 
 void CheckpointSaverHook::End(SessionInterface& session) {
   const int64_t last = RereadStep(session, read_);
@@ -233,6 +240,13 @@ void StepCounterHook::AfterRun(SessionRunContext& context, const SessionRunValue
                        "Optimizer.minimize.";
   }
   last_stale_ = stale;
+  last_iteration_ = context.iteration();
+}
+
+HookSchedule StepCounterHook::NextDue() const {
+  HookSchedule due = timer_.NextDue(ScheduleUnit::kGlobalStep);
+  if (due.global_step && last_iteration_) due.iteration = *last_iteration_ + *options_.every_n_steps;
+  return due;
 }
 
 // ---- SummarySaverHook ----
@@ -257,7 +271,12 @@ Output SummarySaverHook::SummaryOp() const {
   return options_.scaffold->summary_op;
 }
 
-std::optional<SessionRunArgs> SummarySaverHook::BeforeRun(SessionRunContext&) {
+std::optional<SessionRunArgs> SummarySaverHook::BeforeRun(SessionRunContext& context) {
+  // After runs it was not called for, the step it expects is the session's, not its own.
+  if (next_step_ && last_iteration_ && context.iteration() != *last_iteration_ + 1 &&
+      context.global_step()) {
+    next_step_ = *context.global_step() + 1;
+  }
   requested_ = !next_step_ || timer_.ShouldTriggerForStep(*next_step_);
   SessionRunArgs args{{read_}, {}, {}, std::nullopt};
   summary_fetched_ = false;
@@ -269,6 +288,7 @@ std::optional<SessionRunArgs> SummarySaverHook::BeforeRun(SessionRunContext&) {
 }
 
 void SummarySaverHook::AfterRun(SessionRunContext& context, const SessionRunValues& values) {
+  last_iteration_ = context.iteration();
   if (options_.summary_writer == nullptr) return;
   const bool first = !next_step_;
   int64_t step = ReadStep(values.results[0]) + 1;
@@ -285,6 +305,12 @@ void SummarySaverHook::AfterRun(SessionRunContext& context, const SessionRunValu
     }
   }
   next_step_ = step + 1;
+}
+
+HookSchedule SummarySaverHook::NextDue() const {
+  if (options_.summary_writer == nullptr) return HookSchedule::Never();  // nothing to write
+  if (!next_step_) return HookSchedule::EveryRun();
+  return timer_.NextDue(ScheduleUnit::kGlobalStep);
 }
 
 void SummarySaverHook::End(SessionInterface&) {
@@ -321,7 +347,9 @@ void LoggingTensorHook::Begin() {
   }
 }
 
-std::optional<SessionRunArgs> LoggingTensorHook::BeforeRun(SessionRunContext&) {
+std::optional<SessionRunArgs> LoggingTensorHook::BeforeRun(SessionRunContext& context) {
+  // The session counts the iterations, including those this hook was not called for.
+  iter_count_ = context.iteration();
   should_trigger_ = timer_->ShouldTriggerForStep(iter_count_);
   if (!should_trigger_) return std::nullopt;
   SessionRunArgs args;
@@ -355,6 +383,8 @@ void LoggingTensorHook::AfterRun(SessionRunContext&, const SessionRunValues& val
   }
   ++iter_count_;
 }
+
+HookSchedule LoggingTensorHook::NextDue() const { return timer_->NextDue(ScheduleUnit::kIteration); }
 
 void LoggingTensorHook::End(SessionInterface& session) {
   if (!every_.at_end) return;
@@ -423,6 +453,10 @@ std::optional<SessionRunArgs> GlobalStepWaiterHook::BeforeRun(SessionRunContext&
     std::this_thread::sleep_for(poll_interval_);
   }
   return std::nullopt;
+}
+
+HookSchedule GlobalStepWaiterHook::NextDue() const {
+  return started_ ? HookSchedule::Never() : HookSchedule::EveryRun();
 }
 
 // ---- FinalOpsHook ----

@@ -13,6 +13,12 @@
 // (`global_step/add`, collection "global_step_read_op_cache") and treat the value fetched
 // with a step as stale: they estimate "stale + 1" and re-read the true value only when that
 // estimate would trigger, as TF does, so trigger points match TF's.
+//
+// Each hook also declares when it is next due (NextDue(), beyond TF; see HookSchedule and
+// monitored_session.h): the periodic ones at their timer's next global step, iteration or
+// time, FinalOpsHook never (it works in End), GlobalStepWaiterHook never once training has
+// started, NanTensorHook and FeedFnHook every run. A hook called after runs it was not due for
+// catches up from SessionRunContext's iteration and global step.
 #ifndef FLOWTRAIN_TRAIN_BASIC_SESSION_RUN_HOOKS_H_
 #define FLOWTRAIN_TRAIN_BASIC_SESSION_RUN_HOOKS_H_
 
@@ -58,6 +64,7 @@ class StopAtStepHook : public SessionRunHook {
   void AfterCreateSession(SessionInterface& session, Coordinator& coord) override;
   std::optional<SessionRunArgs> BeforeRun(SessionRunContext& context) override;
   void AfterRun(SessionRunContext& context, const SessionRunValues& values) override;
+  HookSchedule NextDue() const override;  // the run expected to reach last_step
   std::optional<int64_t> last_step() const { return last_step_; }
 
  private:
@@ -99,6 +106,7 @@ class CheckpointSaverHook : public SessionRunHook {
   std::optional<SessionRunArgs> BeforeRun(SessionRunContext& context) override;
   void AfterRun(SessionRunContext& context, const SessionRunValues& values) override;
   void End(SessionInterface& session) override;
+  HookSchedule NextDue() const override;  // the next save's step or time
 
  private:
   bool Save(SessionInterface& session, int64_t step);
@@ -128,6 +136,9 @@ class StepCounterHook : public SessionRunHook {
   void Begin() override;
   std::optional<SessionRunArgs> BeforeRun(SessionRunContext& context) override;
   void AfterRun(SessionRunContext& context, const SessionRunValues& values) override;
+  // The next rate's step or time; with every_n_steps also every_n_steps runs after the last
+  // call, so a global step that does not move is still noticed (and warned about).
+  HookSchedule NextDue() const override;
   // The last rate computed (steps per second), for tests and progress displays.
   std::optional<double> last_rate() const { return last_rate_; }
 
@@ -137,6 +148,7 @@ class StepCounterHook : public SessionRunHook {
   Output read_;
   std::string tag_;
   std::optional<int64_t> last_stale_;
+  std::optional<int64_t> last_iteration_;
   int warnings_ = 0;
   std::optional<double> last_rate_;
 };
@@ -161,6 +173,7 @@ class SummarySaverHook : public SessionRunHook {
   std::optional<SessionRunArgs> BeforeRun(SessionRunContext& context) override;
   void AfterRun(SessionRunContext& context, const SessionRunValues& values) override;
   void End(SessionInterface& session) override;
+  HookSchedule NextDue() const override;  // the first run, then the next summary's step or time
 
  private:
   Output SummaryOp() const;
@@ -168,6 +181,7 @@ class SummarySaverHook : public SessionRunHook {
   SecondOrStepTimer timer_;
   Output read_;
   std::optional<int64_t> next_step_;
+  std::optional<int64_t> last_iteration_;
   bool requested_ = false;
   bool summary_fetched_ = false;
 };
@@ -192,6 +206,8 @@ class LoggingTensorHook : public SessionRunHook {
   std::optional<SessionRunArgs> BeforeRun(SessionRunContext& context) override;
   void AfterRun(SessionRunContext& context, const SessionRunValues& values) override;
   void End(SessionInterface& session) override;
+  // The next logging iteration or time; never when it logs only at the end.
+  HookSchedule NextDue() const override;
 
  private:
   void Log(const std::vector<Tensor>& values);
@@ -232,6 +248,7 @@ class GlobalStepWaiterHook : public SessionRunHook {
                                 std::chrono::milliseconds poll_interval = std::chrono::milliseconds(500));
   void Begin() override;
   std::optional<SessionRunArgs> BeforeRun(SessionRunContext& context) override;
+  HookSchedule NextDue() const override;  // every run until started, then never
 
  private:
   int64_t wait_until_step_;
@@ -247,6 +264,7 @@ class FinalOpsHook : public SessionRunHook {
  public:
   explicit FinalOpsHook(std::vector<Output> final_ops, FeedList final_ops_feed_dict = {});
   void End(SessionInterface& session) override;
+  HookSchedule NextDue() const override { return HookSchedule::Never(); }
   const std::optional<std::vector<Tensor>>& final_ops_values() const { return values_; }
 
  private:

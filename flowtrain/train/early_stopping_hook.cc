@@ -23,6 +23,11 @@ std::optional<SessionRunArgs> EarlyStoppingHook::BeforeRun(SessionRunContext&) {
   return SessionRunArgs{{read_}, {}, {}, std::nullopt};
 }
 
+HookSchedule EarlyStoppingHook::NextDue() const {
+  if (!next_eval_step_) return HookSchedule::EveryRun();
+  return HookSchedule{.global_step = *next_eval_step_};
+}
+
 double EarlyStoppingHook::Evaluate(SessionInterface& session) {
   if (options_.metric) return options_.metric(session);
   const Tensor value = session.Run({}, {options_.metric_tensor}, {})[0];

@@ -7,7 +7,8 @@
 //
 // The metric is either a tensor (evaluated on the raw session, without feeds) or a function
 // of the session (e.g. a validation loop). Improvement means lower by more than `min_delta`
-// (or higher, with `mode = kMax`).
+// (or higher, with `mode = kMax`). The hook is called on the first run (to learn the step) and
+// then only on the runs that evaluate (NextDue).
 #ifndef FLOWTRAIN_TRAIN_EARLY_STOPPING_HOOK_H_
 #define FLOWTRAIN_TRAIN_EARLY_STOPPING_HOOK_H_
 
@@ -34,6 +35,7 @@ class EarlyStoppingHook : public SessionRunHook {
   void Begin() override;
   std::optional<SessionRunArgs> BeforeRun(SessionRunContext& context) override;
   void AfterRun(SessionRunContext& context, const SessionRunValues& values) override;
+  HookSchedule NextDue() const override;
 
   std::optional<double> best() const { return best_; }
   const std::vector<double>& history() const { return history_; }

@@ -43,4 +43,17 @@ std::pair<std::optional<double>, std::optional<int64_t>> SecondOrStepTimer::Upda
   return elapsed;
 }
 
+HookSchedule SecondOrStepTimer::NextDue(ScheduleUnit unit) const {
+  if (!last_step_) return HookSchedule::EveryRun();
+  HookSchedule due;
+  if (every_secs_) {
+    due.time = *last_time_ + std::chrono::duration_cast<HookSchedule::Clock::duration>(
+                                 std::chrono::duration<double>(*every_secs_));
+  }
+  if (every_steps_) {
+    (unit == ScheduleUnit::kGlobalStep ? due.global_step : due.iteration) = *last_step_ + *every_steps_;
+  }
+  return due;
+}
+
 }  // namespace flowtrain::train

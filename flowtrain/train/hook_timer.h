@@ -5,6 +5,7 @@
 //   if (timer.ShouldTriggerForStep(step)) {
 //     auto [secs, steps] = timer.UpdateLastTriggeredStep(step);
 //   }
+//   HookSchedule due = timer.NextDue(ScheduleUnit::kGlobalStep);  // for a hook's NextDue()
 #ifndef FLOWTRAIN_TRAIN_HOOK_TIMER_H_
 #define FLOWTRAIN_TRAIN_HOOK_TIMER_H_
 
@@ -13,7 +14,12 @@
 #include <optional>
 #include <utility>
 
+#include "flowtrain/train/session_run_hook.h"
+
 namespace flowtrain::train {
+
+// What a timer's steps count: global steps, or the hook's runs (SessionRunContext::iteration).
+enum class ScheduleUnit { kGlobalStep, kIteration };
 
 class HookTimer {
  public:
@@ -25,6 +31,9 @@ class HookTimer {
   virtual std::pair<std::optional<double>, std::optional<int64_t>> UpdateLastTriggeredStep(
       int64_t step) = 0;
   virtual std::optional<int64_t> last_triggered_step() const = 0;
+  // The runs on which ShouldTriggerForStep can next be true (a hook's HookSchedule): every run
+  // until the first trigger, then the step or the time one period after the last trigger.
+  virtual HookSchedule NextDue(ScheduleUnit unit) const = 0;
 };
 
 class SecondOrStepTimer : public HookTimer {
@@ -36,6 +45,7 @@ class SecondOrStepTimer : public HookTimer {
   std::pair<std::optional<double>, std::optional<int64_t>> UpdateLastTriggeredStep(
       int64_t step) override;
   std::optional<int64_t> last_triggered_step() const override { return last_step_; }
+  HookSchedule NextDue(ScheduleUnit unit) const override;
 
  private:
   std::optional<double> every_secs_;
@@ -52,6 +62,7 @@ class NeverTriggerTimer : public HookTimer {
     return {std::nullopt, std::nullopt};
   }
   std::optional<int64_t> last_triggered_step() const override { return std::nullopt; }
+  HookSchedule NextDue(ScheduleUnit) const override { return HookSchedule::Never(); }
 };
 
 }  // namespace flowtrain::train

@@ -1,11 +1,14 @@
 // Tests of the standard hooks and the beyond-TF ones, each through a MonitoredSession.
+#include <chrono>
 #include <cmath>
+#include <thread>
 
 #include <gtest/gtest.h>
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/file_util.h"
 #include "flowtrain/core/logging.h"
+#include "flowtrain/core/str_util.h"
 #include "flowtrain/io/event_file_list.h"
 #include "flowtrain/io/event_file_reader.h"
 #include "flowtrain/ops/array_ops.h"
@@ -17,6 +20,7 @@
 #include "flowtrain/train/basic_session_run_hooks.h"
 #include "flowtrain/train/early_stopping_hook.h"
 #include "flowtrain/train/hook_timer.h"
+#include "flowtrain/train/hooks_test_model.h"
 #include "flowtrain/train/monitored_session.h"
 #include "flowtrain/train/profiler_hook.h"
 #include "flowtrain/train/progress_bar_hook.h"
@@ -26,53 +30,7 @@
 namespace flowtrain::train {
 namespace {
 
-struct Model {
-  Model() {
-    auto as_default = graph.AsDefault();
-    step = Variable(Tensor::Scalar<int64_t>(0),
-                    {.name = "global_step", .trainable = false,
-                     .collections = {GraphKeys::kGlobalVariables, GraphKeys::kGlobalStep}});
-    loss_var = Variable(Tensor::Scalar<float>(4.0f), {.name = "loss_var"});
-    loss = ops::Identity(loss_var.ref(), "loss");
-    train_op = ops::Group({step.AssignAdd(ops::Const(int64_t{1})).op(),
-                           loss_var.Assign(ops::Mul(loss_var.value(), ops::Const(0.5f))).op()},
-                          "train");
-  }
-  std::unique_ptr<MonitoredSession> Session(HookList hooks) {
-    ChiefSessionCreatorOptions options;
-    options.graph = &graph;
-    // One inter-op thread: a read of the global step then runs before the step's update
-    // (as it usually does in TF), so the hooks' trigger steps are deterministic.
-    options.config.inter_op_parallelism_threads = 1;
-    MonitoredSessionOptions session_options;
-    session_options.stop_grace_period = std::chrono::seconds(5);
-    auto as_default = graph.AsDefault();
-    return std::make_unique<MonitoredSession>(std::make_shared<ChiefSessionCreator>(options),
-                                              std::move(hooks), session_options);
-  }
-  int RunUntilStop(MonitoredSession& sess, int limit = 1000) {
-    int steps = 0;
-    while (!sess.ShouldStop() && steps < limit) {
-      sess.Run({train_op});
-      ++steps;
-    }
-    return steps;
-  }
-  Graph graph;
-  Variable step, loss_var;
-  Output loss;
-  Operation train_op;
-};
-
-std::vector<tensorflow::Event> ReadEvents(const std::string& dir) {
-  std::vector<tensorflow::Event> events;
-  for (const std::string& file : io::ListEventFiles(dir)) {
-    io::EventFileReader reader(file);
-    tensorflow::Event e;
-    while (reader.ReadEvent(&e)) events.push_back(e);
-  }
-  return events;
-}
+using Model = HooksTestModel;
 
 TEST(HookTimer, ValidatesAndTriggers) {
   EXPECT_THROW(SecondOrStepTimer(std::nullopt, std::nullopt), InvalidArgumentError);
@@ -136,7 +94,6 @@ TEST(StepCounterHook, WritesGlobalStepPerSec) {
   auto sess = m.Session({counter, std::make_shared<StopAtStepHook>(LastStep{20})});
   m.RunUntilStop(*sess);
   sess->Close();
-  summary::FileWriterCache::Get(dir)->Flush();
   int rates = 0;
   for (const auto& e : ReadEvents(dir)) {
     for (const auto& v : e.summary().value()) {
@@ -155,20 +112,14 @@ TEST(StepCounterHook, WritesGlobalStepPerSec) {
 TEST(SummarySaverHook, WritesStartAndSummaries) {
   Model m;
   const std::string dir = testing::MakeTempDir("summaries");
-  Output summary_op;
-  {
-    auto as_default = m.graph.AsDefault();
-    summary_op = summary::Scalar("train_loss", m.loss);
-  }
   SummarySaverHookOptions options;
   options.save_steps = 3;
   options.output_dir = dir;
-  options.summary_op = summary_op;
+  options.summary_op = m.LossSummary();
   auto sess = m.Session({std::make_shared<SummarySaverHook>(options),
                          std::make_shared<StopAtStepHook>(LastStep{7})});
   m.RunUntilStop(*sess);
   sess->Close();
-  summary::FileWriterCache::Get(dir)->Flush();
   std::vector<int64_t> steps;
   int starts = 0;
   for (const auto& e : ReadEvents(dir)) {
@@ -335,6 +286,46 @@ TEST(ProfilerHook, WritesChromeTraces) {
   EXPECT_NE(json.find("\"traceEvents\""), std::string::npos);
   EXPECT_NE(json.find("global_step"), std::string::npos);
   EXPECT_NE(json.find("StopAtStepHook"), std::string::npos);  // hook timings ride along
+}
+
+// The number after `"key":` in the first JSON object that names `name`.
+int64_t TraceNumber(const std::string& json, const std::string& name, const std::string& key) {
+  const size_t at = json.find(StrCat("\"name\":\"", name, "\""));
+  if (at == std::string::npos) return -1;
+  const size_t end = json.find('\n', at);
+  const size_t field = json.find(StrCat("\"", key, "\":"), at);
+  if (field == std::string::npos || field > end) return -1;
+  return std::stoll(json.substr(field + key.size() + 3));
+}
+
+TEST(ProfilerHook, ReportsTheTimeSpentInEachHook) {
+  Model m;
+  const std::string dir = testing::MakeTempDir("hook_times");
+  class SlowHook : public SessionRunHook {
+   public:
+    void AfterRun(SessionRunContext&, const SessionRunValues&) override {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  };
+  auto sess = m.Session({std::make_shared<SlowHook>(),
+                         std::make_shared<ProfilerHook>(ProfilerHook::Options{.save_steps = 3, .output_dir = dir}),
+                         std::make_shared<StopAtStepHook>(LastStep{6})});
+  EXPECT_EQ(m.RunUntilStop(*sess), 6);
+  const std::vector<HookTiming> timings = sess->hook_timings();
+  ASSERT_EQ(timings.size(), 3u);
+  EXPECT_EQ(timings[0].hook, "SlowHook");
+  EXPECT_EQ(timings[0].calls, 12);  // BeforeRun and AfterRun of six runs
+  EXPECT_GE(timings[0].total_nanos, 6 * 2'000'000);
+  // Schedules: the profiler on runs 1 (arming), 3 and 6, StopAtStepHook on run 6 only.
+  EXPECT_EQ(timings[1].calls, 6);
+  EXPECT_EQ(timings[2].calls, 2);
+  sess->Close();
+  // The trace of step 6 shows the time so far: SlowHook's six AfterRuns (it runs first).
+  const std::string json = ReadFileToString(JoinPath(dir, "timeline-6.json"));
+  EXPECT_EQ(TraceNumber(json, "SlowHook", "calls"), 12);
+  EXPECT_GE(TraceNumber(json, "SlowHook", "dur"), 6 * 2000);  // microseconds
+  EXPECT_EQ(TraceNumber(json, "ProfilerHook", "calls"), 5);  // its AfterRun is under way
+  EXPECT_EQ(TraceNumber(json, "StopAtStepHook", "calls"), 1);
 }
 
 TEST(ProgressBarHook, PlainLinesWithRateAndEta) {

@@ -72,9 +72,18 @@ struct MonitoredSession::Impl {
   int recoveries = 0;
   int consecutive_failures = 0;
   std::vector<HookTiming> timings;
+  std::vector<HookSchedule> schedules;  // each hook's NextDue(), refreshed after its calls
+  bool step_scheduled = false;          // some schedule follows the global step
+  int64_t iteration = 0;                // runs completed (SessionRunContext::iteration)
 
-  Output global_step;  // the global step variable's value, when the graph has one
+  Output global_step;  // the global step variable (its ref), when the graph has one
+  // After the last run or session creation; nullopt when that run did not fetch it.
   std::optional<int64_t> last_global_step;
+
+  // Scratch reused by every run, so a run allocates nothing of its own.
+  std::vector<char> due;
+  std::vector<Output> run_fetches;
+  std::vector<std::pair<size_t, size_t>> fetch_ranges;
 
   // ---- _CoordinatedSessionCreator.create_session ----
   std::unique_ptr<Stack> CreateStack() {
@@ -86,7 +95,47 @@ struct MonitoredSession::Impl {
       s->threads = StartQueueRunners(*s->raw, *s->coord);
     }
     for (auto& hook : hooks) CallHook([&] { hook->AfterCreateSession(*s->raw, *s->coord); });
+    last_global_step.reset();
+    if (global_step) {
+      try {
+        last_global_step = s->raw->Run({}, {global_step}, {})[0].scalar<int64_t>();
+      } catch (const Error& e) {
+        if (IsPreemption(e)) throw;
+        // Not readable (e.g. uninitialised by a custom creator): hooks scheduled on global
+        // steps are then called until a run reports the step.
+      }
+    }
+    RefreshSchedules();
     return s;
+  }
+
+  // ---- hook schedules (beyond TF) ----
+  void RefreshSchedule(size_t i) {
+    schedules[i] = options.hook_scheduling == HookScheduling::kEveryRun
+                       ? HookSchedule::EveryRun()
+                       : CallHook([&] { return hooks[i]->NextDue(); });
+  }
+
+  void UpdateStepScheduled() {
+    step_scheduled = std::any_of(schedules.begin(), schedules.end(),
+                                 [](const HookSchedule& s) { return s.global_step.has_value(); });
+  }
+
+  void RefreshSchedules() {
+    for (size_t i = 0; i < hooks.size(); ++i) RefreshSchedule(i);
+    UpdateStepScheduled();
+  }
+
+  bool IsDue(const HookSchedule& s, std::optional<HookSchedule::Clock::time_point>& now) const {
+    if (s.every_run) return true;
+    // "+ 1": the step this run is expected to reach, TF's stale + 1 estimate.
+    if (s.global_step && (!last_global_step || *last_global_step + 1 >= *s.global_step)) return true;
+    if (s.iteration && iteration >= *s.iteration) return true;
+    if (s.time) {
+      if (!now) now = HookSchedule::Clock::now();
+      if (*now >= *s.time) return true;
+    }
+    return false;
   }
 
   // ---- _RecoverableSession._create_session, with bounded retries and backoff ----
@@ -132,48 +181,52 @@ struct MonitoredSession::Impl {
     CloseStackQuietly();
     WaitBeforeRetry(e);
     ++recoveries;
-    stack = CreateStackWithRetry();
     RecoveryInfo info;
     info.attempt = recoveries;
     info.error = e.ToString();
     info.global_step_before = last_global_step;
-    if (global_step) {
-      try {
-        info.global_step_after = stack->raw->Run({}, {global_step}, {})[0].scalar<int64_t>();
-        last_global_step = info.global_step_after;
-      } catch (const Error&) {
-        // The step is unknown on the new session; hooks get nullopt.
-      }
-    }
+    stack = CreateStackWithRetry();
+    info.global_step_after = last_global_step;  // read by CreateStack on the new session
     if (info.steps_rolled_back()) {
       FT_LOG(WARNING) << "Session recovered from the latest checkpoint; "
                       << *info.steps_rolled_back() << " step(s) rolled back (global step "
                       << *info.global_step_before << " -> " << *info.global_step_after << ")";
     }
     for (auto& hook : hooks) CallHook([&] { hook->AfterRecovery(info); });
+    RefreshSchedules();
   }
 
-  // ---- _HookedSession.run ----
+  // ---- _HookedSession.run, calling only the hooks that are due ----
   std::vector<Tensor> HookedRun(const FeedList& feeds, const std::vector<Output>& fetches,
                                 const std::vector<Operation>& targets, const RunOptions* run_options,
                                 RunMetadata* run_metadata) {
     Stack& s = *stack;
     if (s.hooked_stop) FailedPrecondition("Run called even after should_stop requested.");
-    SessionRunContext context(SessionRunArgs{fetches, targets, feeds, std::nullopt}, s.raw.get());
-    RunOptions merged = run_options != nullptr ? *run_options : RunOptions{};
-    std::vector<Output> all_fetches = fetches;
-    std::vector<Operation> all_targets = targets;
-    FeedList hook_feeds;
-    std::vector<std::pair<size_t, size_t>> fetch_ranges(hooks.size(), {0, 0});
+    bool any_due = false;
+    std::optional<HookSchedule::Clock::time_point> now;
     for (size_t i = 0; i < hooks.size(); ++i) {
+      due[i] = IsDue(schedules[i], now);
+      any_due = any_due || due[i];
+    }
+    if (!any_due) return RunWithoutHooks(feeds, fetches, targets, run_options, run_metadata);
+
+    SessionRunContext context(SessionRunArgs{fetches, targets, feeds, std::nullopt}, s.raw.get(),
+                              iteration, last_global_step);
+    RunOptions merged = run_options != nullptr ? *run_options : RunOptions{};
+    run_fetches.assign(fetches.begin(), fetches.end());
+    std::vector<Operation> hook_targets;
+    FeedList hook_feeds;
+    for (size_t i = 0; i < hooks.size(); ++i) {
+      fetch_ranges[i] = {0, 0};
+      if (!due[i]) continue;
       const int64_t start = NowNanos();
       std::optional<SessionRunArgs> args = CallHook([&] { return hooks[i]->BeforeRun(context); });
       timings[i].total_nanos += NowNanos() - start;
       ++timings[i].calls;
       if (!args) continue;
-      fetch_ranges[i] = {all_fetches.size(), args->fetches.size()};
-      all_fetches.insert(all_fetches.end(), args->fetches.begin(), args->fetches.end());
-      all_targets.insert(all_targets.end(), args->targets.begin(), args->targets.end());
+      fetch_ranges[i] = {run_fetches.size(), args->fetches.size()};
+      run_fetches.insert(run_fetches.end(), args->fetches.begin(), args->fetches.end());
+      hook_targets.insert(hook_targets.end(), args->targets.begin(), args->targets.end());
       std::vector<Output> conflicts;
       for (const auto& [tensor, value] : args->feeds) {
         for (const auto& [existing, unused] : hook_feeds) {
@@ -189,7 +242,7 @@ struct MonitoredSession::Impl {
         merged.timeout_in_ms = std::max(merged.timeout_in_ms, args->options->timeout_in_ms);
       }
     }
-    FeedList all_feeds = feeds;
+    FeedList merged_feeds;
     if (!hook_feeds.empty()) {
       std::vector<Output> conflicts;
       for (const auto& [tensor, value] : hook_feeds) {
@@ -201,28 +254,63 @@ struct MonitoredSession::Impl {
         InvalidArgument("Same tensor is fed by a SessionRunHook and user. Conflict(s): ",
                         FeedConflicts(conflicts));
       }
-      all_feeds.insert(all_feeds.end(), hook_feeds.begin(), hook_feeds.end());
+      merged_feeds.reserve(feeds.size() + hook_feeds.size());
+      merged_feeds.insert(merged_feeds.end(), feeds.begin(), feeds.end());
+      merged_feeds.insert(merged_feeds.end(), hook_feeds.begin(), hook_feeds.end());
     }
-    const size_t global_step_index = all_fetches.size();
-    if (global_step) all_fetches.push_back(global_step);
+    std::vector<Operation> merged_targets;
+    if (!hook_targets.empty()) {
+      merged_targets.reserve(targets.size() + hook_targets.size());
+      merged_targets.insert(merged_targets.end(), targets.begin(), targets.end());
+      merged_targets.insert(merged_targets.end(), hook_targets.begin(), hook_targets.end());
+    }
+    const size_t global_step_index = run_fetches.size();
+    if (global_step) run_fetches.push_back(global_step);
     RunMetadata local_metadata;
     RunMetadata* metadata = run_metadata != nullptr ? run_metadata : &local_metadata;
-    std::vector<Tensor> outputs = s.raw->Run(all_feeds, all_fetches, all_targets, &merged, metadata);
+    std::vector<Tensor> outputs =
+        s.raw->Run(hook_feeds.empty() ? feeds : merged_feeds, run_fetches,
+                   hook_targets.empty() ? targets : merged_targets, &merged, metadata);
     if (global_step) last_global_step = outputs[global_step_index].scalar<int64_t>();
+    ++iteration;
+    SessionRunValues values;
+    values.options = merged;
+    values.run_metadata = metadata;
+    values.hook_timings = &timings;
     for (size_t i = 0; i < hooks.size(); ++i) {
-      SessionRunValues values;
-      values.options = merged;
-      values.run_metadata = metadata;
-      values.hook_timings = &timings;
+      if (!due[i]) continue;
       const auto [begin, count] = fetch_ranges[i];
       values.results.assign(outputs.begin() + begin, outputs.begin() + begin + count);
       const int64_t start = NowNanos();
       CallHook([&] { hooks[i]->AfterRun(context, values); });
       timings[i].total_nanos += NowNanos() - start;
       ++timings[i].calls;
+      RefreshSchedule(i);
     }
+    UpdateStepScheduled();
     s.hooked_stop = s.hooked_stop || context.stop_requested();
     outputs.resize(fetches.size());
+    return outputs;
+  }
+
+  // A run no hook is due for: the caller's arguments as they are, plus the global step while
+  // some hook's schedule follows it.
+  std::vector<Tensor> RunWithoutHooks(const FeedList& feeds, const std::vector<Output>& fetches,
+                                      const std::vector<Operation>& targets,
+                                      const RunOptions* run_options, RunMetadata* run_metadata) {
+    SessionInterface& raw = *stack->raw;
+    if (!global_step || !step_scheduled) {
+      std::vector<Tensor> outputs = raw.Run(feeds, fetches, targets, run_options, run_metadata);
+      last_global_step.reset();
+      ++iteration;
+      return outputs;
+    }
+    run_fetches.assign(fetches.begin(), fetches.end());
+    run_fetches.push_back(global_step);
+    std::vector<Tensor> outputs = raw.Run(feeds, run_fetches, targets, run_options, run_metadata);
+    last_global_step = outputs.back().scalar<int64_t>();
+    outputs.pop_back();
+    ++iteration;
     return outputs;
   }
 
@@ -321,6 +409,9 @@ MonitoredSession::MonitoredSession(std::shared_ptr<SessionCreator> creator, Hook
     if (hook == nullptr) InvalidArgument("MonitoredSession: a hook is null");
     m.timings.push_back(HookTiming{hook->name(), 0, 0});
   }
+  m.schedules.assign(m.hooks.size(), HookSchedule::EveryRun());
+  m.due.assign(m.hooks.size(), 0);
+  m.fetch_ranges.assign(m.hooks.size(), {0, 0});
   // Hooks build their ops (e.g. the global step read) into the session's graph.
   auto as_default = m.graph->AsDefault();
   for (auto& hook : m.hooks) hook->Begin();

@@ -33,6 +33,31 @@
 //   and how many global steps it rolled back. RecoveryOptions::TensorFlow() restores TF's
 //   unbounded, immediate retries.
 // - Close() makes the graph mutable again only if it was mutable when the session was built.
+// - Hook schedules (beyond TF; MonitoredSessionOptions::hook_scheduling, HookSchedule): TF
+//   calls every hook around every run, and each periodic hook fetches the global step to learn
+//   whether it is due — on most runs only to find it is not. Here each hook declares when it
+//   is next due (every run, a global step, an iteration, a time; NextDue()) and the hooked
+//   session calls BeforeRun/AfterRun only on those runs. To know when step-scheduled hooks are
+//   due, the session reads the global step once at each session creation and adds one fetch
+//   of the global step variable to every run while some hook's schedule follows the global
+//   step (and to runs some hook is due for) — its ref, read by the executor after the run:
+//   exact rather than stale, and no op runs for it when the train op updates the step. Runs
+//   no hook needs the step for fetch nothing extra. Hooks that are due behave exactly as TF's:
+//   they fetch the step's read tensor and re-read it when their "stale + 1" estimate triggers,
+//   so the built-in hooks fire on the same steps and write the same things as TF's when the
+//   train op adds 1 to the global step per run. Where they can differ, and the defaults:
+//     StopAtStepHook, CheckpointSaverHook, SummarySaverHook, StepCounterHook, ProfilerHook,
+//     EarlyStoppingHook: due at their next global step (or time); ProgressBarHook, time-based
+//     LoggingTensorHook: at their next time; LoggingTensorHook every_n_iter: at its next
+//     iteration; FinalOpsHook, an at_end-only LoggingTensorHook, GlobalStepWaiterHook once
+//     started: never (they work in AfterCreateSession/End); NanTensorHook, FeedFnHook, and any
+//     hook that does not override NextDue(): every run.
+//     - When other workers advance a shared global step, the session sees their steps at the
+//       end of each run, so a step-scheduled hook can be called one run later than TF's stale
+//       read would have fired it.
+//     - StepCounterHook's "global step has not been increased" warning compares the step
+//       between its calls (at most its period in runs apart), not between consecutive runs.
+//   HookScheduling::kEveryRun restores TF's calls exactly.
 #ifndef FLOWTRAIN_TRAIN_MONITORED_SESSION_H_
 #define FLOWTRAIN_TRAIN_MONITORED_SESSION_H_
 
@@ -71,9 +96,19 @@ struct RecoveryOptions {
   }
 };
 
+// Which runs hooks' BeforeRun/AfterRun are called around (beyond TF).
+enum class HookScheduling {
+  // Default: a hook is called only on the runs its NextDue() declares (see HookSchedule);
+  // a hook that is not due costs nothing on that run.
+  kWhenDue,
+  // TF's behaviour: every hook around every run, whatever it declares.
+  kEveryRun,
+};
+
 struct MonitoredSessionOptions {
   std::chrono::nanoseconds stop_grace_period = std::chrono::seconds(120);
   RecoveryOptions recovery;
+  HookScheduling hook_scheduling = HookScheduling::kWhenDue;
 };
 
 // Given to RunStepFn's function: the raw session (runs bypass hooks), a Run that goes through

@@ -1,24 +1,31 @@
 #include "flowtrain/train/monitored_session.h"
 
 #include <atomic>
+#include <cctype>
+#include <set>
 #include <thread>
 
 #include <gtest/gtest.h>
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/file_util.h"
+#include "flowtrain/core/str_util.h"
 #include "flowtrain/graph/node_builder.h"
 #include "flowtrain/graph/shape_inference.h"
 #include "flowtrain/io/event_file_list.h"
 #include "flowtrain/io/event_file_reader.h"
 #include "flowtrain/kernels/op_kernel.h"
 #include "flowtrain/ops/array_ops.h"
+#include "flowtrain/ops/data_flow_ops.h"
 #include "flowtrain/ops/math_ops.h"
+#include "flowtrain/ops/training_util.h"
 #include "flowtrain/ops/variables.h"
 #include "flowtrain/summary/file_writer_cache.h"
+#include "flowtrain/summary/summary.h"
 #include "flowtrain/train/basic_session_run_hooks.h"
 #include "flowtrain/train/checkpoint_management.h"
 #include "flowtrain/train/monitored_training_session.h"
+#include "flowtrain/train/queue_runner.h"
 #include "flowtrain/train/session_creator.h"
 #include "tests/test_util.h"
 
@@ -39,14 +46,19 @@ class MaybeAbortKernel : public OpKernel {
 };
 FT_REGISTER_KERNEL("MonitoredTestMaybeAbort", MaybeAbortKernel);
 
-// Fails with OutOfRange once the counter reaches zero (an exhausted input).
+// Yields g_inputs_left values, then fails: with OutOfRange "End of sequence" (an exhausted
+// input) unless g_input_corrupt, then with InvalidArgument "corrupt record" (a bad record).
 std::atomic<int> g_inputs_left{0};
+std::atomic<bool> g_input_corrupt{false};
 FT_REGISTER_OP("MonitoredTestInput").Output("y: float").SetIsStateful().SetShapeFn(shape_fns::ScalarShape);
 class InputKernel : public OpKernel {
  public:
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
-    if (g_inputs_left.fetch_sub(1) <= 0) OutOfRange("End of sequence");
+    if (g_inputs_left.fetch_sub(1) <= 0) {
+      if (g_input_corrupt) InvalidArgument("corrupt record");
+      OutOfRange("End of sequence");
+    }
     ctx->set_output(0, Tensor::Scalar<float>(1.0f));
   }
 };
@@ -69,12 +81,17 @@ class RecordingHook : public SessionRunHook {
     if (stop_after_runs > 0 && ++runs >= stop_after_runs) context.RequestStop();
   }
   void End(SessionInterface&) override { log_->push_back(id_ + ".end"); }
-  void AfterRecovery(const RecoveryInfo& info) override { recoveries.push_back(info); }
+  void AfterRecovery(const RecoveryInfo& info) override {
+    log_->push_back(id_ + ".recovered");
+    recoveries.push_back(info);
+  }
+  HookSchedule NextDue() const override { return schedule; }
 
   Output fetch;
   Tensor last_value;
   int stop_after_runs = 0;
   int runs = 0;
+  HookSchedule schedule = HookSchedule::EveryRun();
   std::vector<RecoveryInfo> recoveries;
 
  private:
@@ -86,11 +103,14 @@ class RecordingHook : public SessionRunHook {
 struct Model {
   Model() {
     auto as_default = graph.AsDefault();
-    step = Variable(Tensor::Scalar<int64_t>(0),
-                    {.name = "global_step", .trainable = false,
-                     .collections = {GraphKeys::kGlobalVariables, GraphKeys::kGlobalStep}});
+    step = GetOrCreateGlobalStep(&graph);
     w = Variable(Tensor::FromVector<float>({1, 2}), {.name = "w"});
     train_op = step.AssignAdd(ops::Const(int64_t{1})).op();
+  }
+  // The global step, read through an op that fails with Aborted while g_aborts_left > 0.
+  Output Guarded() {
+    auto as_default = graph.AsDefault();
+    return NodeBuilder("MonitoredTestMaybeAbort").Input(step.value()).Finalize();
   }
   ChiefSessionCreatorOptions Chief(std::string checkpoint_dir = "") {
     ChiefSessionCreatorOptions options;
@@ -109,6 +129,17 @@ MonitoredSessionOptions Fast() {
   options.recovery.initial_backoff = std::chrono::milliseconds(0);
   options.stop_grace_period = std::chrono::seconds(5);
   return options;
+}
+
+// A recoverable session on `m` with a CheckpointSaverHook saving every `save_steps` steps into
+// `dir` (where the creator restores from), then `recorder`.
+std::unique_ptr<MonitoredSession> CheckpointingSession(Model& m, const std::string& dir, int64_t save_steps,
+                                                       std::shared_ptr<RecordingHook> recorder) {
+  CheckpointSaverHookOptions checkpoints;
+  checkpoints.save_steps = save_steps;
+  return std::make_unique<MonitoredSession>(
+      std::make_shared<ChiefSessionCreator>(m.Chief(dir)),
+      HookList{std::make_shared<CheckpointSaverHook>(dir, checkpoints), std::move(recorder)}, Fast());
 }
 
 TEST(MonitoredSession, HooksAreCalledInTensorFlowsOrder) {
@@ -254,37 +285,162 @@ TEST(MonitoredSession, ThreadErrorsStopAndSurfaceAtClose) {
 TEST(MonitoredSession, AbortedRunIsRecoveredFromTheLatestCheckpoint) {
   Model m;
   const std::string dir = testing::MakeTempDir("recover");
-  Output guarded;
-  {
-    auto as_default = m.graph.AsDefault();
-    guarded = NodeBuilder("MonitoredTestMaybeAbort").Input(m.step.value()).Finalize();
-  }
+  const Output guarded = m.Guarded();
   std::vector<std::string> log;
   auto recorder = std::make_shared<RecordingHook>("r", &log);
-  CheckpointSaverHookOptions checkpoints;
-  checkpoints.save_steps = 3;
-  MonitoredSession sess(std::make_shared<ChiefSessionCreator>(m.Chief(dir)),
-                        {std::make_shared<CheckpointSaverHook>(dir, checkpoints), recorder}, Fast());
-  for (int i = 0; i < 5; ++i) sess.Run({m.train_op});  // step 5; checkpoints at 0 and 3
-  g_aborts_left = 2;                                   // two failures, then success
-  const Tensor step = sess.Run({}, {guarded})[0];
-  EXPECT_EQ(step.scalar<int64_t>(), 3);                // resumed from model.ckpt-3
-  EXPECT_EQ(sess.recoveries(), 2);
+  auto sess = CheckpointingSession(m, dir, 3, recorder);
+  for (int i = 0; i < 5; ++i) sess->Run({m.train_op});  // step 5; checkpoints at 0 and 3
+  g_aborts_left = 2;                                    // two failures, then success
+  const Tensor step = sess->Run({}, {guarded})[0];
+  EXPECT_EQ(step.scalar<int64_t>(), 3);                 // resumed from model.ckpt-3
+  EXPECT_EQ(sess->recoveries(), 2);
   EXPECT_EQ(std::count(log.begin(), log.end(), "r.create"), 3);
   ASSERT_EQ(recorder->recoveries.size(), 2u);
   EXPECT_EQ(recorder->recoveries[0].global_step_before, 5);
   EXPECT_EQ(recorder->recoveries[0].global_step_after, 3);
   EXPECT_EQ(recorder->recoveries[0].steps_rolled_back(), 2);
+  EXPECT_EQ(recorder->recoveries[1].attempt, 2);
+  EXPECT_EQ(recorder->recoveries[1].global_step_before, 3);  // the second failure lost nothing
+  EXPECT_EQ(recorder->recoveries[1].steps_rolled_back(), 0);
+  EXPECT_NE(recorder->recoveries[0].error.find("the parameter server went away"), std::string::npos);
+  // Told after the new session's AfterCreateSession.
+  const auto created = std::find(log.rbegin(), log.rend(), "r.create");
+  const auto recovered = std::find(log.rbegin(), log.rend(), "r.recovered");
+  EXPECT_LT(recovered - log.rbegin(), created - log.rbegin());
+  // The checkpoint hook re-armed at the restored step 3 (it saved it again): next save at 6.
+  for (int i = 0; i < 3; ++i) sess->Run({m.train_op});  // 4, 5, 6
+  EXPECT_TRUE(FileExists(JoinPath(dir, "model.ckpt-6.index")));
+  sess->Close();
+}
+
+TEST(MonitoredSession, RecoveryInfoLacksTheStepBeforeWhenNoHookFollowedIt) {
+  Model m;
+  const std::string dir = testing::MakeTempDir("recover_untracked");
+  const Output guarded = m.Guarded();
+  std::vector<std::string> log;
+  auto recorder = std::make_shared<RecordingHook>("r", &log);
+  recorder->schedule = HookSchedule::Never();
+  CheckpointSaverHookOptions checkpoints;
+  checkpoints.save_secs = 3600;  // saves at creation only: no hook follows the global step
+  MonitoredSession sess(std::make_shared<ChiefSessionCreator>(m.Chief(dir)),
+                        {std::make_shared<CheckpointSaverHook>(dir, checkpoints), recorder}, Fast());
+  for (int i = 0; i < 4; ++i) sess.Run({m.train_op});  // runs that fetch nothing extra
+  g_aborts_left = 1;
+  EXPECT_EQ(sess.Run({}, {guarded})[0].scalar<int64_t>(), 0);
+  ASSERT_EQ(recorder->recoveries.size(), 1u);
+  EXPECT_FALSE(recorder->recoveries[0].global_step_before.has_value());
+  EXPECT_EQ(recorder->recoveries[0].global_step_after, 0);
+  EXPECT_FALSE(recorder->recoveries[0].steps_rolled_back().has_value());
   sess.Close();
+}
+
+TEST(MonitoredSession, RunStepFnIsReRunAfterARecoveryAndHooksAreTold) {
+  Model m;
+  const std::string dir = testing::MakeTempDir("recover_step_fn");
+  const Output guarded = m.Guarded();
+  std::vector<std::string> log;
+  auto recorder = std::make_shared<RecordingHook>("r", &log);
+  auto sess = CheckpointingSession(m, dir, 2, recorder);
+  for (int i = 0; i < 3; ++i) sess->Run({m.train_op});  // step 3; checkpoints at 0 and 2
+  g_aborts_left = 1;
+  int calls = 0;
+  const int64_t seen = sess->RunStepFn([&](StepContext& ctx) {
+    ++calls;
+    return ctx.RunWithHooks({}, {guarded})[0].scalar<int64_t>();
+  });
+  EXPECT_EQ(calls, 2);  // the whole function again, on the new session
+  EXPECT_EQ(seen, 2);
+  ASSERT_EQ(recorder->recoveries.size(), 1u);
+  EXPECT_EQ(recorder->recoveries[0].global_step_before, 3);
+  EXPECT_EQ(recorder->recoveries[0].global_step_after, 2);
+  EXPECT_EQ(recorder->recoveries[0].steps_rolled_back(), 1);
+  sess->Close();
+}
+
+TEST(MonitoredSession, AbortedWithoutRecoveryPropagatesAndSkipsEnd) {
+  Model m;
+  const Output guarded = m.Guarded();
+  std::vector<std::string> log;
+  auto recorder = std::make_shared<RecordingHook>("r", &log);
+  g_aborts_left = 1;
+  try {
+    SingularMonitoredSession sess(m.Chief(), {recorder}, Fast());
+    sess.Run({}, {guarded});
+    FAIL();
+  } catch (const AbortedError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("the parameter server went away", 0), 0u) << e.what();
+  }
+  g_aborts_left = 0;
+  EXPECT_EQ(std::count(log.begin(), log.end(), "r.create"), 1);
+  EXPECT_EQ(std::count(log.begin(), log.end(), "r.after"), 0);  // the run failed
+  EXPECT_EQ(std::count(log.begin(), log.end(), "r.end"), 0);    // unwinding: no End
+  EXPECT_TRUE(recorder->recoveries.empty());
+}
+
+TEST(MonitoredSession, ExceptionInABeforeRunSkipsTheRunAndEnd) {
+  Model m;
+  class ThrowingHook : public SessionRunHook {
+   public:
+    std::optional<SessionRunArgs> BeforeRun(SessionRunContext&) override {
+      Unavailable("raised before the run");
+    }
+  };
+  std::vector<std::string> log;
+  auto recorder = std::make_shared<RecordingHook>("r", &log);
+  try {
+    MonitoredSession sess(std::make_shared<ChiefSessionCreator>(m.Chief()),
+                          {recorder, std::make_shared<ThrowingHook>()}, Fast());
+    sess.Run({m.train_op});
+    FAIL();
+  } catch (const UnavailableError& e) {
+    EXPECT_STREQ(e.what(), "raised before the run");
+  }
+  const std::vector<std::string> expected = {"r.begin", "r.create", "r.before"};
+  EXPECT_EQ(log, expected);  // no AfterRun, no recovery, no End
+}
+
+TEST(MonitoredSession, QueueRunnerErrorStopsTrainingAndSurfacesAtClose) {
+  Model m;
+  std::vector<Output> batch;
+  {
+    auto as_default = m.graph.AsDefault();
+    ops::FIFOQueue queue(4, {DT_FLOAT});
+    const Output record = NodeBuilder("MonitoredTestInput").Finalize();
+    AddQueueRunner(QueueRunner(queue, {queue.Enqueue({record})}));
+    batch = queue.Dequeue();
+  }
+  std::vector<std::string> log;
+  auto recorder = std::make_shared<RecordingHook>("r", &log);
+  g_inputs_left = 5;
+  g_input_corrupt = true;
+  MonitoredSession sess(std::make_shared<ChiefSessionCreator>(m.Chief()), {recorder}, Fast());
+  int steps = 0;
+  bool input_ended = false;
+  try {
+    while (!sess.ShouldStop() && steps < 100) {
+      sess.Run({}, batch);
+      ++steps;
+    }
+  } catch (const OutOfRangeError&) {
+    input_ended = true;  // the queue was closed when the coordinator stopped
+  } catch (const CancelledError&) {
+    input_ended = true;  // or a dequeue in flight was cancelled
+  }
+  EXPECT_LE(steps, 5);  // five records were read before the corrupt one
+  EXPECT_TRUE(input_ended || sess.ShouldStop());
+  try {
+    sess.Close();
+    FAIL() << "the reader's error should surface from Close()";
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("corrupt record", 0), 0u) << e.what();  // + the node
+  }
+  EXPECT_EQ(log.back(), "r.end");  // Close() still ran the hooks' End before the error surfaced
+  g_input_corrupt = false;
 }
 
 TEST(MonitoredSession, RecoveryGivesUpAfterItsBudget) {
   Model m;
-  Output guarded;
-  {
-    auto as_default = m.graph.AsDefault();
-    guarded = NodeBuilder("MonitoredTestMaybeAbort").Input(m.step.value()).Finalize();
-  }
+  const Output guarded = m.Guarded();
   MonitoredSessionOptions options = Fast();
   options.recovery.max_consecutive_failures = 3;
   MonitoredSession sess(std::make_shared<ChiefSessionCreator>(m.Chief()), {}, options);
@@ -325,6 +481,37 @@ TEST(MonitoredSession, ChiefAndWorkerShareOneVariableStore) {
   chief_sess.Run({m.train_op});
   const Tensor step = worker_sess->Run({}, {m.step.value()})[0];
   EXPECT_EQ(step.scalar<int64_t>(), 3);
+}
+
+TEST(MonitoredTrainingSession, ChiefAndWorkerShareVariablesAndOnlyTheChiefGetsDefaultHooks) {
+  Model m;
+  const std::string dir = testing::MakeTempDir("chief_worker");
+  MonitoredTrainingSessionOptions chief;
+  chief.graph = &m.graph;
+  chief.master = "inproc://mts_chief_and_worker";
+  chief.checkpoint_dir = dir;
+  chief.chief_only_hooks = {std::make_shared<StopAtStepHook>(LastStep{1000})};
+  auto chief_sess = MonitoredTrainingSession(chief);
+  chief_sess->Run({m.train_op});
+  MonitoredTrainingSessionOptions worker = chief;
+  worker.is_chief = false;
+  worker.max_wait = std::chrono::seconds(10);
+  auto worker_sess = MonitoredTrainingSession(worker);
+  // The chief's chief-only hook, step counter, summary saver and checkpoint saver; none on the
+  // worker.
+  std::vector<std::string> chief_hooks;
+  for (const HookTiming& t : chief_sess->hook_timings()) chief_hooks.push_back(t.hook);
+  EXPECT_EQ(chief_hooks, (std::vector<std::string>{"StopAtStepHook", "StepCounterHook",
+                                                   "SummarySaverHook", "CheckpointSaverHook"}));
+  EXPECT_TRUE(worker_sess->hook_timings().empty());
+  worker_sess->Run({m.train_op});
+  worker_sess->Run({m.train_op});
+  chief_sess->Run({m.train_op});
+  EXPECT_EQ(chief_sess->Run({}, {m.step.value()})[0].scalar<int64_t>(), 4);
+  EXPECT_EQ(worker_sess->Run({}, {m.step.value()})[0].scalar<int64_t>(), 4);
+  worker_sess->Close();
+  chief_sess->Close();
+  EXPECT_EQ(LatestCheckpoint(dir), JoinPath(dir, "model.ckpt-4"));  // the chief's final save
 }
 
 TEST(MonitoredSession, WorkerTimesOutWithoutAChief) {
@@ -379,6 +566,81 @@ TEST(MonitoredTrainingSession, WritesATensorFlowShapedModelDirAndResumes) {
   EXPECT_GE(graphs, 2);
   EXPECT_EQ(starts, 2);
   EXPECT_GE(checkpoints, 4);
+}
+
+// What kinds of events a model directory's event files hold: "graph_def", "meta_graph_def",
+// "session_log:START", "summary:loss"...
+std::set<std::string> EventKinds(const std::string& dir) {
+  std::set<std::string> kinds;
+  for (const std::string& file : io::ListEventFiles(dir)) {
+    io::EventFileReader reader(file);
+    tensorflow::Event e;
+    while (reader.ReadEvent(&e)) {
+      if (!e.file_version().empty()) kinds.insert("file_version");
+      if (!e.graph_def().empty()) kinds.insert("graph_def");
+      if (!e.meta_graph_def().empty()) kinds.insert("meta_graph_def");
+      if (e.has_session_log()) {
+        kinds.insert(StrCat("session_log:", tensorflow::SessionLog::SessionStatus_Name(e.session_log().status())));
+      }
+      for (const auto& v : e.summary().value()) kinds.insert(StrCat("summary:", v.tag()));
+    }
+  }
+  return kinds;
+}
+
+// A directory's file names with numbers replaced by N and event files' host names dropped.
+std::set<std::string> FileShapes(const std::string& dir) {
+  std::set<std::string> shapes;
+  for (std::string name : ListDirectory(dir)) {
+    if (name.rfind("events.out.tfevents.", 0) == 0) name = "events.out.tfevents";
+    std::string shape;
+    for (size_t i = 0; i < name.size(); ++i) {
+      if (std::isdigit(static_cast<unsigned char>(name[i]))) {
+        if (shape.empty() || shape.back() != 'N') shape += 'N';
+      } else {
+        shape += name[i];
+      }
+    }
+    shapes.insert(shape);
+  }
+  return shapes;
+}
+
+TEST(MonitoredTrainingSession, LeavesADirectoryShapedLikeTensorFlows) {
+  const std::string fixture = testing::FixturePath("tf1_estimator_model_dir");
+  const std::string dir = testing::MakeTempDir("shaped");
+  {
+    Model m;
+    {
+      auto as_default = m.graph.AsDefault();
+      summary::Scalar("loss", ops::Cast(m.step.value(), DT_FLOAT));
+    }
+    MonitoredTrainingSessionOptions options;
+    options.graph = &m.graph;
+    options.checkpoint_dir = dir;
+    options.save_checkpoint_steps = int64_t{100};  // the fixture's run saved at 0, 1000, 2000
+    options.hooks = {std::make_shared<StopAtStepHook>(LastStep{250})};
+    auto sess = MonitoredTrainingSession(options);
+    while (!sess->ShouldStop()) sess->Run({m.train_op});
+    sess->Close();
+  }
+  summary::FileWriterCache::Get(dir)->Flush();
+  // Every kind of file TF left, except the log its author captured.
+  std::set<std::string> want = FileShapes(fixture);
+  want.erase("train.log");
+  const std::set<std::string> have = FileShapes(dir);
+  for (const std::string& shape : want) EXPECT_TRUE(have.count(shape)) << shape;
+  EXPECT_TRUE(FileExists(JoinPath(dir, "model.ckpt-250.data-00000-of-00001")));
+  EXPECT_EQ(LatestCheckpoint(dir), JoinPath(dir, "model.ckpt-250"));
+  // Every kind of event TF wrote: the graph, the meta graph, START and CHECKPOINT session
+  // logs, the loss and global_step/sec scalars.
+  const std::set<std::string> tf_kinds = EventKinds(fixture);
+  const std::set<std::string> kinds = EventKinds(dir);
+  for (const std::string& kind : tf_kinds) EXPECT_TRUE(kinds.count(kind)) << kind;
+  for (const char* kind : {"graph_def", "meta_graph_def", "session_log:START", "session_log:CHECKPOINT",
+                           "summary:loss", "summary:global_step/sec"}) {
+    EXPECT_TRUE(tf_kinds.count(kind)) << kind;  // the fixture is what we think it is
+  }
 }
 
 TEST(MonitoredTrainingSession, BothPeriodsForOneHookIsAnError) {

@@ -44,6 +44,7 @@ std::unique_ptr<MonitoredSession> MonitoredTrainingSession(MonitoredTrainingSess
   MonitoredSessionOptions session_options;
   session_options.stop_grace_period = options.stop_grace_period;
   session_options.recovery = options.recovery;
+  session_options.hook_scheduling = options.hook_scheduling;
 
   if (!options.is_chief) {
     WorkerSessionCreatorOptions worker;

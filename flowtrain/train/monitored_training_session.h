@@ -53,6 +53,9 @@ struct MonitoredTrainingSessionOptions {
   std::string summary_dir;
   bool save_graph_def = true;
   RecoveryOptions recovery;  // beyond TF: bounded retries by default
+  // Beyond TF: hooks are called only on the runs they are due (HookScheduling::kEveryRun is
+  // TF's every hook around every run); see monitored_session.h.
+  HookScheduling hook_scheduling = HookScheduling::kWhenDue;
   Graph* graph = nullptr;    // null: the default graph
 };
 

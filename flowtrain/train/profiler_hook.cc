@@ -82,7 +82,12 @@ void ProfilerHook::Begin() {
   if (!read_) FailedPrecondition("Global step should be created to use ProfilerHook.");
 }
 
-std::optional<SessionRunArgs> ProfilerHook::BeforeRun(SessionRunContext&) {
+std::optional<SessionRunArgs> ProfilerHook::BeforeRun(SessionRunContext& context) {
+  // After runs it was not called for, the step it expects is the session's, not its own.
+  if (next_step_ && last_iteration_ && context.iteration() != *last_iteration_ + 1 &&
+      context.global_step()) {
+    next_step_ = *context.global_step() + 1;
+  }
   requested_ = next_step_.has_value() && timer_.ShouldTriggerForStep(*next_step_);
   SessionRunArgs args{{read_}, {}, {}, std::nullopt};
   if (requested_) {
@@ -94,6 +99,7 @@ std::optional<SessionRunArgs> ProfilerHook::BeforeRun(SessionRunContext&) {
 }
 
 void ProfilerHook::AfterRun(SessionRunContext& context, const SessionRunValues& values) {
+  last_iteration_ = context.iteration();
   const int64_t stale = values.results[0].scalar<int64_t>();
   if (!next_step_) timer_.UpdateLastTriggeredStep(stale);  // the first run arms the timer
   int64_t step = stale + 1;
@@ -107,6 +113,11 @@ void ProfilerHook::AfterRun(SessionRunContext& context, const SessionRunValues& 
     writer_->AddRunMetadata(*values.run_metadata, StrCat("step_", step), step);
   }
   next_step_ = step + 1;
+}
+
+HookSchedule ProfilerHook::NextDue() const {
+  if (!next_step_) return HookSchedule::EveryRun();
+  return timer_.NextDue(ScheduleUnit::kGlobalStep);
 }
 
 }  // namespace flowtrain::train

@@ -6,6 +6,11 @@
 //
 //   hooks.push_back(std::make_shared<ProfilerHook>(ProfilerHook::Options{.save_steps = 1000,
 //                                                                        .output_dir = dir}));
+//
+// Hook timings in the trace: one slice per hook whose length is the hook's total time in
+// BeforeRun/AfterRun so far, with its number of calls (a hook's calls are fewer than twice the
+// runs when its schedule skipped some; see HookSchedule). Its schedule: the first run (which
+// arms the timer), then the next trace's global step or time.
 #ifndef FLOWTRAIN_TRAIN_PROFILER_HOOK_H_
 #define FLOWTRAIN_TRAIN_PROFILER_HOOK_H_
 
@@ -34,6 +39,7 @@ class ProfilerHook : public SessionRunHook {
   void Begin() override;
   std::optional<SessionRunArgs> BeforeRun(SessionRunContext& context) override;
   void AfterRun(SessionRunContext& context, const SessionRunValues& values) override;
+  HookSchedule NextDue() const override;
 
  private:
   Options options_;
@@ -41,6 +47,7 @@ class ProfilerHook : public SessionRunHook {
   std::shared_ptr<summary::FileWriter> writer_;
   Output read_;
   std::optional<int64_t> next_step_;
+  std::optional<int64_t> last_iteration_;
   bool requested_ = false;
 };
 

@@ -78,6 +78,10 @@ void ProgressBarHook::AfterRun(SessionRunContext&, const SessionRunValues& value
   Draw(step, shown, false);
 }
 
+HookSchedule ProgressBarHook::NextDue() const {
+  return HookSchedule{.time = last_draw_ + (tty_ ? options_.redraw_interval : options_.plain_interval)};
+}
+
 void ProgressBarHook::End(SessionInterface& session) {
   const int64_t step = session.Run({}, {read_}, {})[0].scalar<int64_t>();
   std::vector<std::pair<std::string, Tensor>> shown;

@@ -7,7 +7,8 @@
 //
 //   [=================>            ] 1200/2000  60%  loss 0.3451  85.2 steps/s  ETA 9s
 //
-// Tensors are fetched only on the steps that redraw, so the hook costs nothing on the others.
+// Tensors are fetched only on the steps that redraw, and the hook declares the time of its next
+// redraw (NextDue), so MonitoredSession does not call it at all on the others.
 #ifndef FLOWTRAIN_TRAIN_PROGRESS_BAR_HOOK_H_
 #define FLOWTRAIN_TRAIN_PROGRESS_BAR_HOOK_H_
 
@@ -38,6 +39,7 @@ class ProgressBarHook : public SessionRunHook {
   std::optional<SessionRunArgs> BeforeRun(SessionRunContext& context) override;
   void AfterRun(SessionRunContext& context, const SessionRunValues& values) override;
   void End(SessionInterface& session) override;
+  HookSchedule NextDue() const override;  // the next redraw's time
   // The last line drawn, for tests.
   const std::string& last_line() const { return last_line_; }
 
