@@ -348,6 +348,26 @@ TEST(ProgressBarHook, PlainLinesWithRateAndEta) {
   std::fclose(out);
 }
 
+TEST(ProgressBarHook, RedrawsABarInPlaceOnATerminal) {
+  Model m;
+  std::FILE* out = std::tmpfile();
+  auto bar = std::make_shared<ProgressBarHook>(ProgressBarHook::Options{
+      .last_step = 4, .redraw_interval = std::chrono::milliseconds(0), .stream = out, .force_tty = true});
+  auto sess = m.Session({bar, std::make_shared<StopAtStepHook>(LastStep{4})});
+  m.RunUntilStop(*sess);
+  sess->Close();
+  std::rewind(out);
+  char buffer[4096] = {};
+  const std::string drawn(buffer, std::fread(buffer, 1, sizeof(buffer) - 1, out));
+  std::fclose(out);
+  EXPECT_EQ(drawn.rfind("\r[", 0), 0u) << drawn;                  // redrawn from the line start
+  EXPECT_NE(drawn.find("\033[K"), std::string::npos);               // clearing what was left
+  EXPECT_NE(drawn.find("[==============================] 4/4 100%"), std::string::npos) << drawn;
+  EXPECT_NE(drawn.find("done in"), std::string::npos);
+  EXPECT_EQ(drawn.back(), '\n');                                    // only the final draw ends the line
+  EXPECT_EQ(std::count(drawn.begin(), drawn.end(), '\n'), 1);
+}
+
 TEST(EarlyStoppingHook, StopsWhenTheMetricStopsImproving) {
   Model m;
   std::vector<double> metrics = {5, 4, 3, 3.5, 3.2, 3.1, 3.0};

@@ -450,6 +450,25 @@ TEST(MonitoredSession, RecoveryGivesUpAfterItsBudget) {
   g_aborts_left = 0;
 }
 
+TEST(MonitoredSession, RecoveryBacksOffExponentiallyAndTensorFlowsRetriesForever) {
+  Model m;
+  const Output guarded = m.Guarded();
+  MonitoredSessionOptions options = Fast();
+  options.recovery.initial_backoff = std::chrono::milliseconds(20);
+  MonitoredSession sess(std::make_shared<ChiefSessionCreator>(m.Chief()), {}, options);
+  g_aborts_left = 3;
+  const auto start = std::chrono::steady_clock::now();
+  sess.Run({}, {guarded});
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(20 + 40 + 80));
+  EXPECT_EQ(sess.recoveries(), 3);
+  // TF's way: no budget, no wait; more failures than the default budget of 10 are survived.
+  options.recovery = RecoveryOptions::TensorFlow();
+  MonitoredSession tf(std::make_shared<ChiefSessionCreator>(m.Chief()), {}, options);
+  g_aborts_left = 15;
+  tf.Run({}, {guarded});
+  EXPECT_EQ(tf.recoveries(), 15);
+}
+
 TEST(MonitoredSession, RunStepFnAndRequestStop) {
   Model m;
   MonitoredSession sess(std::make_shared<ChiefSessionCreator>(m.Chief()), {}, Fast());
