@@ -86,7 +86,8 @@ class SessionRunContext {
 // due on a run when any holds:
 //   every_run    always: TF's behaviour and the default NextDue();
 //   global_step  the run is expected to bring the global step to at least this value: the
-//                step after the previous run + 1 >= global_step (TF's "stale + 1" estimate);
+//                step after the previous run + 1 >= global_step (TF's "stale + 1" estimate),
+//                or the session does not know the step;
 //   iteration    SessionRunContext::iteration() of the run >= this (local run count);
 //   time         the run starts at or after this time.
 // With none set the hook is never due (it works in Begin, AfterCreateSession and End only).
