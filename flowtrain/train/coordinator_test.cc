@@ -131,13 +131,16 @@ TEST(Coordinator, JoinWaitsForThreadsThatEndWithoutStop) {
 TEST(LooperThread, RunsAtIntervalsUntilStopped) {
   Coordinator coord;
   std::atomic<int> calls{0};
+  const auto start = std::chrono::steady_clock::now();
   auto looper = LooperThread::Loop(coord, 10ms, [&] { ++calls; });
-  std::this_thread::sleep_for(55ms);
+  // Wait for 3 calls rather than a fixed time, so a loaded machine cannot starve the count.
+  while (calls.load() < 3 && std::chrono::steady_clock::now() - start < 10s) std::this_thread::sleep_for(1ms);
   coord.RequestStop();
   coord.Join();
-  // First call is immediate, then one per 10 ms.
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  // First call is immediate, then one per 10 ms: never more than elapsed / 10 ms + 1.
   EXPECT_GE(calls.load(), 3);
-  EXPECT_LE(calls.load(), 8);
+  EXPECT_LE(calls.load(), elapsed / 10ms + 1);
 }
 
 TEST(LooperThread, ExceptionInTargetStopsTheCoordinator) {
