@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -816,13 +817,16 @@ FT_REGISTER_KERNEL("SkipDataset", TakeSkipDatasetOp<false>);
 
 // ---- Iterator resource and its ops ----
 
-// The session's iterator: the dataset it was made from and the current position.
+// The session's iterator: the dataset it was made from and the current position. A position
+// restored before the iterator has a dataset waits in `pending_state` for the next
+// MakeIterator (a monitored session restores checkpoints before it runs local_init_op).
 class IteratorResource : public ResourceBase {
  public:
   std::string DebugString() const override { return "Iterator"; }
   std::mutex mu;
   DatasetRef dataset;
   std::unique_ptr<IteratorBase> iterator;
+  std::optional<IteratorState> pending_state;
 };
 
 constexpr char kIteratorPrefix[] = "Iterator";
@@ -873,6 +877,12 @@ struct MakeIteratorOp : OpKernel {
     std::unique_ptr<IteratorBase> old;
     {
       std::lock_guard<std::mutex> lock(resource->mu);
+      if (resource->pending_state) {
+        // Taken first: a state from another pipeline fails this initialization only.
+        IteratorState pending = std::move(*resource->pending_state);
+        resource->pending_state.reset();
+        fresh->Restore(pending);
+      }
       old = std::move(resource->iterator);
       resource->iterator = std::move(fresh);
       resource->dataset = std::move(dataset);
@@ -939,7 +949,10 @@ struct DeserializeIteratorOp : OpKernel {
     IteratorState state = IteratorState::Parse(ctx->input(1).scalar<std::string>());
     std::unique_ptr<IteratorBase> old;
     std::lock_guard<std::mutex> lock(resource->mu);
-    if (resource->dataset == nullptr) NotInitialized();
+    if (resource->dataset == nullptr) {
+      resource->pending_state = std::move(state);
+      return;
+    }
     std::unique_ptr<IteratorBase> restored = resource->dataset->MakeIterator(kIteratorPrefix);
     restored->Restore(state);
     old = std::move(resource->iterator);

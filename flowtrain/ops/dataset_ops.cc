@@ -330,5 +330,20 @@ Operation Iterator::Deserialize(Output state, std::string_view name) const {
   return NodeBuilder("DeserializeIterator", name).Input(handle_).Input(state).Finalize();
 }
 
+std::shared_ptr<SaveableObject> MakeSaveableFromIterator(const Iterator& iterator) {
+  Output handle = iterator.handle();
+  FT_REQUIRE(handle, "MakeSaveableFromIterator: the iterator has no handle");
+  auto as_default = handle.graph()->AsDefault();
+  auto saveable = std::make_shared<SaveableObject>();
+  saveable->op = handle.op();
+  saveable->name = handle.name();
+  saveable->specs = {{iterator.Serialize(), handle.name() + "-state"}};
+  saveable->restore = [iterator](const std::vector<Output>& restored) {
+    auto colocate = iterator.handle().graph()->ColocateWith(iterator.handle().op());
+    return iterator.Deserialize(restored[0]);
+  };
+  return saveable;
+}
+
 }  // namespace data
 }  // namespace flowtrain

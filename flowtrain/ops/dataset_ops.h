@@ -28,6 +28,7 @@
 
 #include "flowtrain/graph/graph.h"
 #include "flowtrain/ops/dataset_functions.h"
+#include "flowtrain/ops/saveable_object.h"
 
 namespace flowtrain::data {
 
@@ -100,7 +101,8 @@ class Iterator {
   std::vector<Output> GetNext(std::string_view name = "IteratorGetNext") const;
   // The iterator's position (including shuffle buffers and random state) as a DT_STRING scalar.
   Output Serialize(std::string_view name = "SerializeIterator") const;
-  // Restores a position written by Serialize, for the same pipeline.
+  // Restores a position written by Serialize, for the same pipeline (at the next
+  // initialization if the iterator has none yet; see MakeSaveableFromIterator).
   Operation Deserialize(Output state, std::string_view name = "DeserializeIterator") const;
 
  private:
@@ -110,6 +112,25 @@ class Iterator {
   std::vector<DataType> types_;
   std::vector<PartialTensorShape> shapes_;
 };
+
+// tf.data.experimental.make_saveable_from_iterator: the iterator's position (shuffle buffers
+// and random state included) as a SaveableObject, saved under TF 1.x's checkpoint key
+// "<handle tensor name>-state" ("Iterator:0-state"). Add it to the SAVEABLE_OBJECTS
+// collection and every default Saver — Scaffold's, so CheckpointSaverHook's and the monitored
+// session's restore — saves and restores it, so a restarted run continues with the next
+// unseen element:
+//
+//   data::Iterator it = dataset.MakeInitializableIterator();
+//   graph.AddToCollection(GraphKeys::kSaveableObjects, data::MakeSaveableFromIterator(it));
+//   scaffold->local_init_op = ops::Group({Scaffold::DefaultLocalInitOp(graph), it.initializer()});
+//
+// Unlike TF's, our iterator state does not carry the dataset's graph, so a restore needs the
+// iterator's dataset: restoring an iterator that has one (it was initialized) replaces its
+// position at once; restoring one that has none yet (a fresh session, where the monitored
+// session restores before running local_init_op) keeps the position until the next
+// initializer run, which then continues from it instead of starting over — whichever order
+// the session runs restore and initializer in.
+std::shared_ptr<SaveableObject> MakeSaveableFromIterator(const Iterator& iterator);
 
 }  // namespace flowtrain::data
 

@@ -80,7 +80,8 @@ int64_t GlobalStep::Resolve(SessionInterface& session) const {
 // ---- Construction and graph building ----
 
 Saver::Saver(SaverOptions options) : options_(std::move(options)) {
-  if (options_.defer_build && (!options_.var_list.empty() || !options_.var_map.empty())) {
+  if (options_.defer_build && (!options_.var_list.empty() || !options_.var_map.empty() ||
+                               !options_.saveable_objects.empty())) {
     InvalidArgument("If `var_list` is provided then build cannot be deferred. Either set "
                     "defer_build=False or var_list=None.");
   }
@@ -88,6 +89,9 @@ Saver::Saver(SaverOptions options) : options_(std::move(options)) {
   graph_ = options_.graph;
   if (graph_ == nullptr && !options_.var_list.empty()) graph_ = options_.var_list.front().graph();
   if (graph_ == nullptr && !options_.var_map.empty()) graph_ = options_.var_map.begin()->second.graph();
+  if (graph_ == nullptr && !options_.saveable_objects.empty() && options_.saveable_objects.front() != nullptr) {
+    graph_ = options_.saveable_objects.front()->op.graph();
+  }
   if (graph_ == nullptr) graph_ = &GetDefaultGraph();
   next_checkpoint_time_ = NowSeconds() + options_.keep_checkpoint_every_n_hours * 3600;
   if (!options_.defer_build) Build();
@@ -111,14 +115,28 @@ Saver::Saver(Graph& graph, const tensorflow::SaverDef& saver_def)
   AnalyzeRestoreGraph();
 }
 
+Saver::Saveable Saver::VariableSaveable(const std::string& key, const Variable& variable) const {
+  Saveable s{.name = key,
+             .specs = {{variable.ref(), key}},
+             .dtypes = {variable.dtype()},
+             .device = variable.op().device()};
+  s.restore = [this, variable](const std::vector<Output>& restored) {
+    auto colocate = graph_->ColocateWith(variable.op());
+    return ops::Assign(variable.ref(), restored[0], variable.shape().IsFullyDefined(), true, "Assign").op();
+  };
+  return s;
+}
+
 void Saver::CollectSaveables() {
   std::map<std::string, Variable> by_key = options_.var_map;
   std::vector<Variable> list = options_.var_list;
-  if (list.empty() && by_key.empty()) {
+  std::vector<std::shared_ptr<SaveableObject>> objects = options_.saveable_objects;
+  if (list.empty() && by_key.empty() && objects.empty()) {
     list = ops::GlobalVariables(graph_);
     for (const Variable& v : graph_->GetCollection<Variable>(GraphKeys::kSaveableObjects)) {
       if (std::find(list.begin(), list.end(), v) == list.end()) list.push_back(v);
     }
+    objects = graph_->GetCollection<std::shared_ptr<SaveableObject>>(GraphKeys::kSaveableObjects);
   }
   for (const Variable& v : list) {
     if (!v) InvalidArgument("Saver: var_list holds an empty Variable");
@@ -128,13 +146,38 @@ void Saver::CollectSaveables() {
     }
   }
   saveables_.clear();
-  // Sorted by key, as TF's op_list_to_dict orders them.
+  std::set<std::string> keys;
+  auto add = [&](Saveable s) {
+    for (const SaveableObject::SaveSpec& spec : s.specs) {
+      if (!keys.insert(spec.name).second) {
+        InvalidArgument("At least two variables have the same name: ", spec.name);
+      }
+    }
+    saveables_.push_back(std::move(s));
+  };
   for (const auto& [key, v] : by_key) {
     if (v.graph() != graph_) {
       InvalidArgument("Saver: variable ", v.name(), " is not in the saver's graph");
     }
-    saveables_.push_back({key, v});
+    add(VariableSaveable(key, v));
   }
+  for (const std::shared_ptr<SaveableObject>& object : objects) {
+    if (object == nullptr || object->specs.empty() || !object->restore) {
+      InvalidArgument("Saver: a SaveableObject needs at least one spec and a restore function");
+    }
+    Saveable s{.name = object->name, .specs = object->specs, .device = object->op.device(),
+               .restore = object->restore};
+    for (const SaveableObject::SaveSpec& spec : object->specs) {
+      if (spec.tensor.graph() != graph_) {
+        InvalidArgument("Saver: saveable ", object->name, " is not in the saver's graph");
+      }
+      s.dtypes.push_back(BaseType(spec.tensor.dtype()));
+    }
+    add(std::move(s));
+  }
+  // Sorted by name, as TF's op_list_to_dict orders them.
+  std::stable_sort(saveables_.begin(), saveables_.end(),
+                   [](const Saveable& a, const Saveable& b) { return a.name < b.name; });
 }
 
 void Saver::Build() {
@@ -171,7 +214,7 @@ void Saver::Build() {
   if (options_.sharded) {
     // Shards in the order of their device names, as TF's _GroupByDevices.
     std::map<std::string, std::vector<Saveable>> by_device;
-    for (const Saveable& s : saveables_) by_device[s.variable.op().device()].push_back(s);
+    for (const Saveable& s : saveables_) by_device[s.device].push_back(s);
     std::vector<std::pair<std::string, std::vector<Saveable>>> shards;
     for (auto& [device, list] : by_device) shards.emplace_back(SaveDevice(device), std::move(list));
     save_tensor = AddShardedSaveOps(filename_tensor, shards);
@@ -201,8 +244,10 @@ Output Saver::AddSaveOps(Output filename, const std::vector<Saveable>& saveables
   std::vector<std::string> keys;
   std::vector<Output> tensors;
   for (const Saveable& s : saveables) {
-    keys.push_back(s.key);
-    tensors.push_back(s.variable.ref());
+    for (const SaveableObject::SaveSpec& spec : s.specs) {
+      keys.push_back(spec.name);
+      tensors.push_back(spec.tensor);
+    }
   }
   Operation save = ops::SaveV2(filename, keys, std::vector<std::string>(keys.size()), tensors);
   auto deps = graph_->ControlDependencies({save});
@@ -269,16 +314,17 @@ Operation Saver::AddRestoreOps(Output filename, const std::vector<Saveable>& sav
   std::vector<std::string> keys;
   std::vector<DataType> dtypes;
   for (const Saveable& s : saveables) {
-    keys.push_back(s.key);
-    dtypes.push_back(s.variable.dtype());
+    for (const SaveableObject::SaveSpec& spec : s.specs) keys.push_back(spec.name);
+    dtypes.insert(dtypes.end(), s.dtypes.begin(), s.dtypes.end());
   }
   std::vector<Output> restored =
       ops::RestoreV2(filename, keys, std::vector<std::string>(keys.size()), dtypes);
   std::vector<Operation> assigns;
-  for (size_t i = 0; i < saveables.size(); ++i) {
-    const Variable& v = saveables[i].variable;
-    auto colocate = graph_->ColocateWith(v.op());
-    assigns.push_back(ops::Assign(v.ref(), restored[i], v.shape().IsFullyDefined(), true, "Assign").op());
+  size_t next = 0;
+  for (const Saveable& s : saveables) {
+    std::vector<Output> mine(restored.begin() + next, restored.begin() + next + s.specs.size());
+    next += s.specs.size();
+    assigns.push_back(s.restore(mine));
   }
   return ops::Group(assigns, name);
 }
@@ -298,7 +344,9 @@ void Saver::AnalyzeRestoreGraph() {
       for (const Node* c : n->control_inputs()) stack.push_back(c);
       continue;
     }
-    if (n->type() != "Assign" || n->num_inputs() != 2) continue;
+    // An Assign of a RestoreV2 output to a variable, or another op restoring an object from
+    // one (DeserializeIterator(handle, restored)): input 0 names what is restored.
+    if (n->num_inputs() != 2) continue;
     const Endpoint& value = n->input(1);
     const Node* restore = value.node;
     if (restore->type() != "RestoreV2") continue;
@@ -306,12 +354,12 @@ void Saver::AnalyzeRestoreGraph() {
     if (names_node->type() != "Const") continue;
     const Tensor names = names_node->GetAttr<Tensor>("value");
     if (value.index >= names.NumElements()) continue;
-    const Node* var = n->input(0).node;
+    const Node* target = n->input(0).node;
     PartialTensorShape shape = PartialTensorShape::Unknown();
-    if (var->type() == "VariableV2" && n->GetAttr<bool>("validate_shape")) {
-      shape = var->GetAttr<PartialTensorShape>("shape");
+    if (n->type() == "Assign" && target->type() == "VariableV2" && n->GetAttr<bool>("validate_shape")) {
+      shape = target->GetAttr<PartialTensorShape>("shape");
     }
-    restore_targets_.push_back({names.flat<std::string>()[value.index], var->name(),
+    restore_targets_.push_back({names.flat<std::string>()[value.index], target->name(),
                                 BaseType(restore->output_type(value.index)), shape});
     restore_ops.insert(restore);
   }

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "flowtrain/graph/graph.h"
+#include "flowtrain/ops/saveable_object.h"
 #include "flowtrain/ops/variables.h"
 #include "flowtrain/proto/meta_graph.pb.h"
 #include "flowtrain/proto/saver.pb.h"
@@ -47,12 +48,16 @@ namespace flowtrain::train {
 // TF's Saver constructor arguments. Designated initializers read like TF's keyword arguments:
 // `Saver saver({.sharded = true, .max_to_keep = 0});`
 struct SaverOptions {
-  // What to save, each under its op name ("dense/kernel"). When both var_list and var_map are
-  // empty: every global variable plus the Variables in the "saveable_objects" collection.
+  // What to save, each under its op name ("dense/kernel"). When var_list, var_map and
+  // saveable_objects are all empty: every global variable plus the Variables and
+  // SaveableObjects in the "saveable_objects" collection (TF's SAVEABLE_OBJECTS).
   std::vector<Variable> var_list = {};
   // Checkpoint key -> variable, for saving under other names (e.g. restoring a TF model whose
   // variables were named differently). Used together with var_list if both are given.
   std::map<std::string, Variable> var_map = {};
+  // State other than variables, saved under its specs' keys (TF's var_list entries that are
+  // SaveableObjects), e.g. data::MakeSaveableFromIterator(iterator).
+  std::vector<std::shared_ptr<SaveableObject>> saveable_objects = {};
   // One SaveV2 per device, merged into one checkpoint by MergeV2Checkpoints (TF's sharded
   // saves; with one device it still takes the sharded path, as TF does).
   bool sharded = false;
@@ -179,20 +184,26 @@ class Saver {
   Graph& graph() const { return *graph_; }
 
  private:
+  // A variable (saved under `name`, its key) or a SaveableObject, as the save and restore
+  // subgraphs see it.
   struct Saveable {
-    std::string key;
-    Variable variable;
+    std::string name;
+    std::vector<SaveableObject::SaveSpec> specs;
+    std::vector<DataType> dtypes;  // of the specs' tensors
+    std::string device;
+    SaveableObject::RestoreFn restore;
   };
-  // One variable a restore op assigns, found by walking the restore subgraph (which works for
-  // TF-built subgraphs too).
+  // One variable (or other object) a restore op writes, found by walking the restore
+  // subgraph (which works for TF-built subgraphs too).
   struct RestoreTarget {
     std::string key;
-    std::string variable;  // op name
+    std::string variable;  // op name of what is restored
     DataType dtype;
     PartialTensorShape shape;
   };
 
   void CollectSaveables();
+  Saveable VariableSaveable(const std::string& key, const Variable& variable) const;
   void BuildSaveRestore(std::vector<Output>* filename_chain);
   Output AddSaveOps(Output filename, const std::vector<Saveable>& saveables);
   Output AddShardedSaveOps(Output filename,
