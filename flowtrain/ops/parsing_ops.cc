@@ -4,6 +4,7 @@
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/graph/node_builder.h"
 #include "flowtrain/graph/shape_inference.h"
+#include "flowtrain/io/example_parser.h"
 #include "flowtrain/ops/array_ops.h"
 
 namespace flowtrain {
@@ -195,6 +196,55 @@ Output DecodeRaw(Output bytes, DataType out_type, bool little_endian, std::strin
       .Attr("out_type", out_type)
       .Attr("little_endian", little_endian)
       .Finalize();
+}
+
+data::Dataset MapParseExample(const data::Dataset& serialized, const std::map<std::string, FeatureSpec>& features,
+                              int num_parallel_calls) {
+  if (serialized.output_types() != std::vector<DataType>{DT_STRING}) {
+    InvalidArgument("MapParseExample expects a dataset of serialized Examples (one string component)");
+  }
+  const PartialTensorShape& input_shape = serialized.output_shapes()[0];
+  const bool single = !input_shape.unknown_rank() && input_shape.dims() == 0;
+  const int64_t batch = !single && !input_shape.unknown_rank() && input_shape.dims() == 1 ? input_shape.dim_size(0) : -1;
+  const int rank = single ? 1 : 2;
+  std::vector<io::SparseFeatureSpec> sparse;
+  std::vector<io::DenseFeatureSpec> dense;
+  data::MapOptions options{.num_parallel_calls = num_parallel_calls};
+  std::vector<PartialTensorShape> dense_shapes;
+  for (const auto& [key, spec] : features) {
+    if (const auto* fixed = std::get_if<FixedLenFeature>(&spec)) {
+      dense.push_back({.key = key, .dtype = fixed->dtype, .shape = fixed->shape,
+                       .default_value = fixed->default_value.value_or(Tensor())});
+      DimVector dims = fixed->shape.dim_sizes();
+      if (!single) dims.insert(dims.begin(), batch);
+      dense_shapes.push_back(PartialTensorShape(std::span<const int64_t>(dims.data(), dims.size())));
+    } else {
+      sparse.push_back({.key = key, .dtype = std::get<VarLenFeature>(spec).dtype});
+    }
+  }
+  for (size_t s = 0; s < sparse.size(); ++s) {
+    options.output_types.push_back(DT_INT64);
+    options.output_shapes.push_back(PartialTensorShape({-1, rank}));
+  }
+  for (const io::SparseFeatureSpec& s : sparse) {
+    options.output_types.push_back(s.dtype);
+    options.output_shapes.push_back(PartialTensorShape({-1}));
+  }
+  for (size_t s = 0; s < sparse.size(); ++s) {
+    options.output_types.push_back(DT_INT64);
+    options.output_shapes.push_back(PartialTensorShape({rank}));
+  }
+  for (size_t d = 0; d < dense.size(); ++d) {
+    options.output_types.push_back(dense[d].dtype);
+    options.output_shapes.push_back(dense_shapes[d]);
+  }
+  auto parser = std::make_shared<const io::ExampleParser>(std::move(sparse), std::move(dense));
+  return serialized.Map(
+      [parser](const std::vector<Tensor>& element) {
+        const Tensor& records = element.at(0);
+        return parser->Parse(records, nullptr, /*single=*/records.dims() == 0);
+      },
+      options);
 }
 
 }  // namespace ops

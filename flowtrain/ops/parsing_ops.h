@@ -23,6 +23,7 @@
 
 #include "flowtrain/core/tensor.h"
 #include "flowtrain/graph/graph.h"
+#include "flowtrain/ops/dataset_ops.h"
 
 namespace flowtrain::ops {
 
@@ -61,6 +62,21 @@ ParsedExample ParseExample(Output serialized, const std::map<std::string, Featur
 // rank-1 indices.
 ParsedExample ParseSingleExample(Output serialized, const std::map<std::string, FeatureSpec>& features,
                                  std::string_view name = "ParseSingleExample");
+
+// Parsing inside an input pipeline, as `dataset.batch(64).map(lambda s:
+// tf.io.parse_example(s, features), num_parallel_calls=2)` in TF: maps each element of
+// `serialized` (a batch of serialized Examples, or a single one) to the parsed features, on the
+// pipeline's threads instead of in the training step. The components are ParseExample's
+// outputs in its order: each VarLenFeature's indices, then their values, then their dense
+// shapes, then each FixedLenFeature's values — features in key order.
+//
+//   auto ds = data::Dataset::TFRecord({path}).Batch(64);
+//   auto parsed = ops::MapParseExample(ds, {{"image", FixedLenFeature{DT_FLOAT, TensorShape({784})}},
+//                                           {"label", FixedLenFeature{DT_INT64, TensorShape({})}}},
+//                                      /*num_parallel_calls=*/2).Prefetch(2);
+//   // components: image [?,784] float, label [?] int64
+data::Dataset MapParseExample(const data::Dataset& serialized, const std::map<std::string, FeatureSpec>& features,
+                              int num_parallel_calls = 1);
 
 // Reinterprets the bytes of every string as a vector of `out_type` (all strings must have the
 // same length): output shape is the input's plus one dimension.

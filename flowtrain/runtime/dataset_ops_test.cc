@@ -122,24 +122,29 @@ TEST(Dataset, ParallelMapKeepsOrderAndPrefetchRunsAhead) {
 }
 
 TEST(Dataset, MapExceptionReachesSessionRunThroughPrefetch) {
-  Graph g;
-  auto as_default = g.AsDefault();
-  Dataset ds = Dataset::FromTensorSlices(std::vector<Tensor>{Range(10)})
-                   .Map([](const std::vector<Tensor>& e) -> std::vector<Tensor> {
-                     if (e[0].scalar<int64_t>() == 3) throw std::runtime_error("bad element 3");
-                     return e;
-                   })
-                   .Prefetch(4);
-  Iterator it = ds.MakeInitializableIterator();
-  auto next = it.GetNext();
-  Session sess(g);
-  sess.Run({}, {}, {it.initializer()});
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(sess.Run({}, next)[0].scalar<int64_t>(), i);
-  try {
-    sess.Run({}, next);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("bad element 3"), std::string::npos) << e.what();
+  for (int parallel_calls : {1, 3}) {  // MapDataset and ParallelMapDataset
+    SCOPED_TRACE(parallel_calls);
+    Graph g;
+    auto as_default = g.AsDefault();
+    Dataset ds = Dataset::FromTensorSlices(std::vector<Tensor>{Range(10)})
+                     .Map(
+                         [](const std::vector<Tensor>& e) -> std::vector<Tensor> {
+                           if (e[0].scalar<int64_t>() == 3) throw std::runtime_error("bad element 3");
+                           return e;
+                         },
+                         {.num_parallel_calls = parallel_calls})
+                     .Prefetch(4);
+    Iterator it = ds.MakeInitializableIterator();
+    auto next = it.GetNext();
+    Session sess(g);
+    sess.Run({}, {}, {it.initializer()});
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(sess.Run({}, next)[0].scalar<int64_t>(), i);
+    try {
+      sess.Run({}, next);
+      FAIL();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("bad element 3"), std::string::npos) << e.what();
+    }
   }
 }
 

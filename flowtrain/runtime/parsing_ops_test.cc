@@ -64,6 +64,47 @@ TEST(ParseExample, ParsesTheFixtureBatchThroughADataset) {
   EXPECT_EQ(out[6].flat<int64_t>()[0], 42);
 }
 
+// Parsing inside the pipeline (batched ParseExample in a parallel Map) gives what the
+// ParseExample op in the step's graph gives.
+TEST(ParseExample, MapParseExampleInThePipelineMatchesTheOp) {
+  const std::string path = testing::FixturePath("tfrecord_examples/test.tfrecord");
+  Graph g;
+  auto as_default = g.AsDefault();
+  auto op_it = data::Dataset::TFRecord({path}).Batch(10).MakeInitializableIterator();
+  ParsedExample parsed = ParseExample(op_it.GetNext()[0], FixtureFeatures());
+  data::Dataset in_pipeline =
+      MapParseExample(data::Dataset::TFRecord({path}).Batch(10), FixtureFeatures(), /*num_parallel_calls=*/3)
+          .Prefetch(2);
+  // tags' indices, values, shape; then feature0..3, missing (keys in order).
+  EXPECT_EQ(in_pipeline.output_types(),
+            (std::vector<DataType>{DT_INT64, DT_STRING, DT_INT64, DT_INT64, DT_INT64, DT_STRING, DT_FLOAT, DT_FLOAT}));
+  EXPECT_EQ(in_pipeline.output_shapes()[7].DebugString(), "[?,2]");
+  auto pipe_it = in_pipeline.MakeInitializableIterator();
+  std::vector<Output> pipe_next = pipe_it.GetNext();
+  std::vector<Output> op_next = {parsed.sparse.at("tags").indices, parsed.sparse.at("tags").values,
+                                 parsed.sparse.at("tags").dense_shape, parsed.dense.at("feature0"),
+                                 parsed.dense.at("feature1"), parsed.dense.at("feature2"),
+                                 parsed.dense.at("feature3"), parsed.dense.at("missing")};
+  Session sess(g);
+  sess.Run({}, {}, {op_it.initializer(), pipe_it.initializer()});
+  int batches = 0;
+  for (;; ++batches) {
+    std::vector<Tensor> expected, actual;
+    try {
+      expected = sess.Run({}, op_next);
+    } catch (const OutOfRangeError&) {
+      EXPECT_THROW(sess.Run({}, pipe_next), OutOfRangeError);
+      break;
+    }
+    actual = sess.Run({}, pipe_next);
+    ASSERT_EQ(actual.size(), expected.size());
+    for (size_t i = 0; i < actual.size(); ++i) {
+      EXPECT_EQ(actual[i].DebugString(1000), expected[i].DebugString(1000)) << "component " << i << ", batch " << batches;
+    }
+  }
+  EXPECT_EQ(batches, 5);  // 42 records in batches of 10
+}
+
 TEST(ParseExample, VarLenFeaturesBecomeSparseTriples) {
   tensorflow::Example a, b;
   auto* fa = a.mutable_features()->mutable_feature();
@@ -111,6 +152,7 @@ TEST(ParseExample, BadInputIsAnErrorNamingFeatureAndIndex) {
   Output wrong_type = ParseExample(serialized, {{"feature0", FixedLenFeature{DT_FLOAT, TensorShape({})}}}).dense.at("feature0");
   Output required = ParseExample(serialized, {{"absent", FixedLenFeature{DT_FLOAT, TensorShape({})}}}).dense.at("absent");
   Output wrong_size = ParseExample(serialized, {{"feature3", FixedLenFeature{DT_FLOAT, TensorShape({2})}}}).dense.at("feature3");
+  Output right = ParseExample(serialized, {{"feature0", FixedLenFeature{DT_INT64, TensorShape({})}}}).dense.at("feature0");
   Session sess(g);
   auto message = [&](Output fetch, const Tensor& batch) -> std::string {
     try {
@@ -128,8 +170,8 @@ TEST(ParseExample, BadInputIsAnErrorNamingFeatureAndIndex) {
   EXPECT_NE(message(wrong_size, good).find("Key: feature3, Index: 0.  Number of float values != expected"),
             std::string::npos);
   const Tensor garbage = Tensor::FromVector<std::string>({records[0], std::string("\xff\xff\xff", 3)});
-  EXPECT_NE(message(wrong_type, garbage).find("Could not parse example input"), std::string::npos);
-  EXPECT_NE(message(wrong_type, garbage).find("(example 1 of 2)"), std::string::npos);
+  EXPECT_NE(message(right, garbage).find("Could not parse example input"), std::string::npos);
+  EXPECT_NE(message(right, garbage).find("(example 1 of 2)"), std::string::npos);
 }
 
 TEST(DecodeRaw, ReinterpretsBytes) {
