@@ -53,8 +53,13 @@ class AssignOp : public OpKernel {
         InvalidArgument("Assign requires shapes of both tensors to match. lhs shape= ",
                         var->tensor.shape().DebugString(), " rhs shape= ", value.shape().DebugString());
       }
-      if (var->initialized && var->tensor.shape() == value.shape() &&
-          var->tensor.dtype() == value.dtype() && var->tensor.RefCountIsOne()) {
+      if (value.RefCountIsOne()) {
+        // Only this run holds the value (a fresh result, e.g. a restored checkpoint tensor):
+        // the variable takes its buffer instead of copying it. Updates copy shared buffers
+        // before writing, so a later reader of the same run's value is safe.
+        var->tensor = value;
+      } else if (var->initialized && var->tensor.shape() == value.shape() &&
+                 var->tensor.dtype() == value.dtype() && var->tensor.RefCountIsOne()) {
         // Nobody else holds the old buffer: copy in place and keep it.
         var->tensor.CopyDataFrom(value);
       } else {

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -167,25 +168,34 @@ TEST(SaverTest, GlobalStepFromTensorAndPadding) {
   EXPECT_EQ(saver.Save(sess, dir + "/plain"), dir + "/plain");
 }
 
-TEST(SaverTest, TwoShardsOnTwoDevicesMerge) {
-  const std::string dir = testing::MakeTempDir("saver");
-  Graph g;
-  auto as_default = g.AsDefault();
-  Variable a(Tensor::Scalar<float>(1), {.name = "a"});
-  Variable c;
-  {
-    auto device = g.Device("/job:localhost/replica:0/task:0/device:CPU:0");
-    c = Variable(Tensor::Scalar<float>(2), {.name = "c"});
+// Variables a = 1 (no device) and c = 2 (on `c_device`), saved by a sharded saver into a
+// two-shard checkpoint at `dir`/model.ckpt-<step>.
+struct TwoShardModel {
+  TwoShardModel(const std::string& c_device, const std::string& dir, int step) {
+    auto as_default = g.AsDefault();
+    a = Variable(Tensor::Scalar<float>(1), {.name = "a"});
+    {
+      auto device = g.Device(c_device);
+      c = Variable(Tensor::Scalar<float>(2), {.name = "c"});
+    }
+    saver = std::make_unique<Saver>(SaverOptions{.sharded = true, .graph = &g});
+    Session sess(g);
+    sess.Run({}, {}, {ops::GlobalVariablesInitializer(&g)});
+    path = saver->Save(sess, dir + "/model.ckpt", step);
   }
-  Saver saver({.sharded = true, .graph = &g});
-  Session sess(g);
-  sess.Run({}, {}, {ops::GlobalVariablesInitializer(&g)});
-  const std::string path = saver.Save(sess, dir + "/model.ckpt", 3);
-  EXPECT_TRUE(FileExists(path + ".data-00000-of-00002"));
-  EXPECT_TRUE(FileExists(path + ".data-00001-of-00002"));
-  Session fresh(g);
-  saver.Restore(fresh, path);
-  EXPECT_EQ(fresh.Run({}, {a.value(), c.value()}, {})[1].scalar<float>(), 2.f);
+  Graph g;
+  Variable a, c;
+  std::unique_ptr<Saver> saver;
+  std::string path;
+};
+
+TEST(SaverTest, TwoShardsOnTwoDevicesMerge) {
+  TwoShardModel m("/job:localhost/replica:0/task:0/device:CPU:0", testing::MakeTempDir("saver"), 3);
+  EXPECT_TRUE(FileExists(m.path + ".data-00000-of-00002"));
+  EXPECT_TRUE(FileExists(m.path + ".data-00001-of-00002"));
+  Session fresh(m.g);
+  m.saver->Restore(fresh, m.path);
+  EXPECT_EQ(fresh.Run({}, {m.a.value(), m.c.value()}, {})[1].scalar<float>(), 2.f);
 }
 
 TEST(SaverTest, VarMapSavesUnderOtherNames) {
@@ -443,26 +453,18 @@ TEST(SaverTest, DamagedCheckpointIsDataLossAndChangesNothing) {
 }
 
 TEST(SaverTest, DamagedShardIsVerifiedBeforeAnyAssign) {
-  const std::string dir = testing::MakeTempDir("saver");
-  Graph g;
-  auto as_default = g.AsDefault();
-  Variable a(Tensor::Scalar<float>(1), {.name = "a"});
-  Variable c;
+  TwoShardModel m("/device:CPU:0", testing::MakeTempDir("saver"), 1);
+  FlipByte(m.path + ".data-00001-of-00002", 0);
+  Operation set_a;
   {
-    auto device = g.Device("/device:CPU:0");
-    c = Variable(Tensor::Scalar<float>(2), {.name = "c"});
+    auto as_default = m.g.AsDefault();
+    set_a = m.a.Assign(ops::Const(9.0f)).op();
   }
-  Saver saver({.sharded = true, .graph = &g});
-  Session sess(g);
-  sess.Run({}, {}, {ops::GlobalVariablesInitializer(&g)});
-  const std::string path = saver.Save(sess, dir + "/model.ckpt", 1);
-  FlipByte(path + ".data-00001-of-00002", 0);
-  Operation set_a = a.Assign(ops::Const(9.0f)).op();
-  Session fresh(g);
-  fresh.Run({}, {}, {ops::GlobalVariablesInitializer(&g)});
+  Session fresh(m.g);
+  fresh.Run({}, {}, {ops::GlobalVariablesInitializer(&m.g)});
   fresh.Run({}, {}, {set_a});
-  EXPECT_THROW(saver.Restore(fresh, path), DataLossError);
-  EXPECT_EQ(fresh.Run({}, {a.value()}, {})[0].scalar<float>(), 9.f);
+  EXPECT_THROW(m.saver->Restore(fresh, m.path), DataLossError);
+  EXPECT_EQ(fresh.Run({}, {m.a.value()}, {})[0].scalar<float>(), 9.f);
 }
 
 TEST(SaverTest, RestoreLatestFallsBackToNewestIntact) {
