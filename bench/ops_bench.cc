@@ -30,8 +30,9 @@
 // won most workloads for libtorch. A configuration counts for a workload only if its result
 // matches the peer's reference configuration (1 thread, machine environment; tolerances in
 // ops_bench_data.h); flowtrain is compared with the fastest counting one. Each round runs
-// flowtrain and then every peer configuration, and every figure is the median over the rounds
-// (shared machines are noisy); no round starts that would likely end past --budget-seconds.
+// flowtrain and every peer configuration (flowtrain first, then last, in turn), and every
+// figure is the median over the rounds (shared machines are noisy); no round starts that
+// would likely end past --budget-seconds, and a peer run taking over 2 minutes is dropped.
 //
 // Prints `RESULT <workload> <system> <metric> <value>` for flowtrain, eigen, libtorch and
 // pytorch (the peers' fastest correct configuration, named by a `config` line), ratios such as
