@@ -23,6 +23,7 @@
 #include "flowtrain/core/error.h"
 #include "flowtrain/kernels/cwise_binary.h"
 #include "flowtrain/kernels/op_kernel.h"
+#include "flowtrain/kernels/work_sharder.h"
 
 namespace flowtrain::cwise_internal {
 
@@ -31,17 +32,10 @@ using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 template <typename T>
 using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 
-// Below this many elements, an operation runs on the calling thread.
-constexpr int64_t kParallelThreshold = 32768;
-
+// Splits [0, n) elements over the intra-op pool when there are enough of them.
 template <typename Fn>
 void ForRange(OpKernelContext* ctx, int64_t n, const Fn& fn) {
-  if (n >= kParallelThreshold && ctx->intra_op_pool() != nullptr &&
-      ctx->intra_op_pool()->NumThreads() > 1) {
-    ctx->intra_op_pool()->ParallelFor(n, 4, [&](int64_t b, int64_t e) { fn(b, e); });
-  } else {
-    fn(0, n);
-  }
+  ParallelRange(ctx, n, /*cost_per_unit=*/2, fn);
 }
 
 // True for Eigen array expressions (as opposed to scalars, including std::string).

@@ -1,6 +1,7 @@
 // Kernels of the arithmetic ops (Add, Sub, Mul, ..., Pow, SquaredDifference), comparisons and
 // logical ops (bool outputs), MatMul, BatchMatMul and LogicalNot. This translation unit
-// holds the heavy Eigen template code so that few files pay for compiling it.
+// holds the heavy Eigen template code so that few files pay for compiling it; float and
+// double products go to gemm.h's blocked, pool-split GEMM.
 #include <cmath>
 
 #include <Eigen/Core>
@@ -9,7 +10,9 @@
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/kernels/cwise_binary.h"
 #include "flowtrain/kernels/cwise_binary_op.h"
+#include "flowtrain/kernels/gemm.h"
 #include "flowtrain/kernels/op_kernel.h"
+#include "flowtrain/kernels/work_sharder.h"
 
 namespace flowtrain {
 
@@ -275,6 +278,12 @@ class MatMulOp : public OpKernel {
     }
     Tensor* out = ctx->allocate_output(0, TensorShape({m, n}));
     DispatchNumericType(a.dtype(), "MatMul", [&]<typename T>() {
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+        Gemm<T>(ctx, {.m = m, .n = n, .k = k, .a = a.data<T>(), .lda = a.dim_size(1), .transpose_a = transpose_a_,
+                      .b = b.data<T>(), .ldb = b.dim_size(1), .transpose_b = transpose_b_, .c = out->data<T>(),
+                      .ldc = n});
+        return;
+      }
       using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
       Eigen::Map<const Matrix> ma(a.data<T>(), a.dim_size(0), a.dim_size(1));
       Eigen::Map<const Matrix> mb(b.data<T>(), b.dim_size(0), b.dim_size(1));
@@ -355,6 +364,26 @@ class BatchMatMulOp : public OpKernel {
       return index;
     };
     auto run = [&]<typename T>() {
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+        // One product per batch entry; an entry per thread when there are enough of them,
+        // else each product split over the threads.
+        auto product = [&](int64_t b) {
+          return GemmArgs<T>{.m = m, .n = n, .k = k, .a = x.data<T>() + operand_index(b, sx) * rows_x * cols_x,
+                             .lda = cols_x, .transpose_a = adj_x_,
+                             .b = y.data<T>() + operand_index(b, sy) * rows_y * cols_y, .ldb = cols_y,
+                             .transpose_b = adj_y_, .c = out->data<T>() + b * m * n, .ldc = n};
+        };
+        ThreadPool* pool = ctx->intra_op_pool();
+        const int threads = pool == nullptr ? 1 : pool->NumThreads();
+        if (batches < threads) {
+          for (int64_t b = 0; b < batches; ++b) Gemm<T>(ctx, product(b));
+          return;
+        }
+        ParallelRange(ctx, batches, 2 * m * n * std::max<int64_t>(k, 1), [&](int64_t begin, int64_t end) {
+          for (int64_t b = begin; b < end; ++b) GemmOnThisThread<T>(product(b));
+        });
+        return;
+      }
       using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
       using Strided = Eigen::Map<const Matrix, 0, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>>;
       auto view = [](const T* data, int64_t rows, int64_t cols, bool adjoint) {
@@ -362,7 +391,7 @@ class BatchMatMulOp : public OpKernel {
         return adjoint ? Strided(data, cols, rows, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>(1, cols))
                        : Strided(data, rows, cols, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>(cols, 1));
       };
-      auto compute = [&](int64_t begin, int64_t end) {
+      ParallelRange(ctx, batches, 2 * m * n * std::max<int64_t>(k, 1), [&](int64_t begin, int64_t end) {
         for (int64_t b = begin; b < end; ++b) {
           const T* px = x.data<T>() + operand_index(b, sx) * rows_x * cols_x;
           const T* py = y.data<T>() + operand_index(b, sy) * rows_y * cols_y;
@@ -373,13 +402,7 @@ class BatchMatMulOp : public OpKernel {
             mo.noalias() = view(px, rows_x, cols_x, adj_x_) * view(py, rows_y, cols_y, adj_y_);
           }
         }
-      };
-      ThreadPool* pool = ctx->intra_op_pool();
-      if (batches > 1 && pool != nullptr) {
-        pool->ParallelFor(batches, m * n * std::max<int64_t>(k, 1), compute);
-      } else {
-        compute(0, batches);
-      }
+      });
     };
     switch (x.dtype()) {
       case DT_FLOAT: run.template operator()<float>(); break;

@@ -13,18 +13,15 @@
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
+#include "flowtrain/kernels/float_kernel_util.h"
 #include "flowtrain/kernels/op_kernel.h"
+#include "flowtrain/kernels/work_sharder.h"
 
 namespace flowtrain {
 namespace {
 
-template <typename T>
-using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
-template <typename T>
-using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
-
-// Elements below which an update runs on the calling thread.
-constexpr int64_t kParallelThreshold = 32 * 1024;
+// Roughly the cycles an update spends per element and variable or slot it streams through.
+constexpr int64_t kCyclesPerVariable = 1;
 
 // The common part of the Apply* kernels. `Derived` provides
 //   static constexpr std::array<int, kVars> kVarInputs;   // variable and slots, var first
@@ -116,13 +113,7 @@ class ApplyKernel : public OpKernel {
       ConstArrayMap<T> grad_map(g + begin, n);
       self.template Update<T>(ptrs, grad_map, scalars);
     };
-    const int64_t n = grad.NumElements();
-    ThreadPool* pool = ctx->intra_op_pool();
-    if (n >= kParallelThreshold && pool != nullptr && pool->NumThreads() > 1) {
-      pool->ParallelFor(n, 8 * kVars, shard);
-    } else {
-      shard(0, n);
-    }
+    ParallelRange(ctx, grad.NumElements(), kCyclesPerVariable * kVars, shard);
   }
 
   template <typename T, size_t... I>

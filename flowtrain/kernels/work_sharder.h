@@ -7,7 +7,8 @@
 //   const int shards = NumShards(ctx, rows, /*min_units_per_shard=*/64);
 //   ParallelShards(ctx, shards, [&](int shard) { ... uses scratch[shard] ... });
 //
-// The functions must not throw: validate inputs before splitting.
+// An exception thrown by a shard is rethrown on the calling thread once every shard is done
+// (validating inputs before splitting still gives the clearer error).
 #ifndef FLOWTRAIN_KERNELS_WORK_SHARDER_H_
 #define FLOWTRAIN_KERNELS_WORK_SHARDER_H_
 
@@ -18,17 +19,42 @@
 
 namespace flowtrain {
 
-// Calls fn(begin, end) over [0, n); runs inline when the pool has one thread or the work
-// (n * cost_per_unit, roughly in cycles) is too small to be worth waking threads.
+// Work below about this many cycles per shard is not worth handing to another thread.
+inline constexpr int64_t kMinCyclesPerShard = 50'000;
+
+namespace sharder_internal {
+// A non-owning reference to a callable taking a shard index (no allocation, unlike
+// std::function).
+struct ShardFn {
+  template <typename Fn>
+  explicit ShardFn(const Fn& fn)
+      : object(&fn), call([](const void* o, int s) { (*static_cast<const Fn*>(o))(s); }) {}
+  void operator()(int s) const { call(object, s); }
+  const void* object;
+  void (*call)(const void*, int);
+};
+// Runs fn(0..num_shards-1) on the calling thread and up to num_shards - 1 pool helpers that
+// claim shards from a shared counter; returns when every shard has finished, rethrowing the
+// first exception a shard threw.
+void RunClaimingShards(ThreadPool* pool, int num_shards, ShardFn fn);
+}  // namespace sharder_internal
+
+// Calls fn(begin, end) over [0, n) in one contiguous range per pool thread; runs inline when
+// the pool has one thread or the work (n * cost_per_unit, roughly in cycles) is too small to
+// be worth waking threads.
 template <typename Fn>
 void ParallelRange(OpKernelContext* ctx, int64_t n, int64_t cost_per_unit, const Fn& fn) {
   if (n <= 0) return;
   ThreadPool* pool = ctx->intra_op_pool();
-  if (pool == nullptr || pool->NumThreads() <= 1 || n * cost_per_unit < 100'000) {
+  const int threads = pool == nullptr ? 1 : pool->NumThreads();
+  const int64_t shards = std::min<int64_t>({threads, n, n * cost_per_unit / kMinCyclesPerShard});
+  if (shards <= 1) {
     fn(int64_t{0}, n);
     return;
   }
-  pool->ParallelFor(n, cost_per_unit, [&fn](int64_t begin, int64_t end) { fn(begin, end); });
+  sharder_internal::RunClaimingShards(
+      pool, static_cast<int>(shards),
+      sharder_internal::ShardFn([&fn, n, shards](int s) { fn(n * s / shards, n * (s + 1) / shards); }));
 }
 
 // How many shards to split `units` of work into: one per pool thread, but no shard smaller
@@ -41,7 +67,9 @@ inline int NumShards(OpKernelContext* ctx, int64_t units, int64_t min_units_per_
 }
 
 // Calls fn(shard) for every shard in [0, num_shards), concurrently on the pool, and returns
-// when all are done.
+// when all are done. The calling thread works too, and shards go to whichever thread claims
+// them first: a helper the pool starts late (its threads busy with another kernel, or the
+// machine loaded) finds the work done and leaves, instead of the caller waiting for it.
 template <typename Fn>
 void ParallelShards(OpKernelContext* ctx, int num_shards, const Fn& fn) {
   ThreadPool* pool = ctx->intra_op_pool();
@@ -49,10 +77,7 @@ void ParallelShards(OpKernelContext* ctx, int num_shards, const Fn& fn) {
     for (int s = 0; s < num_shards; ++s) fn(s);
     return;
   }
-  // A very high cost per unit makes every shard its own task.
-  pool->ParallelFor(num_shards, 1'000'000'000, [&fn](int64_t begin, int64_t end) {
-    for (int64_t s = begin; s < end; ++s) fn(static_cast<int>(s));
-  });
+  sharder_internal::RunClaimingShards(pool, num_shards, sharder_internal::ShardFn(fn));
 }
 
 // [begin, end) of shard `s` when `units` are split evenly into `num_shards`.

@@ -1,0 +1,55 @@
+// Matrix products for the float32/float64 kernels (MatMul, BatchMatMul, the convolutions):
+// Eigen's blocked GEMM on packing buffers each thread keeps from call to call, so a training
+// step allocates nothing for its products, and a product worth splitting is cut into one
+// contiguous block of the output per intra-op thread, each computed by single-threaded Eigen.
+// (Eigen's own multi-threaded product is slower at the batch sizes of training steps and
+// allocates on every call.) The Eigen code lives in gemm.cc only, so kernels that multiply
+// matrices compile fast.
+//
+//   // out[m, n] = a[m, k] * b[n, k]^T, all row-major:
+//   Gemm<float>(ctx, {.m = m, .n = n, .k = k, .a = a, .lda = k, .b = b, .ldb = k,
+//                     .transpose_b = true, .c = out, .ldc = n});
+#ifndef FLOWTRAIN_KERNELS_GEMM_H_
+#define FLOWTRAIN_KERNELS_GEMM_H_
+
+#include <cstdint>
+
+#include "flowtrain/kernels/op_kernel.h"
+
+namespace flowtrain {
+
+// c[m, n] = op(a) * op(b) (or += with `accumulate`), every matrix row-major with the given
+// leading dimension (elements between consecutive rows as stored). op(a) is a [m, k] view:
+// `a` itself ([m, k], lda >= k) or, with transpose_a, the transpose of a stored [k, m]
+// (lda >= m). Likewise op(b) is [k, n]: `b` or, with transpose_b, the transpose of a stored
+// [n, k]. `c` must not overlap `a` or `b`.
+template <typename T>
+struct GemmArgs {
+  int64_t m = 0, n = 0, k = 0;
+  const T* a = nullptr;
+  int64_t lda = 0;
+  bool transpose_a = false;
+  const T* b = nullptr;
+  int64_t ldb = 0;
+  bool transpose_b = false;
+  T* c = nullptr;
+  int64_t ldc = 0;
+  bool accumulate = false;
+};
+
+// The product on the calling thread (for kernels that already split their work).
+template <typename T>
+void GemmOnThisThread(const GemmArgs<T>& args);
+
+// The product split over ctx's intra-op pool when it is large enough to gain from it.
+template <typename T>
+void Gemm(OpKernelContext* ctx, const GemmArgs<T>& args);
+
+extern template void GemmOnThisThread<float>(const GemmArgs<float>&);
+extern template void GemmOnThisThread<double>(const GemmArgs<double>&);
+extern template void Gemm<float>(OpKernelContext*, const GemmArgs<float>&);
+extern template void Gemm<double>(OpKernelContext*, const GemmArgs<double>&);
+
+}  // namespace flowtrain
+
+#endif  // FLOWTRAIN_KERNELS_GEMM_H_
