@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <thread>
 #include <unordered_map>
 
 #include "flowtrain/core/crc32c.h"
@@ -19,10 +20,11 @@
 namespace flowtrain::io {
 namespace {
 
-// Large enough that each staged chunk bypasses AtomicFileWriter's 1 MiB buffer and goes to
-// the file in one write; small enough to stay in the CPU cache between the copy, the checksum
-// and the write.
-constexpr size_t kStagingBytes = 4 << 20;
+// Large enough that each chunk bypasses AtomicFileWriter's 1 MiB buffer and goes to the file in
+// one write; small enough to stay in the CPU cache between the checksum and the write.
+constexpr size_t kChunkBytes = 4 << 20;
+// Tensors this large are checksummed on a thread of their own while they are written.
+constexpr size_t kParallelChecksumBytes = 8 << 20;
 
 void PutVarint64(std::string* out, uint64_t value) {
   while (value >= 0x80) {
@@ -102,30 +104,46 @@ void BundleWriter::Add(std::string_view key, const Tensor& tensor) {
 }
 
 uint32_t BundleWriter::AppendChecksummed(const void* data, size_t n, uint32_t crc) {
-  if (staging_.empty()) staging_.resize(kStagingBytes);
+  // Written straight from the tensor in chunks. Tensors are values: a variable being saved is
+  // copied before an update writes to it (the save holds a reference to its buffer), so the
+  // bytes cannot change between the checksum and the write. A large tensor is checksummed on a
+  // second thread while this one copies it into the page cache, so the checksum costs no time
+  // when a core is free.
   const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const size_t chunk = std::min(n, staging_.size());
-    // Checksum the copy that is written, so that a tensor modified concurrently by another
-    // thread still gets a checksum matching the bytes on disk (as TF's FileOutputBuffer does).
-    std::memcpy(staging_.data(), p, chunk);
-    crc = crc32c::Extend(crc, staging_.data(), chunk);
-    data_->Append(staging_.data(), chunk);
+  std::thread checksummer;
+  uint32_t parallel_crc = crc;
+  if (n >= kParallelChecksumBytes) {
+    checksummer = std::thread([&parallel_crc, p, n] { parallel_crc = crc32c::Extend(parallel_crc, p, n); });
+  }
+  struct Join {
+    std::thread& t;
+    ~Join() {
+      if (t.joinable()) t.join();
+    }
+  } join{checksummer};
+  for (size_t left = n; left > 0;) {
+    const size_t chunk = std::min(left, kChunkBytes);
+    if (!checksummer.joinable()) crc = crc32c::Extend(crc, p, chunk);
+    data_->Append(p, chunk);
     p += chunk;
-    n -= chunk;
+    left -= chunk;
     StartWriteback();
+  }
+  if (checksummer.joinable()) {
+    checksummer.join();
+    crc = parallel_crc;
   }
   return crc;
 }
 
 void BundleWriter::StartWriteback() {
   // Starts the disk writing what is already in the page cache while the next chunk is being
-  // copied and checksummed, so that Finish()'s fsync has little left to do and saving runs at
+  // checksummed, so that Finish()'s fsync has little left to do and saving runs at
   // the disk's speed instead of disk time plus CPU time. Bytes still in the file writer's
   // buffer are not in the page cache yet; the hint skips them and fsync covers them later.
   if (writeback_fd_ < 0) return;
   const uint64_t end = data_->size();
-  if (end - writeback_started_ < kStagingBytes) return;
+  if (end - writeback_started_ < kChunkBytes) return;
   ::sync_file_range(writeback_fd_, static_cast<off64_t>(writeback_started_),
                     static_cast<off64_t>(end - writeback_started_), SYNC_FILE_RANGE_WRITE);
   writeback_started_ = end;

@@ -52,7 +52,8 @@ class BundleWriter {
 
   // Appends `tensor`'s bytes to the data file and records its entry under `key`. Data is laid
   // out in the order of Add calls; the index lists keys sorted. InvalidArgument for the empty
-  // key (reserved for the header), a duplicate key or an empty Tensor.
+  // key (reserved for the header), a duplicate key or an empty Tensor. The bytes are written
+  // straight from the tensor, which must not change during the call.
   void Add(std::string_view key, const Tensor& tensor);
 
   // Writes the index and renames both files into place. The writer is unusable afterwards.
@@ -74,7 +75,6 @@ class BundleWriter {
   Options options_;
   std::unique_ptr<AtomicFileWriter> data_;
   BundleEntryMap entries_;
-  std::vector<char> staging_;  // bytes are checksummed here, as written, not in the source
   // A second descriptor on the temporary data file, used only to start writeback early.
   int writeback_fd_ = -1;
   uint64_t writeback_started_ = 0;  // data bytes handed to writeback so far

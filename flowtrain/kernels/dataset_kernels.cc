@@ -499,6 +499,23 @@ class RepeatDataset : public DatasetBase {
 
 // ---- BatchDatasetV2 ----
 
+// batch_util::Stack for strings, moving them out of the elements that only the batch holds (a
+// TFRecord pipeline's records) instead of copying them.
+Tensor StackStrings(std::vector<Tensor>& column) {
+  for (const Tensor& e : column) {
+    if (e.shape() != column[0].shape() || !e.RefCountIsOne()) return batch_util::Stack(column, "BatchDataset");
+  }
+  TensorShape shape = column[0].shape();
+  shape.InsertDim(0, static_cast<int64_t>(column.size()));
+  Tensor out(DT_STRING, shape);
+  std::string* dst = out.data<std::string>();
+  for (Tensor& e : column) {
+    std::string* src = e.data<std::string>();
+    for (int64_t j = 0; j < e.NumElements(); ++j) *dst++ = std::move(src[j]);
+  }
+  return out;
+}
+
 class BatchDataset : public DatasetBase {
  public:
   BatchDataset(DatasetRef input, int64_t batch_size, bool drop_remainder)
@@ -521,7 +538,7 @@ class BatchDataset : public DatasetBase {
       std::vector<Tensor> column(elements.size());
       for (size_t c = 0; c < elements[0].size(); ++c) {
         for (size_t i = 0; i < elements.size(); ++i) column[i] = std::move(elements[i][c]);
-        out->push_back(batch_util::Stack(column, "BatchDataset"));
+        out->push_back(column[0].dtype() == DT_STRING ? StackStrings(column) : batch_util::Stack(column, "BatchDataset"));
       }
       return true;
     }
