@@ -1,12 +1,11 @@
 // Kernels of the 2-D convolution and pooling ops (NHWC, filters HWIO), float32 and float64.
 //
-// Convolutions are im2col + Eigen matrix products: a block of output positions gathers its
+// Convolutions are im2col + matrix products (gemm.h): a block of output positions gathers its
 // input patches into a [positions, rows*cols*in_depth] scratch matrix (the filter is already
 // the matching [rows*cols*in_depth, out_depth] matrix), so each block is one GEMM. Blocks are
 // sized to stay in cache and split over the intra-op pool, each shard with its own scratch.
 // A 1x1 stride-1 convolution skips im2col: the input is already the patch matrix.
 #include <algorithm>
-#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -14,6 +13,8 @@
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
+#include "flowtrain/kernels/float_kernel_util.h"
+#include "flowtrain/kernels/gemm.h"
 #include "flowtrain/kernels/op_kernel.h"
 #include "flowtrain/kernels/work_sharder.h"
 #include "flowtrain/ops/nn_window.h"
@@ -21,31 +22,9 @@
 namespace flowtrain {
 namespace {
 
-template <typename T>
-using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-template <typename T>
-using MatrixMap = Eigen::Map<Matrix<T>>;
-template <typename T>
-using ConstMatrixMap = Eigen::Map<const Matrix<T>>;
-template <typename T>
-using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
-template <typename T>
-using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
-
 // Scratch elements per im2col block (512 KiB of floats): big enough for an efficient GEMM,
 // small enough to stay in L2.
 constexpr int64_t kBlockElements = 1 << 17;
-
-template <typename Fn>
-void DispatchFloat(DataType dtype, const OpKernel& kernel, Fn&& fn) {
-  switch (BaseType(dtype)) {
-    case DT_FLOAT: fn.template operator()<float>(); return;
-    case DT_DOUBLE: fn.template operator()<double>(); return;
-    default:
-      InvalidArgument(kernel.type_string(), " '", kernel.name(), "' has no CPU kernel for ",
-                      DataTypeString(dtype));
-  }
-}
 
 // A shape given as a 1-D int32/int64 tensor of 4 elements (input_sizes, filter_sizes, ...).
 TensorShape ShapeFromTensor(const Tensor& t, std::string_view what) {
@@ -149,23 +128,28 @@ void Im2Col(const ConvDims& d, const T* input, int64_t begin, int64_t end, T* pa
   for (int64_t p = begin; p < end; ++p) {
     T* row = patches + (p - begin) * k;
     ForEachPatchRun(d, p, [&](int64_t at, int64_t offset, int64_t count) {
+      // Eigen copies: runs are often a few elements (one input channel), too short for memcpy.
       if (offset < 0) {
-        std::fill_n(row + at, count, T(0));
+        ArrayMap<T>(row + at, count).setZero();
       } else {
-        std::memcpy(row + at, input + offset, count * sizeof(T));
+        ArrayMap<T>(row + at, count) = ConstArrayMap<T>(input + offset, count);
       }
     });
   }
 }
 
-// The adjoint of Im2Col: adds each patch back into the input positions it was taken from.
+// The adjoint of Im2Col: adds each patch back into the input positions it was taken from,
+// and zeroes the patches on the way (while they are in cache), so the next block's product
+// can accumulate into them instead of needing a separate pass to clear them.
 template <typename T>
-void Col2ImAdd(const ConvDims& d, const T* patches, int64_t begin, int64_t end, T* input) {
+void Col2ImAddAndClear(const ConvDims& d, T* patches, int64_t begin, int64_t end, T* input) {
   const int64_t k = d.patch_size();
   for (int64_t p = begin; p < end; ++p) {
-    const T* row = patches + (p - begin) * k;
+    T* row = patches + (p - begin) * k;
     ForEachPatchRun(d, p, [&](int64_t at, int64_t offset, int64_t count) {
-      if (offset >= 0) ArrayMap<T>(input + offset, count) += ConstArrayMap<T>(row + at, count);
+      ArrayMap<T> run(row + at, count);
+      if (offset >= 0) ArrayMap<T>(input + offset, count) += run;
+      run.setZero();
     });
   }
 }
@@ -212,24 +196,19 @@ class Conv2DOp : public ConvKernelBase {
     const int64_t positions = d.positions();
     T* po = out->data<T>();
     if (positions == 0 || d.out_depth == 0) return;
-    if (k == 0) {
-      std::fill_n(po, out->NumElements(), T(0));
-      return;
-    }
-    ConstMatrixMap<T> w(filter.data<T>(), k, d.out_depth);
-    const int64_t flops = positions * k * d.out_depth;
+    // Output rows [begin, end) = their patches (`patches`, one row each) * the filter matrix.
+    auto product = [&](const T* patches, int64_t begin, int64_t end) {
+      return GemmArgs<T>{.m = end - begin, .n = d.out_depth, .k = k, .a = patches, .lda = k,
+                         .b = filter.data<T>(), .ldb = d.out_depth, .c = po + begin * d.out_depth,
+                         .ldc = d.out_depth};
+    };
     if (d.pointwise()) {
-      const int shards = NumShards(ctx, flops, 1 << 18);
-      ParallelShards(ctx, shards, [&](int s) {
-        auto [begin, end] = ShardRange(positions, shards, s);
-        MatrixMap<T>(po + begin * d.out_depth, end - begin, d.out_depth).noalias() =
-            ConstMatrixMap<T>(input.data<T>() + begin * k, end - begin, k) * w;
-      });
+      Gemm<T>(ctx, product(input.data<T>(), 0, positions));
       return;
     }
     const int64_t block = d.block_positions();
     const int64_t blocks = (positions + block - 1) / block;
-    const int shards = std::min<int>(NumShards(ctx, flops, 1 << 18), static_cast<int>(blocks));
+    const int shards = std::min<int>(NumShards(ctx, positions * k * d.out_depth, 1 << 18), static_cast<int>(blocks));
     Tensor scratch(input.dtype(), TensorShape({shards, block * k}));
     ParallelShards(ctx, shards, [&](int s) {
       T* patches = scratch.data<T>() + s * block * k;
@@ -238,8 +217,7 @@ class Conv2DOp : public ConvKernelBase {
         const int64_t begin = b * block;
         const int64_t end = std::min(positions, begin + block);
         Im2Col(d, input.data<T>(), begin, end, patches);
-        MatrixMap<T>(po + begin * d.out_depth, end - begin, d.out_depth).noalias() =
-            ConstMatrixMap<T>(patches, end - begin, k) * w;
+        GemmOnThisThread<T>(product(patches, begin, end));
       }
     });
   }
@@ -265,34 +243,35 @@ class Conv2DBackpropInputOp : public ConvKernelBase {
   void Run(OpKernelContext* ctx, const ConvDims& d, const Tensor& filter, const Tensor& grad, Tensor* out) {
     const int64_t k = d.patch_size();
     T* pi = out->data<T>();
-    std::fill_n(pi, out->NumElements(), T(0));
-    if (d.positions() == 0 || k == 0 || d.out_depth == 0) return;
-    ConstMatrixMap<T> w(filter.data<T>(), k, d.out_depth);
-    const T* pg = grad.data<T>();
-    const int64_t flops = d.positions() * k * d.out_depth;
-    if (d.pointwise()) {
-      const int64_t positions = d.positions();
-      const int shards = NumShards(ctx, flops, 1 << 18);
-      ParallelShards(ctx, shards, [&](int s) {
-        auto [begin, end] = ShardRange(positions, shards, s);
-        MatrixMap<T>(pi + begin * k, end - begin, k).noalias() =
-            ConstMatrixMap<T>(pg + begin * d.out_depth, end - begin, d.out_depth) * w.transpose();
-      });
+    if (d.positions() == 0 || k == 0 || d.out_depth == 0) {
+      std::fill_n(pi, out->NumElements(), T(0));
       return;
     }
+    const T* pg = grad.data<T>();
+    // The patches' gradients of positions [begin, end) (+)= their output gradients * filter^T.
+    auto product = [&](T* patches, int64_t begin, int64_t end, bool accumulate) {
+      return GemmArgs<T>{.m = end - begin, .n = k, .k = d.out_depth, .a = pg + begin * d.out_depth,
+                         .lda = d.out_depth, .b = filter.data<T>(), .ldb = d.out_depth, .transpose_b = true,
+                         .c = patches, .ldc = k, .accumulate = accumulate};
+    };
+    if (d.pointwise()) {  // the patches are the input
+      Gemm<T>(ctx, product(pi, 0, d.positions(), false));
+      return;
+    }
+    std::fill_n(pi, out->NumElements(), T(0));
     // Shards own whole images, so their scatter-adds never overlap.
     const int64_t block = d.block_positions();
-    const int shards = std::min<int>(NumShards(ctx, flops, 1 << 18), static_cast<int>(d.batch));
+    const int shards = std::min<int>(NumShards(ctx, d.positions() * k * d.out_depth, 1 << 18), static_cast<int>(d.batch));
     Tensor scratch(grad.dtype(), TensorShape({shards, block * k}));
     ParallelShards(ctx, shards, [&](int s) {
       T* patches = scratch.data<T>() + s * block * k;
+      std::fill_n(patches, block * k, T(0));  // kept zero between blocks by Col2ImAddAndClear
       auto [first_image, last_image] = ShardRange(d.batch, shards, s);
       const int64_t stop = last_image * d.positions_per_image();
       for (int64_t begin = first_image * d.positions_per_image(); begin < stop; begin += block) {
         const int64_t end = std::min(stop, begin + block);
-        MatrixMap<T>(patches, end - begin, k).noalias() =
-            ConstMatrixMap<T>(pg + begin * d.out_depth, end - begin, d.out_depth) * w.transpose();
-        Col2ImAdd(d, patches, begin, end, pi);
+        GemmOnThisThread<T>(product(patches, begin, end, /*accumulate=*/true));
+        Col2ImAddAndClear(d, patches, begin, end, pi);
       }
     });
   }
@@ -319,38 +298,41 @@ class Conv2DBackpropFilterOp : public ConvKernelBase {
     const int64_t k = d.patch_size();
     const int64_t positions = d.positions();
     T* pw = out->data<T>();
-    std::fill_n(pw, out->NumElements(), T(0));
-    if (positions == 0 || k == 0 || d.out_depth == 0) return;
+    if (positions == 0 || k == 0 || d.out_depth == 0) {
+      std::fill_n(pw, out->NumElements(), T(0));
+      return;
+    }
     const T* pg = grad.data<T>();
-    const int64_t flops = positions * k * d.out_depth;
-    const int64_t block = d.pointwise() ? positions : d.block_positions();
+    // filter gradient (+)= patches^T * output gradients, over positions [begin, end).
+    auto product = [&](const T* patches, int64_t begin, int64_t end, T* acc, bool accumulate) {
+      return GemmArgs<T>{.m = k, .n = d.out_depth, .k = end - begin, .a = patches, .lda = k, .transpose_a = true,
+                         .b = pg + begin * d.out_depth, .ldb = d.out_depth, .c = acc, .ldc = d.out_depth,
+                         .accumulate = accumulate};
+    };
+    if (d.pointwise()) {  // the patches are the input; the product splits over the filter
+      Gemm<T>(ctx, product(input.data<T>(), 0, positions, pw, false));
+      return;
+    }
+    const int64_t block = d.block_positions();
     const int64_t blocks = (positions + block - 1) / block;
-    const int shards = d.pointwise() ? NumShards(ctx, flops, 1 << 18)
-                                     : std::min<int>(NumShards(ctx, flops, 1 << 18), static_cast<int>(blocks));
-    // Each shard sums its positions' contributions into its own [k, out_depth] partial.
-    Tensor partials(input.dtype(), TensorShape({shards, k * d.out_depth}));
-    Tensor scratch(input.dtype(), TensorShape({d.pointwise() ? 0 : shards, block * k}));
+    const int shards = std::min<int>(NumShards(ctx, positions * k * d.out_depth, 1 << 18), static_cast<int>(blocks));
+    // Shard 0 sums its positions' contributions into the output, the others into partials
+    // added at the end.
+    Tensor partials(input.dtype(), TensorShape({shards - 1, k * d.out_depth}));
+    Tensor scratch(input.dtype(), TensorShape({shards, block * k}));
     ParallelShards(ctx, shards, [&](int s) {
-      MatrixMap<T> acc(partials.data<T>() + s * k * d.out_depth, k, d.out_depth);
-      acc.setZero();
-      if (d.pointwise()) {
-        auto [begin, end] = ShardRange(positions, shards, s);
-        acc.noalias() += ConstMatrixMap<T>(input.data<T>() + begin * k, end - begin, k).transpose() *
-                         ConstMatrixMap<T>(pg + begin * d.out_depth, end - begin, d.out_depth);
-        return;
-      }
+      T* acc = s == 0 ? pw : partials.data<T>() + (s - 1) * k * d.out_depth;
       T* patches = scratch.data<T>() + s * block * k;
       auto [first, last] = ShardRange(blocks, shards, s);
       for (int64_t b = first; b < last; ++b) {
         const int64_t begin = b * block;
         const int64_t end = std::min(positions, begin + block);
         Im2Col(d, input.data<T>(), begin, end, patches);
-        acc.noalias() += ConstMatrixMap<T>(patches, end - begin, k).transpose() *
-                         ConstMatrixMap<T>(pg + begin * d.out_depth, end - begin, d.out_depth);
+        GemmOnThisThread<T>(product(patches, begin, end, acc, b != first));
       }
     });
     ArrayMap<T> total(pw, k * d.out_depth);
-    for (int s = 0; s < shards; ++s) total += ArrayMap<T>(partials.data<T>() + s * k * d.out_depth, k * d.out_depth);
+    for (int s = 1; s < shards; ++s) total += ArrayMap<T>(partials.data<T>() + (s - 1) * k * d.out_depth, k * d.out_depth);
   }
 };
 FT_REGISTER_KERNEL("Conv2DBackpropFilter", Conv2DBackpropFilterOp);
@@ -372,6 +354,12 @@ struct PoolDims {
     *c1 = std::min(*c0 + window_cols, in_cols);
     *r0 = std::max<int64_t>(*r0, 0);
     *c0 = std::max<int64_t>(*c0, 0);
+  }
+  // Every input pixel lies in exactly one window: windows as far apart as they are wide,
+  // reaching the far edge.
+  bool WindowsTileInput() const {
+    return stride_rows == window_rows && stride_cols == window_cols &&
+           out_rows * stride_rows - pad_rows >= in_rows && out_cols * stride_cols - pad_cols >= in_cols;
   }
 };
 
@@ -464,7 +452,9 @@ FT_REGISTER_KERNEL("MaxPool", PoolOp<true>);
 FT_REGISTER_KERNEL("AvgPool", PoolOp<false>);
 
 // Routes each output's gradient to the first maximum of its window (row-major scan), as
-// TF's CPU kernel does; images are independent, so they are split over the pool.
+// TF's CPU kernel does; images are independent, so they are split over the pool. Channels
+// are SIMD lanes: a packet of channels keeps its running maximum and the window pixel it
+// came from, then adds the gradient to the pixel that won in each lane.
 class MaxPoolGradOp : public PoolKernelBase {
  public:
   using PoolKernelBase::PoolKernelBase;
@@ -480,46 +470,64 @@ class MaxPoolGradOp : public PoolKernelBase {
     CheckGradShape(d, grad);
     Tensor* out = ctx->allocate_output(0, input.shape());
     DispatchFloat(input.dtype(), *this, [&]<typename T>() {
+      using Packet = typename Eigen::internal::packet_traits<T>::type;
+      constexpr int64_t kLanes = Eigen::internal::packet_traits<T>::size;
       const T* in = input.data<T>();
       const T* pg = grad.data<T>();
       T* po = out->data<T>();
-      std::fill_n(po, out->NumElements(), T(0));
+      // Windows that tile the input (2x2 stride 2, ...) give every pixel exactly one
+      // gradient, so they store it; otherwise gradients add up from a zeroed output.
+      const bool tiles = d.WindowsTileInput();
+      if (!tiles) std::fill_n(po, out->NumElements(), T(0));
       const int64_t c = d.depth;
       ParallelRange(ctx, d.batch, d.out_rows * d.out_cols * c * d.window_rows * d.window_cols,
                     [&](int64_t begin, int64_t end) {
-        // Per channel: the best value so far and where it is; the scan runs over window
-        // pixels with channels innermost, so loads are contiguous.
-        std::vector<T> best(c);
-        std::vector<int64_t> where(c);
+        std::vector<int64_t> pixels(d.window_rows * d.window_cols);  // offsets of a window's pixels
         for (int64_t n = begin; n < end; ++n) {
           for (int64_t oh = 0; oh < d.out_rows; ++oh) {
             for (int64_t ow = 0; ow < d.out_cols; ++ow) {
               int64_t r0, r1, c0, c1;
               d.Window(oh, ow, &r0, &r1, &c0, &c1);
-              if (r0 >= r1 || c0 >= c1) continue;
-              const int64_t first = ((n * d.in_rows + r0) * d.in_cols + c0) * c;
-              std::copy_n(in + first, c, best.begin());
-              for (int64_t ch = 0; ch < c; ++ch) where[ch] = first + ch;
+              int64_t count = 0;
               for (int64_t r = r0; r < r1; ++r) {
-                for (int64_t col = (r == r0 ? c0 + 1 : c0); col < c1; ++col) {
-                  const int64_t at = ((n * d.in_rows + r) * d.in_cols + col) * c;
-                  const T* x = in + at;
-                  for (int64_t ch = 0; ch < c; ++ch) {
-                    // Strictly greater: ties keep the first maximum.
-                    if (x[ch] > best[ch]) {
-                      best[ch] = x[ch];
-                      where[ch] = at + ch;
-                    }
-                  }
-                }
+                for (int64_t col = c0; col < c1; ++col) pixels[count++] = ((n * d.in_rows + r) * d.in_cols + col) * c;
               }
+              if (count == 0) continue;
               const T* g = pg + ((n * d.out_rows + oh) * d.out_cols + ow) * c;
-              for (int64_t ch = 0; ch < c; ++ch) po[where[ch]] += g[ch];
+              int64_t ch = 0;
+              for (; ch + kLanes <= c; ch += kLanes) {
+                RouteToMaximum<Packet>(in + ch, g + ch, po + ch, pixels.data(), count, tiles);
+              }
+              for (; ch < c; ++ch) RouteToMaximum<T>(in + ch, g + ch, po + ch, pixels.data(), count, tiles);
             }
           }
         }
       });
     });
+  }
+
+ private:
+  // For the lanes (channels) of packet type P at in/out + pixels[i]: out at the window pixel
+  // holding each lane's first maximum += g (or = g, and = 0 at the others, when `store`).
+  // P may be a scalar (Eigen's scalar fallbacks).
+  template <typename P, typename T>
+  static void RouteToMaximum(const T* in, const T* g, T* out, const int64_t* pixels, int64_t count, bool store) {
+    namespace ei = Eigen::internal;
+    P best = ei::ploadu<P>(in + pixels[0]);
+    P where = ei::pset1<P>(T(0));  // window pixel index, exact in floating point
+    for (int64_t i = 1; i < count; ++i) {
+      const P x = ei::ploadu<P>(in + pixels[i]);
+      const P greater = ei::pcmp_lt(best, x);  // strictly: ties keep the first maximum
+      best = ei::pselect(greater, x, best);
+      where = ei::pselect(greater, ei::pset1<P>(static_cast<T>(i)), where);
+    }
+    const P grad = ei::ploadu<P>(g);
+    const P zero = ei::pset1<P>(T(0));
+    for (int64_t i = 0; i < count; ++i) {
+      T* o = out + pixels[i];
+      const P share = ei::pselect(ei::pcmp_eq(where, ei::pset1<P>(static_cast<T>(i))), grad, zero);
+      ei::pstoreu(o, store ? share : ei::padd(ei::ploadu<P>(o), share));
+    }
   }
 };
 FT_REGISTER_KERNEL("MaxPoolGrad", MaxPoolGradOp);

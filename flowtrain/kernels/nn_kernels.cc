@@ -10,40 +10,19 @@
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
+#include "flowtrain/kernels/float_kernel_util.h"
 #include "flowtrain/kernels/op_kernel.h"
 #include "flowtrain/kernels/work_sharder.h"
 
 namespace flowtrain {
 namespace {
 
-template <typename T>
-using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
-template <typename T>
-using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
-
-// Calls fn.template operator()<T>() for float and double; other dtypes are an error naming
-// the kernel.
-template <typename Fn>
-void DispatchFloat(DataType dtype, const OpKernel& kernel, Fn&& fn) {
-  switch (BaseType(dtype)) {
-    case DT_FLOAT: fn.template operator()<float>(); return;
-    case DT_DOUBLE: fn.template operator()<double>(); return;
-    default:
-      InvalidArgument(kernel.type_string(), " '", kernel.name(), "' has no CPU kernel for ",
-                      DataTypeString(dtype));
-  }
-}
-
-void CheckSameShape(const Tensor& a, const Tensor& b, const OpKernel& kernel) {
-  if (a.shape() != b.shape()) {
-    InvalidArgument(kernel.type_string(), ": inputs must have the same shape, got ",
-                    a.shape().DebugString(), " and ", b.shape().DebugString());
-  }
-}
-
 // ---- Activations ----
 
-// y = Fn(x) elementwise; Fn::Apply maps an Eigen array to an expression.
+namespace ei = Eigen::internal;
+
+// y = Fn(x) elementwise, a SIMD packet at a time: Fn::Apply(x, alpha) takes and returns an
+// Eigen packet (or, for the tail, a scalar).
 template <typename Fn>
 class UnaryActivationOp : public OpKernel {
  public:
@@ -57,7 +36,8 @@ class UnaryActivationOp : public OpKernel {
       T* out = y->data<T>();
       const T alpha = static_cast<T>(alpha_);
       ParallelRange(ctx, x.NumElements(), Fn::kCost, [&](int64_t b, int64_t e) {
-        ArrayMap<T>(out + b, e - b) = Fn::Apply(ConstArrayMap<T>(in + b, e - b), alpha);
+        // The input twice: ZipPackets maps pairs.
+        ZipPackets(in + b, in + b, out + b, e - b, [alpha](auto v, auto) { return Fn::Apply(v, alpha); });
       });
     });
   }
@@ -67,7 +47,8 @@ class UnaryActivationOp : public OpKernel {
   float alpha_;
 };
 
-// dx = Fn(dy, second) elementwise, `second` being the features or outputs of the activation.
+// dx = Fn(dy, second) elementwise, `second` being the features or outputs of the activation;
+// Fn::Apply(g, f, alpha) works on packets as UnaryActivationOp's.
 template <typename Fn>
 class BinaryActivationGradOp : public OpKernel {
  public:
@@ -84,8 +65,7 @@ class BinaryActivationGradOp : public OpKernel {
       T* po = out->data<T>();
       const T alpha = static_cast<T>(alpha_);
       ParallelRange(ctx, g.NumElements(), Fn::kCost, [&](int64_t b, int64_t e) {
-        ArrayMap<T>(po + b, e - b) =
-            Fn::Apply(ConstArrayMap<T>(pg + b, e - b), ConstArrayMap<T>(pf + b, e - b), alpha);
+        ZipPackets(pg + b, pf + b, po + b, e - b, [alpha](auto gv, auto fv) { return Fn::Apply(gv, fv, alpha); });
       });
     });
   }
@@ -95,46 +75,67 @@ class BinaryActivationGradOp : public OpKernel {
   float alpha_;
 };
 
+// A packet (or scalar) of P's type with every lane `value`.
+template <typename P, typename T>
+P Splat(T value) {
+  return ei::pset1<P>(static_cast<typename ei::unpacket_traits<P>::type>(value));
+}
+// Lanes where a < b, as a select mask.
+template <typename P>
+P Less(const P& a, const P& b) {
+  return ei::pcmp_lt(a, b);
+}
+
 struct ReluFn {
   static constexpr int64_t kCost = 1;
-  template <typename X, typename T>
-  static auto Apply(const X& x, T) { return x.max(T(0)); }
+  template <typename P, typename T>
+  static P Apply(const P& x, T) { return ei::pmax(x, Splat<P>(0)); }
 };
 struct Relu6Fn {
   static constexpr int64_t kCost = 1;
-  template <typename X, typename T>
-  static auto Apply(const X& x, T) { return x.max(T(0)).min(T(6)); }
+  template <typename P, typename T>
+  static P Apply(const P& x, T) { return ei::pmin(ei::pmax(x, Splat<P>(0)), Splat<P>(6)); }
 };
 struct EluFn {
   static constexpr int64_t kCost = 20;
-  template <typename X, typename T>
-  static auto Apply(const X& x, T) { return (x < T(0)).select(x.exp() - T(1), x); }
+  template <typename P, typename T>
+  static P Apply(const P& x, T) {
+    return ei::pselect(Less(x, Splat<P>(0)), ei::psub(ei::pexp(x), Splat<P>(1)), x);
+  }
 };
 struct LeakyReluFn {
   static constexpr int64_t kCost = 1;
-  template <typename X, typename T>
-  static auto Apply(const X& x, T alpha) { return (x > T(0)).select(x, x * alpha); }
+  template <typename P, typename T>
+  static P Apply(const P& x, T alpha) {
+    return ei::pselect(Less(Splat<P>(0), x), x, ei::pmul(x, Splat<P>(alpha)));
+  }
 };
 struct ReluGradFn {
   static constexpr int64_t kCost = 1;
-  template <typename G, typename F, typename T>
-  static auto Apply(const G& g, const F& f, T) { return (f > T(0)).select(g, T(0)); }
+  template <typename P, typename T>
+  static P Apply(const P& g, const P& f, T) { return ei::pselect(Less(Splat<P>(0), f), g, Splat<P>(0)); }
 };
 struct Relu6GradFn {
   static constexpr int64_t kCost = 1;
-  template <typename G, typename F, typename T>
-  static auto Apply(const G& g, const F& f, T) { return (f > T(0) && f < T(6)).select(g, T(0)); }
+  template <typename P, typename T>
+  static P Apply(const P& g, const P& f, T) {
+    return ei::pselect(Less(Splat<P>(0), f), ei::pselect(Less(f, Splat<P>(6)), g, Splat<P>(0)), Splat<P>(0));
+  }
 };
 struct EluGradFn {
   static constexpr int64_t kCost = 2;
   // With y = Elu(x): dy/dx = 1 where y >= 0, else y + 1 = exp(x).
-  template <typename G, typename Y, typename T>
-  static auto Apply(const G& g, const Y& y, T) { return (y < T(0)).select(g * (y + T(1)), g); }
+  template <typename P, typename T>
+  static P Apply(const P& g, const P& y, T) {
+    return ei::pselect(Less(y, Splat<P>(0)), ei::pmul(g, ei::padd(y, Splat<P>(1))), g);
+  }
 };
 struct LeakyReluGradFn {
   static constexpr int64_t kCost = 1;
-  template <typename G, typename F, typename T>
-  static auto Apply(const G& g, const F& f, T alpha) { return (f > T(0)).select(g, g * alpha); }
+  template <typename P, typename T>
+  static P Apply(const P& g, const P& f, T alpha) {
+    return ei::pselect(Less(Splat<P>(0), f), g, ei::pmul(g, Splat<P>(alpha)));
+  }
 };
 
 FT_REGISTER_KERNEL("Relu", UnaryActivationOp<ReluFn>);

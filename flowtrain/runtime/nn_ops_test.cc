@@ -1,6 +1,7 @@
 // The nn ops end to end: values against hand-computed results and naive loops, gradients
 // against central finite differences in float64, and bad input rejected with InvalidArgument
 // naming the op (at build time when shapes are known, at run time otherwise).
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -114,6 +115,35 @@ TEST_F(NnOpsTest, ActivationGradKernelValues) {
   ExpectNear(out[1], {0, 2, 0, 4});
   ExpectNear(out[2], {0.5f, 2, 3, 4});
   ExpectNear(out[3], {std::exp(-1.0f), 2, 3, 4});
+}
+
+// The activation kernels run a SIMD packet at a time with a scalar tail: long inputs (zeros,
+// sixes and negatives included) against per-element formulas, in both float types.
+TEST_F(NnOpsTest, ActivationKernelsMatchScalarFormulasOnLongInputs) {
+  const int n = 75;  // several packets and a tail, for float and double
+  auto check = [&]<typename T>(DataType dtype) {
+    Tensor gv = Random<T>({n}, 50, -2, 2);
+    Tensor fv = Random<T>({n}, 51, -8, 8);
+    fv.flat<T>()[3] = 0;
+    fv.flat<T>()[40] = 6;
+    Output g = ops::Const(gv);
+    Output f = ops::Const(fv);
+    Session sess(g_);
+    auto out = sess.Run({}, {ops::Relu(f), ops::Relu6(f), ops::LeakyRelu(f, 0.25f), ops::Elu(f), ops::ReluGrad(g, f),
+                             ops::Relu6Grad(g, f), ops::LeakyReluGrad(g, f, 0.25f), ops::EluGrad(g, f)});
+    for (int i = 0; i < n; ++i) {
+      const T x = fv.flat<T>()[i], d = gv.flat<T>()[i];
+      const T expected[] = {std::max(x, T(0)), std::min(std::max(x, T(0)), T(6)), x > 0 ? x : x * T(0.25),
+                            x < 0 ? std::exp(x) - 1 : x, x > 0 ? d : T(0), x > 0 && x < 6 ? d : T(0),
+                            x > 0 ? d : d * T(0.25), x < 0 ? d * (x + 1) : d};
+      for (size_t k = 0; k < out.size(); ++k) {
+        EXPECT_NEAR(out[k].flat<T>()[i], expected[k], 1e-6 * std::max<double>(1, std::abs(expected[k])))
+            << DataTypeString(dtype) << " output " << k << " at " << i << " (x = " << x << ")";
+      }
+    }
+  };
+  check.template operator()<float>(DT_FLOAT);
+  check.template operator()<double>(DT_DOUBLE);
 }
 
 // ---- Softmax and losses ----
@@ -455,6 +485,56 @@ TEST_F(NnOpsTest, PoolingGradients) {
     Output g_in = ops::Placeholder(DT_DOUBLE, {2, 3, 2, 3}, "g");
     Output back = ops::AvgPoolGrad(ops::Const<int32_t>({2, 6, 4, 3}), g_in, {1, 2, 2, 1}, {1, 2, 2, 1}, padding);
     EXPECT_LT(ComputeGradientError({g_in}, {RandomDoubles({2, 3, 2, 3}, 31)}, back), 1e-8);
+  }
+}
+
+// MaxPoolGrad scans channels a SIMD packet at a time: with 19 channels (packets and a tail),
+// windows that tile the input and windows that overlap or leave pixels out, and ties, it
+// matches a naive loop routing each gradient to the first maximum of its window.
+TEST_F(NnOpsTest, MaxPoolGradMatchesNaiveLoopAcrossChannelPackets) {
+  const int64_t batch = 2, rows = 7, cols = 6, depth = 19;
+  Tensor xv = Random<float>({batch, rows, cols, depth}, 60, -1, 1);
+  // Rounded to a few values so that windows hold ties.
+  for (float& v : xv.flat<float>()) v = std::round(v * 2) / 2;
+  struct Case {
+    int64_t k, s;
+    const char* padding;
+  };
+  for (const Case& c : {Case{2, 2, "SAME"}, Case{2, 2, "VALID"}, Case{3, 2, "SAME"}, Case{3, 1, "VALID"}}) {
+    SCOPED_TRACE(std::to_string(c.k) + "x" + std::to_string(c.k) + " stride " + std::to_string(c.s) + " " + c.padding);
+    Graph g;
+    auto as_default = g.AsDefault();
+    Output x = ops::Const(xv);
+    Output y = ops::MaxPool(x, {1, c.k, c.k, 1}, {1, c.s, c.s, 1}, c.padding);
+    const TensorShape out_shape = y.shape().AsTensorShape();
+    Tensor gv = Random<float>(out_shape, 61, -1, 1);
+    Output dx = ops::MaxPoolGrad(x, y, ops::Const(gv), {1, c.k, c.k, 1}, {1, c.s, c.s, 1}, c.padding);
+    Session sess(g);
+    const Tensor got = sess.Run({}, {dx})[0];
+    // The naive loop, with TF's padding: SAME pads (total) before = total / 2.
+    const int64_t out_rows = out_shape.dim_size(1), out_cols = out_shape.dim_size(2);
+    const bool same = std::string(c.padding) == "SAME";
+    const int64_t pad_rows = same ? std::max<int64_t>((out_rows - 1) * c.s + c.k - rows, 0) / 2 : 0;
+    const int64_t pad_cols = same ? std::max<int64_t>((out_cols - 1) * c.s + c.k - cols, 0) / 2 : 0;
+    std::vector<float> expected(xv.NumElements(), 0.0f);
+    auto at = [&](int64_t n, int64_t r, int64_t col, int64_t ch) { return ((n * rows + r) * cols + col) * depth + ch; };
+    for (int64_t n = 0; n < batch; ++n) {
+      for (int64_t oh = 0; oh < out_rows; ++oh) {
+        for (int64_t ow = 0; ow < out_cols; ++ow) {
+          for (int64_t ch = 0; ch < depth; ++ch) {
+            int64_t best = -1;
+            for (int64_t r = oh * c.s - pad_rows; r < oh * c.s - pad_rows + c.k; ++r) {
+              for (int64_t col = ow * c.s - pad_cols; col < ow * c.s - pad_cols + c.k; ++col) {
+                if (r < 0 || r >= rows || col < 0 || col >= cols) continue;
+                if (best < 0 || xv.flat<float>()[at(n, r, col, ch)] > xv.flat<float>()[best]) best = at(n, r, col, ch);
+              }
+            }
+            expected[best] += gv.flat<float>()[((n * out_rows + oh) * out_cols + ow) * depth + ch];
+          }
+        }
+      }
+    }
+    ExpectNear(got, expected);
   }
 }
 
