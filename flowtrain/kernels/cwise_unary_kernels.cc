@@ -1,5 +1,5 @@
 // Kernels of the elementwise unary math ops (Abs, Square, Sign, Sqrt, Rsqrt, Exp, Log, Log1p,
-// Tanh, Sigmoid, Softplus, Reciprocal). One template, UnaryCwiseOp<Fn>, applies an Eigen
+// Tanh, Cos, Sin, Sigmoid, Softplus, Reciprocal). One template, UnaryCwiseOp<Fn>, applies an Eigen
 // array expression to contiguous blocks, splitting large tensors across the intra-op pool;
 // 16-bit floats are computed in float. This translation unit holds Eigen-heavy template code.
 #include <cmath>
@@ -8,27 +8,16 @@
 #include <Eigen/Core>
 
 #include "flowtrain/core/error.h"
+#include "flowtrain/kernels/float_kernel_util.h"
 #include "flowtrain/kernels/op_kernel.h"
+#include "flowtrain/kernels/work_sharder.h"
 
 namespace flowtrain {
 namespace {
 
-template <typename T>
-using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
-template <typename T>
-using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
-
-// Below this many elements, a kernel runs on the calling thread.
-constexpr int64_t kParallelThreshold = 16384;
-
 template <typename Fn>
 void ForBlocks(OpKernelContext* ctx, int64_t n, int64_t cost, const Fn& fn) {
-  ThreadPool* pool = ctx->intra_op_pool();
-  if (n >= kParallelThreshold && pool != nullptr && pool->NumThreads() > 1) {
-    pool->ParallelFor(n, cost, [&](int64_t b, int64_t e) { fn(b, e); });
-  } else {
-    fn(0, n);
-  }
+  ParallelRange(ctx, n, cost, fn);
 }
 
 // Each functor maps an Eigen array expression to the result expression; kIntegers says
@@ -78,6 +67,16 @@ struct TanhFn {
   static constexpr int64_t kCost = 20;
   static constexpr bool kIntegers = false;
   template <typename A> static auto Apply(const A& a) { return a.tanh(); }
+};
+struct CosFn {
+  static constexpr int64_t kCost = 20;
+  static constexpr bool kIntegers = false;
+  template <typename A> static auto Apply(const A& a) { return a.cos(); }
+};
+struct SinFn {
+  static constexpr int64_t kCost = 20;
+  static constexpr bool kIntegers = false;
+  template <typename A> static auto Apply(const A& a) { return a.sin(); }
 };
 struct SigmoidFn {
   static constexpr int64_t kCost = 20;
@@ -171,6 +170,8 @@ FT_REGISTER_KERNEL("Exp", UnaryCwiseOp<ExpFn>);
 FT_REGISTER_KERNEL("Log", UnaryCwiseOp<LogFn>);
 FT_REGISTER_KERNEL("Log1p", UnaryCwiseOp<Log1pFn>);
 FT_REGISTER_KERNEL("Tanh", UnaryCwiseOp<TanhFn>);
+FT_REGISTER_KERNEL("Cos", UnaryCwiseOp<CosFn>);
+FT_REGISTER_KERNEL("Sin", UnaryCwiseOp<SinFn>);
 FT_REGISTER_KERNEL("Sigmoid", UnaryCwiseOp<SigmoidFn>);
 FT_REGISTER_KERNEL("Softplus", UnaryCwiseOp<SoftplusFn>);
 FT_REGISTER_KERNEL("Reciprocal", UnaryCwiseOp<ReciprocalFn>);

@@ -302,6 +302,12 @@ FT_REGISTER_GRADIENT("Tanh", [](const Operation& op, const Grads& dy) {
   const Output y = op.output(0);
   return Grads{dy[0] * (ScalarLike(1, y) - ops::Square(y))};
 });
+FT_REGISTER_GRADIENT("Cos", [](const Operation& op, const Grads& dy) {
+  return Grads{ops::Neg(dy[0]) * ops::Sin(op.input(0))};
+});
+FT_REGISTER_GRADIENT("Sin", [](const Operation& op, const Grads& dy) {
+  return Grads{dy[0] * ops::Cos(op.input(0))};
+});
 FT_REGISTER_GRADIENT("Sigmoid", [](const Operation& op, const Grads& dy) {
   const Output y = op.output(0);
   return Grads{dy[0] * (y * (ScalarLike(1, y) - y))};

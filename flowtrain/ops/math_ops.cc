@@ -351,6 +351,8 @@ FT_UNARY_CWISE_OP("Exp", FT_FLOAT_TYPES);
 FT_UNARY_CWISE_OP("Log", FT_FLOAT_TYPES);
 FT_UNARY_CWISE_OP("Log1p", FT_FLOAT_TYPES);
 FT_UNARY_CWISE_OP("Tanh", FT_FLOAT_TYPES);
+FT_UNARY_CWISE_OP("Cos", FT_FLOAT_TYPES);
+FT_UNARY_CWISE_OP("Sin", FT_FLOAT_TYPES);
 FT_UNARY_CWISE_OP("Sigmoid", FT_FLOAT_TYPES);
 FT_UNARY_CWISE_OP("Reciprocal", FT_FLOAT_TYPES);
 FT_REGISTER_OP("Softplus")
@@ -465,6 +467,8 @@ Output Exp(Output x, std::string_view name) { return Unary("Exp", x, name); }
 Output Log(Output x, std::string_view name) { return Unary("Log", x, name); }
 Output Log1p(Output x, std::string_view name) { return Unary("Log1p", x, name); }
 Output Tanh(Output x, std::string_view name) { return Unary("Tanh", x, name); }
+Output Cos(Output x, std::string_view name) { return Unary("Cos", x, name); }
+Output Sin(Output x, std::string_view name) { return Unary("Sin", x, name); }
 Output Sigmoid(Output x, std::string_view name) { return Unary("Sigmoid", x, name); }
 Output Softplus(Output x, std::string_view name) { return Unary("Softplus", x, name); }
 Output Reciprocal(Output x, std::string_view name) { return Unary("Reciprocal", x, name); }

@@ -52,7 +52,8 @@ Output ReduceProd(Output input, const std::vector<int64_t>& axes = {}, bool keep
 // (outputs r0 and r1), for reducing gradients back to the inputs' shapes.
 Operation BroadcastGradientArgs(Output s0, Output s1, std::string_view name = "BroadcastGradientArgs");
 
-// Elementwise unary math, with TF's names (tf.abs, tf.square, tf.math.log1p, tf.nn.softplus...).
+// Elementwise unary math, with TF's names (tf.abs, tf.square, tf.math.log1p, tf.math.cos,
+// tf.nn.softplus...).
 //   Output y = ops::Sigmoid(ops::MatMul(x, w));
 Output Abs(Output x, std::string_view name = "Abs");
 Output Square(Output x, std::string_view name = "Square");
@@ -63,6 +64,8 @@ Output Exp(Output x, std::string_view name = "Exp");
 Output Log(Output x, std::string_view name = "Log");
 Output Log1p(Output x, std::string_view name = "Log1p");
 Output Tanh(Output x, std::string_view name = "Tanh");
+Output Cos(Output x, std::string_view name = "Cos");
+Output Sin(Output x, std::string_view name = "Sin");
 Output Sigmoid(Output x, std::string_view name = "Sigmoid");
 Output Softplus(Output x, std::string_view name = "Softplus");
 Output Reciprocal(Output x, std::string_view name = "Reciprocal");

@@ -65,6 +65,8 @@ TEST_F(MathOpsTest, UnaryKernelsMatchTheStandardLibrary) {
       {ops::Log(x), [](float v) { return std::log(v); }},
       {ops::Log1p(x), [](float v) { return std::log1p(v); }},
       {ops::Tanh(x), [](float v) { return std::tanh(v); }},
+      {ops::Cos(x), [](float v) { return std::cos(v); }},
+      {ops::Sin(x), [](float v) { return std::sin(v); }},
       {ops::Sigmoid(x), [](float v) { return 1 / (1 + std::exp(-v)); }},
       {ops::Softplus(x), [](float v) { return std::log1p(std::exp(v)); }},
       {ops::Reciprocal(x), [](float v) { return 1 / v; }},
@@ -100,6 +102,7 @@ TEST_F(MathOpsTest, UnaryIntegerAndHalfKernels) {
   EXPECT_NEAR(e.flat<float>()[1], std::exp(1.0f), 3e-3f);
   // Sqrt is not defined for integers: a build-time dtype error naming the op.
   ExpectInvalidArgument([&] { ops::Sqrt(i); }, "Sqrt");
+  ExpectInvalidArgument([&] { ops::Cos(i); }, "Cos");
 }
 
 TEST_F(MathOpsTest, LargeUnaryInputsAreSplitAcrossThePool) {
@@ -128,6 +131,9 @@ TEST_F(MathOpsTest, UnaryGradients) {
   EXPECT_LT(ComputeGradientError({x}, {positive}, ops::Log(x)), 1e-7);
   EXPECT_LT(ComputeGradientError({x}, {positive}, ops::Log1p(x)), 1e-8);
   EXPECT_LT(ComputeGradientError({x}, {any}, ops::Tanh(x)), 1e-8);
+  EXPECT_LT(ComputeGradientError({x}, {any}, ops::Cos(x)), 1e-8);
+  EXPECT_LT(ComputeGradientError({x}, {any}, ops::Sin(x)), 1e-8);
+  EXPECT_LT(ComputeGradientError({x}, {any}, ops::Sin(ops::Cos(x) * x)), 1e-8);
   EXPECT_LT(ComputeGradientError({x}, {any}, ops::Sigmoid(x)), 1e-8);
   EXPECT_LT(ComputeGradientError({x}, {any}, ops::Softplus(x)), 1e-8);
   EXPECT_LT(ComputeGradientError({x}, {positive}, ops::Reciprocal(x)), 1e-7);
