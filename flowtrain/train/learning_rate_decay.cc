@@ -39,6 +39,26 @@ Output ExponentialDecay(double learning_rate, Output global_step, int64_t decay_
   return NodeBuilder("Mul", scope.op_name()).ExactName().Input(lr).Input(decay).Finalize();
 }
 
+Output CosineDecay(double learning_rate, Output global_step, int64_t decay_steps, double alpha,
+                   std::string_view name) {
+  RequireScalarStep(global_step, "cosine_decay");
+  if (decay_steps <= 0) InvalidArgument("cosine_decay: decay_steps must be positive");
+  Graph& graph = *global_step.graph();
+  auto as_default = graph.AsDefault();
+  auto scope = graph.NameScope(name);
+  Output lr = ops::Const(static_cast<float>(learning_rate), "initial_learning_rate");
+  Output steps = ops::Const(static_cast<float>(decay_steps), "decay_steps");
+  // The helper nodes carry the names TF's Python operators give them, so the result is
+  // `name`/Mul_3 as in TF.
+  Output completed_fraction = ops::RealDiv(ops::Minimum(AsFloat(global_step), steps), steps, "truediv");
+  Output angle = ops::Mul(ops::Const(static_cast<float>(M_PI)), completed_fraction, "mul");
+  Output cosine_decayed = ops::Mul(ops::Const(0.5f, "mul_1/x"),
+                                   ops::Add(ops::Const(1.0f, "add/x"), ops::Cos(angle), "add"), "mul_1");
+  Output decayed = ops::Add(ops::Mul(ops::Const(static_cast<float>(1 - alpha), "mul_2/x"), cosine_decayed, "mul_2"),
+                            ops::Const(static_cast<float>(alpha), "add_1/y"), "add_1");
+  return ops::Mul(lr, decayed);
+}
+
 Output PiecewiseConstant(Output x, const std::vector<double>& boundaries,
                          const std::vector<double>& values, std::string_view name) {
   RequireScalarStep(x, "piecewise_constant");

@@ -1,6 +1,6 @@
 // Learning-rate schedules as graph ops of the global step (tf.train.exponential_decay,
-// tf.train.piecewise_constant). Pass the result to an optimizer as its
-// learning rate; it is re-evaluated at every step.
+// tf.train.piecewise_constant, tf.train.cosine_decay). Pass the result to an optimizer as
+// its learning rate; it is re-evaluated at every step.
 //
 //   Variable step = train::GetOrCreateGlobalStep();
 //   Output lr = train::ExponentialDecay(0.1, step, /*decay_steps=*/1000, /*decay_rate=*/0.96,
@@ -22,6 +22,15 @@ namespace flowtrain::train {
 Output ExponentialDecay(double learning_rate, Output global_step, int64_t decay_steps,
                         double decay_rate, bool staircase = false,
                         std::string_view name = "ExponentialDecay");
+
+// TF 1.15's tf.train.cosine_decay: with s = min(global_step, decay_steps),
+//   learning_rate * ((1 - alpha) * 0.5 * (1 + cos(pi * s / decay_steps)) + alpha),
+// falling from learning_rate to alpha * learning_rate over decay_steps and staying there.
+// A float32 scalar named `name`/Mul_3, as TF names it (its unique names ignore case, and
+// the formula's mul, mul_1 and mul_2 come first).
+//   Output lr = train::CosineDecay(0.1, step, /*decay_steps=*/10000, /*alpha=*/0.01);
+Output CosineDecay(double learning_rate, Output global_step, int64_t decay_steps,
+                   double alpha = 0.0, std::string_view name = "CosineDecay");
 
 // values[0] while x <= boundaries[0], values[i] while boundaries[i-1] < x <= boundaries[i],
 // values.back() after the last boundary. `boundaries` increasing; values.size() ==

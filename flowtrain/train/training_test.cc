@@ -1,5 +1,6 @@
 // End-to-end training with each optimizer (logistic regression and an MLP on synthetic data,
 // built with tf.layers-style layers), learning-rate schedules and gradient clipping.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -45,6 +46,31 @@ TEST(LearningRateDecayTest, ExponentialDecay) {
   EXPECT_NEAR(At(s, stairs, step, 99), 0.1f, 1e-7);
   EXPECT_NEAR(At(s, stairs, step, 100), 0.05f, 1e-7);
   EXPECT_NEAR(At(s, stairs, step, 250), 0.025f, 1e-7);
+}
+
+TEST(LearningRateDecayTest, CosineDecayFollowsTensorFlowsFormula) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output step = ops::Placeholder(DT_INT64, PartialTensorShape({}), "step");
+  Output plain = CosineDecay(0.1, step, 1000);
+  Output floored = CosineDecay(0.5, step, 300, /*alpha=*/0.2);
+  // TF's names: its unique names ignore case, so after mul, mul_1 and mul_2 the final
+  // multiply is Mul_3.
+  EXPECT_EQ(plain.op().name(), "CosineDecay/Mul_3");
+  EXPECT_EQ(floored.op().name(), "CosineDecay_1/Mul_3");
+  // tf.train.cosine_decay's formula, in double.
+  auto tf_formula = [](double lr, int64_t step, int64_t decay_steps, double alpha) {
+    const double s = static_cast<double>(std::min(step, decay_steps));
+    return lr * ((1 - alpha) * 0.5 * (1 + std::cos(M_PI * s / static_cast<double>(decay_steps))) + alpha);
+  };
+  Session s(g);
+  for (int64_t at : {0, 1, 250, 500, 999, 1000, 5000}) {
+    EXPECT_NEAR(At(s, plain, step, at), tf_formula(0.1, at, 1000, 0.0), 1e-7) << at;
+    EXPECT_NEAR(At(s, floored, step, at), tf_formula(0.5, at, 300, 0.2), 1e-7) << at;
+  }
+  EXPECT_NEAR(At(s, plain, step, 500), 0.05, 1e-7);    // halfway: half the rate
+  EXPECT_NEAR(At(s, floored, step, 300), 0.1, 1e-7);   // the end: alpha * learning_rate
+  EXPECT_THROW(CosineDecay(0.1, step, 0), InvalidArgumentError);
 }
 
 TEST(LearningRateDecayTest, PiecewiseConstant) {
