@@ -32,12 +32,14 @@
 // ops_bench_data.h); flowtrain is compared with the fastest counting one. Each round runs
 // flowtrain and every peer configuration (flowtrain first, then last, in turn), and every
 // figure is the median over the rounds (shared machines are noisy); no round starts that
-// would likely end past --budget-seconds, and a peer run taking over 2 minutes is dropped.
+// would likely end past --budget-seconds, and a peer run taking over a minute is dropped.
 //
 // Prints `RESULT <workload> <system> <metric> <value>` for flowtrain, eigen, libtorch and
 // pytorch (the peers' fastest correct configuration, named by a `config` line), ratios such as
 //   RESULT W2 flowtrain vs_libtorch 1.62
 // and, on stderr, every configuration's figures and a summary against the targets.
+#include <sys/wait.h>
+
 // GCC 12 warns inside its own AVX-512 intrinsics when Eigen's GEMM is instantiated here.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <Eigen/Core>
@@ -444,7 +446,7 @@ PeerPrograms FindPeers() {
   return programs;
 }
 
-constexpr int kPeerTimeoutSeconds = 120;
+constexpr int kPeerTimeoutSeconds = 60;
 
 // Runs a peer configuration as a child process; nullopt when it fails (its stderr says why).
 std::optional<Figures> RunPeer(const PeerPrograms& programs, const PeerConfig& config, const std::string& only,
@@ -455,6 +457,7 @@ std::optional<Figures> RunPeer(const PeerPrograms& programs, const PeerConfig& c
   const std::string threads = std::to_string(config.threads);
   command += " OMP_NUM_THREADS=" + threads + " " + programs.Command(config.peer) + " --threads " + threads;
   if (!only.empty()) command += " --only " + ShellQuote(only);
+  const auto start = Clock::now();
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return std::nullopt;
   Figures figures;
@@ -471,10 +474,16 @@ std::optional<Figures> RunPeer(const PeerPrograms& programs, const PeerConfig& c
     }
   }
   const int status = ::pclose(pipe);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 124) {
+    std::fprintf(stderr, "ops_bench: %s ran out of its %d s (a busy machine?); its figures are dropped\n",
+                 config.Label().c_str(), kPeerTimeoutSeconds);
+    return std::nullopt;
+  }
   if (status != 0) {
     std::fprintf(stderr, "ops_bench: %s failed (status %d); its figures are dropped\n", config.Label().c_str(), status);
     return std::nullopt;
   }
+  if (echo_info) std::fprintf(stderr, "  %s: ran %.0f s\n", config.Label().c_str(), SecondsSince(start));
   return figures;
 }
 
