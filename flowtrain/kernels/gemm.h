@@ -1,9 +1,10 @@
 // Matrix products for the float32/float64 kernels (MatMul, BatchMatMul, the convolutions):
-// Eigen's blocked GEMM on packing buffers each thread keeps from call to call, so a training
-// step allocates nothing for its products, and a product worth splitting is cut into one
-// contiguous block of the output per intra-op thread, each computed by single-threaded Eigen.
-// (Eigen's own multi-threaded product is slower at the batch sizes of training steps and
-// allocates on every call.) The Eigen code lives in gemm.cc only, so kernels that multiply
+// a blocked GEMM on packing buffers each thread keeps from call to call, so a training step
+// allocates nothing for its products, and a product worth splitting is cut into one
+// contiguous block of the output per intra-op thread, each computed single-threaded. (Eigen's
+// own multi-threaded product is slower at the batch sizes of training steps and allocates on
+// every call.) float32 runs on an AVX-512 micro-kernel when the build targets it, float64 and
+// other builds on Eigen's GEMM; that code lives in gemm.cc only, so kernels that multiply
 // matrices compile fast.
 //
 //   // out[m, n] = a[m, k] * b[n, k]^T, all row-major:
