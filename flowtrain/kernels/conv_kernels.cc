@@ -56,10 +56,11 @@ struct ConvDims {
   bool pointwise() const {
     return filter_rows == 1 && filter_cols == 1 && stride_rows == 1 && stride_cols == 1;
   }
-  // Output positions per im2col block.
+  // Output positions per im2col block: a multiple of 8, the GEMM's row panel, so that only the
+  // last block has a partial panel.
   int64_t block_positions() const {
-    return std::clamp<int64_t>(kBlockElements / std::max<int64_t>(patch_size(), 1), 1,
-                               std::max<int64_t>(positions(), 1));
+    const int64_t by_cache = std::max<int64_t>(kBlockElements / std::max<int64_t>(patch_size(), 1) / 8 * 8, 8);
+    return std::clamp<int64_t>(by_cache, 1, std::max<int64_t>(positions(), 1));
   }
 };
 
@@ -90,52 +91,69 @@ ConvDims MakeConvDims(const TensorShape& input, const TensorShape& filter,
   return d;
 }
 
-// Calls fn(row_of_patch, input_offset, count) for each run of `count` consecutive patch
-// entries of output position p that come from the input at `input_offset`, and
-// fn(row_of_patch, -1, count) for runs that fall into the padding.
+// For each output position p in [begin, end): calls fn(p - begin, at, input_offset, count)
+// for each run of `count` consecutive entries of p's patch, starting at entry `at`, that come
+// from the input at `input_offset`, and fn(p - begin, at, -1, count) for runs that fall into
+// the padding. Positions are decoded incrementally (divisions per position cost as much as
+// the copies of a one-channel convolution).
 template <typename Fn>
-void ForEachPatchRun(const ConvDims& d, int64_t p, const Fn& fn) {
-  const int64_t ow = p % d.out_cols;
-  const int64_t rest = p / d.out_cols;
-  const int64_t oh = rest % d.out_rows;
-  const int64_t n = rest / d.out_rows;
-  const int64_t ih0 = oh * d.stride_rows - d.pad_rows;
-  const int64_t iw0 = ow * d.stride_cols - d.pad_cols;
+void ForEachPatchRun(const ConvDims& d, int64_t begin, int64_t end, const Fn& fn) {
+  int64_t ow = begin % d.out_cols;
+  int64_t oh = begin / d.out_cols % d.out_rows;
+  int64_t n = begin / d.out_cols / d.out_rows;
   const int64_t row_len = d.filter_cols * d.in_depth;
-  // Filter columns that land inside the input, the same for every filter row.
-  const int64_t fc_begin = std::max<int64_t>(0, -iw0);
-  const int64_t fc_end = std::min<int64_t>(d.filter_cols, d.in_cols - iw0);
-  for (int64_t fr = 0; fr < d.filter_rows; ++fr) {
-    const int64_t ih = ih0 + fr;
-    const int64_t at = fr * row_len;
-    if (ih < 0 || ih >= d.in_rows || fc_begin >= fc_end) {
-      fn(at, int64_t{-1}, row_len);
-      continue;
+  for (int64_t p = 0; p < end - begin; ++p) {
+    const int64_t ih0 = oh * d.stride_rows - d.pad_rows;
+    const int64_t iw0 = ow * d.stride_cols - d.pad_cols;
+    // Filter columns that land inside the input, the same for every filter row.
+    const int64_t fc_begin = std::max<int64_t>(0, -iw0);
+    const int64_t fc_end = std::min<int64_t>(d.filter_cols, d.in_cols - iw0);
+    for (int64_t fr = 0; fr < d.filter_rows; ++fr) {
+      const int64_t ih = ih0 + fr;
+      const int64_t at = fr * row_len;
+      if (ih < 0 || ih >= d.in_rows || fc_begin >= fc_end) {
+        fn(p, at, int64_t{-1}, row_len);
+        continue;
+      }
+      if (fc_begin > 0) fn(p, at, int64_t{-1}, fc_begin * d.in_depth);
+      const int64_t offset = ((n * d.in_rows + ih) * d.in_cols + iw0 + fc_begin) * d.in_depth;
+      fn(p, at + fc_begin * d.in_depth, offset, (fc_end - fc_begin) * d.in_depth);
+      if (fc_end < d.filter_cols) fn(p, at + fc_end * d.in_depth, int64_t{-1}, (d.filter_cols - fc_end) * d.in_depth);
     }
-    if (fc_begin > 0) fn(at, int64_t{-1}, fc_begin * d.in_depth);
-    const int64_t offset = ((n * d.in_rows + ih) * d.in_cols + iw0 + fc_begin) * d.in_depth;
-    fn(at + fc_begin * d.in_depth, offset, (fc_end - fc_begin) * d.in_depth);
-    if (fc_end < d.filter_cols) {
-      fn(at + fc_end * d.in_depth, int64_t{-1}, (d.filter_cols - fc_end) * d.in_depth);
+    if (++ow == d.out_cols) {
+      ow = 0;
+      if (++oh == d.out_rows) {
+        oh = 0;
+        ++n;
+      }
     }
   }
+}
+
+// dst[0, count) = src[0, count), a SIMD packet at a time: runs are often a few elements (one
+// input channel), too short for a memcpy call to pay.
+template <typename T>
+inline void CopyRun(const T* src, T* dst, int64_t count) {
+  namespace ei = Eigen::internal;
+  using Packet = typename ei::packet_traits<T>::type;
+  constexpr int64_t kLanes = ei::packet_traits<T>::size;
+  int64_t i = 0;
+  for (; i + kLanes <= count; i += kLanes) ei::pstoreu(dst + i, ei::ploadu<Packet>(src + i));
+  for (; i < count; ++i) dst[i] = src[i];
 }
 
 // patches[p - begin] = the input patch of output position p, for p in [begin, end).
 template <typename T>
 void Im2Col(const ConvDims& d, const T* input, int64_t begin, int64_t end, T* patches) {
   const int64_t k = d.patch_size();
-  for (int64_t p = begin; p < end; ++p) {
-    T* row = patches + (p - begin) * k;
-    ForEachPatchRun(d, p, [&](int64_t at, int64_t offset, int64_t count) {
-      // Eigen copies: runs are often a few elements (one input channel), too short for memcpy.
-      if (offset < 0) {
-        ArrayMap<T>(row + at, count).setZero();
-      } else {
-        ArrayMap<T>(row + at, count) = ConstArrayMap<T>(input + offset, count);
-      }
-    });
-  }
+  ForEachPatchRun(d, begin, end, [&](int64_t row, int64_t at, int64_t offset, int64_t count) {
+    T* dst = patches + row * k + at;
+    if (offset < 0) {
+      std::fill_n(dst, count, T(0));
+    } else {
+      CopyRun(input + offset, dst, count);
+    }
+  });
 }
 
 // The adjoint of Im2Col: adds each patch back into the input positions it was taken from,
@@ -144,14 +162,11 @@ void Im2Col(const ConvDims& d, const T* input, int64_t begin, int64_t end, T* pa
 template <typename T>
 void Col2ImAddAndClear(const ConvDims& d, T* patches, int64_t begin, int64_t end, T* input) {
   const int64_t k = d.patch_size();
-  for (int64_t p = begin; p < end; ++p) {
-    T* row = patches + (p - begin) * k;
-    ForEachPatchRun(d, p, [&](int64_t at, int64_t offset, int64_t count) {
-      ArrayMap<T> run(row + at, count);
-      if (offset >= 0) ArrayMap<T>(input + offset, count) += run;
-      run.setZero();
-    });
-  }
+  ForEachPatchRun(d, begin, end, [&](int64_t row, int64_t at, int64_t offset, int64_t count) {
+    ArrayMap<T> run(patches + row * k + at, count);
+    if (offset >= 0) ArrayMap<T>(input + offset, count) += run;
+    run.setZero();
+  });
 }
 
 // The attrs every convolution kernel reads.

@@ -240,13 +240,18 @@ void PackSpans(const float* src, int64_t ld, int64_t count, int64_t kc, int64_t 
   for (int64_t kk = 0; kk < kc; ++kk) _mm256_store_ps(dst + kk * 8, _mm256_maskz_loadu_ps(valid, src + kk * ld));
 }
 
-void Sgemm(const GemmArgs<float>& g) {
+// c = op(a) * op(b) where pack_a(row, rows, depth_begin, depth, dst) writes the panel of op(a)
+// at rows [row, row + rows) and depth [depth_begin, depth_begin + depth) as
+// dst[kk * kRows + i] (zero for i >= rows). The blocks of op(b) at one depth are packed first;
+// then each panel of op(a) is packed (into L1-sized storage) and multiplied with all of them.
+template <typename PackA>
+void Sgemm(const GemmArgs<float>& g, const PackA& pack_a) {
   const int64_t row_panels = (g.m + kRows - 1) / kRows;
   const int64_t col_panels = (g.n + kCols - 1) / kCols;
   const int64_t depth = std::min(kDepth, g.k);
   PackBuffers<float>& buffers = PackBuffersOfThisThread<float>();
-  float* packed_a = buffers.lhs.Get(row_panels * kRows * depth);
   float* packed_b = buffers.rhs.Get(col_panels * kCols * depth);
+  alignas(64) float packed_a[kRows * kDepth];
   alignas(64) float edge[kRows * kCols];  // a tile hanging over c's edges
   for (int64_t pc = 0; pc < g.k; pc += kDepth) {
     const int64_t kc = std::min(kDepth, g.k - pc);
@@ -259,39 +264,41 @@ void Sgemm(const GemmArgs<float>& g) {
         PackSpans(g.b + pc * g.ldb + j0, g.ldb, cols, kc, kCols, dst);
       }
     }
-    for (int64_t ip = 0; ip < row_panels; ++ip) {
-      const int64_t i0 = ip * kRows, rows = std::min(kRows, g.m - i0);
-      float* dst = packed_a + ip * kRows * kc;
-      if (g.transpose_a) {
-        PackSpans(g.a + pc * g.lda + i0, g.lda, rows, kc, kRows, dst);
-      } else {
-        PackLines(g.a + i0 * g.lda + pc, g.lda, rows, kc, kRows, dst);
-      }
-    }
     // The first block overwrites c unless the caller accumulates: no separate zeroing pass.
     const bool store = pc == 0 && !g.accumulate;
     for (int64_t ip = 0; ip < row_panels; ++ip) {
       const int64_t i0 = ip * kRows, rows = std::min(kRows, g.m - i0);
-      const float* a = packed_a + ip * kRows * kc;
+      pack_a(i0, rows, pc, kc, packed_a);
       for (int64_t jp = 0; jp < col_panels; ++jp) {
         const int64_t j0 = jp * kCols, cols = std::min(kCols, g.n - j0);
         const float* b = packed_b + jp * kCols * kc;
         float* c = g.c + i0 * g.ldc + j0;
         if (rows == kRows && cols == kCols) {
           if (store) {
-            MicroKernel<true>(kc, a, b, c, g.ldc);
+            MicroKernel<true>(kc, packed_a, b, c, g.ldc);
           } else {
-            MicroKernel<false>(kc, a, b, c, g.ldc);
+            MicroKernel<false>(kc, packed_a, b, c, g.ldc);
           }
           continue;
         }
-        MicroKernel<true>(kc, a, b, edge, kCols);
+        MicroKernel<true>(kc, packed_a, b, edge, kCols);
         for (int64_t i = 0; i < rows; ++i) {
           for (int64_t j = 0; j < cols; ++j) c[i * g.ldc + j] = store ? edge[i * kCols + j] : c[i * g.ldc + j] + edge[i * kCols + j];
         }
       }
     }
   }
+}
+
+// Sgemm with op(a) packed from g.a.
+void Sgemm(const GemmArgs<float>& g) {
+  Sgemm(g, [&g](int64_t row, int64_t rows, int64_t depth_begin, int64_t depth, float* dst) {
+    if (g.transpose_a) {
+      PackSpans(g.a + depth_begin * g.lda + row, g.lda, rows, depth, kRows, dst);
+    } else {
+      PackLines(g.a + row * g.lda + depth_begin, g.lda, rows, depth, kRows, dst);
+    }
+  });
 }
 
 }  // namespace avx512

@@ -346,6 +346,10 @@ TEST_F(NnOpsTest, Conv2DMatchesNaiveLoopsForwardAndBackward) {
       // Big enough for several im2col blocks split over threads.
       {{4, 20, 20, 8}, {5, 5, 8, 16}, 1, 1, "SAME", {4, 20, 20, 16}},
       {{3, 31, 29, 6}, {4, 4, 6, 7}, 3, 2, "SAME", {3, 11, 15, 7}},
+      // The CNN benchmark's second layer, smaller: 32 channels, patches deeper than one
+      // GEMM depth block (800 > 512) and a one-channel first layer.
+      {{2, 14, 14, 32}, {5, 5, 32, 9}, 1, 1, "SAME", {2, 14, 14, 9}},
+      {{3, 28, 28, 1}, {5, 5, 1, 8}, 1, 1, "SAME", {3, 28, 28, 8}},
   };
   uint64_t seed = 100;
   for (const ConvCase& c : cases) {
