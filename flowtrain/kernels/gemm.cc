@@ -135,38 +135,47 @@ void MatrixVectorProduct(const GemmArgs<T>& g) {
 // Blocks of depth kDepth of op(a) and op(b) are packed into panels of kRows rows and kCols
 // columns (k-major, zero-padded), and each kRows x kCols tile of c is accumulated in 16
 // registers: per step of k, two vector loads of b and kRows broadcasts of a feed 16 FMAs.
+// Tiles over c's edges store through masks.
 namespace avx512 {
 
 constexpr int64_t kRows = 8;     // rows of c per tile
 constexpr int64_t kCols = 32;    // columns of c per tile: two 16-float vectors
 constexpr int64_t kDepth = 512;  // k per packed block
 
-// c[i * ldc + j] (=, or += unless kStore) sum over kk < kc of a[kk * kRows + i] * b[kk * kCols + j].
-template <bool kStore>
-void MicroKernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc) {
-  __m512 acc[kRows][2];
-  for (int i = 0; i < kRows; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+// Lanes [0, count) of a 16-float vector, clamped to [0, 16].
+inline __mmask16 FirstLanes(int64_t count) {
+  return static_cast<__mmask16>(count >= 16 ? 0xFFFF : count <= 0 ? 0 : (1u << count) - 1);
+}
+
+// c[i * ldc + j] (=, or += unless kStore) sum over kk < kc of a[kk * kRows + i] * b[kk * width + j]
+// for i < rows and j < cols, where width = 16 * kVectors >= cols: a tile of kRows x width
+// computed in registers, stored through masks where it hangs over c's edges.
+template <int kVectors, bool kStore>
+void MicroKernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t rows, int64_t cols) {
+  __m512 acc[kRows][kVectors];
+  for (int i = 0; i < kRows; ++i) {
+    for (int v = 0; v < kVectors; ++v) acc[i][v] = _mm512_setzero_ps();
+  }
   for (int64_t kk = 0; kk < kc; ++kk) {
-    const __m512 b0 = _mm512_load_ps(b);
-    const __m512 b1 = _mm512_load_ps(b + 16);
+    __m512 bv[kVectors];
+    for (int v = 0; v < kVectors; ++v) bv[v] = _mm512_load_ps(b + 16 * v);
 #pragma GCC unroll 8
     for (int i = 0; i < kRows; ++i) {
       const __m512 ai = _mm512_set1_ps(a[i]);
-      acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
-      acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+      for (int v = 0; v < kVectors; ++v) acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);
     }
     a += kRows;
-    b += kCols;
+    b += 16 * kVectors;
   }
+  __mmask16 mask[kVectors];
+  for (int v = 0; v < kVectors; ++v) mask[v] = FirstLanes(cols - 16 * v);
 #pragma GCC unroll 8
   for (int i = 0; i < kRows; ++i) {
+    if (i >= rows) break;
     float* row = c + i * ldc;
-    if (kStore) {
-      _mm512_storeu_ps(row, acc[i][0]);
-      _mm512_storeu_ps(row + 16, acc[i][1]);
-    } else {
-      _mm512_storeu_ps(row, _mm512_add_ps(_mm512_loadu_ps(row), acc[i][0]));
-      _mm512_storeu_ps(row + 16, _mm512_add_ps(_mm512_loadu_ps(row + 16), acc[i][1]));
+    for (int v = 0; v < kVectors; ++v) {
+      const __m512 sum = kStore ? acc[i][v] : _mm512_add_ps(_mm512_maskz_loadu_ps(mask[v], row + 16 * v), acc[i][v]);
+      _mm512_mask_storeu_ps(row + 16 * v, mask[v], sum);
     }
   }
 }
@@ -223,21 +232,19 @@ void PackLines(const float* src, int64_t ld, int64_t lines, int64_t kc, int64_t 
 }
 
 // A panel from lines that run across it: dst[kk * width + j] = src[kk * ld + j] for j < count,
-// 0 for count <= j < width (8 or 32).
+// 0 for count <= j < width (8, 16 or 32).
 void PackSpans(const float* src, int64_t ld, int64_t count, int64_t kc, int64_t width, float* dst) {
-  auto mask = [](int64_t valid) {
-    return static_cast<__mmask16>(valid >= 16 ? 0xFFFF : valid <= 0 ? 0 : (1u << valid) - 1);
-  };
-  if (width == 32) {
-    const __mmask16 lo = mask(count), hi = mask(count - 16);
-    for (int64_t kk = 0; kk < kc; ++kk) {
-      _mm512_store_ps(dst + kk * 32, _mm512_maskz_loadu_ps(lo, src + kk * ld));
-      _mm512_store_ps(dst + kk * 32 + 16, _mm512_maskz_loadu_ps(hi, src + kk * ld + 16));
-    }
+  if (width == 8) {
+    const __mmask8 valid = static_cast<__mmask8>(FirstLanes(std::min<int64_t>(count, 8)));
+    for (int64_t kk = 0; kk < kc; ++kk) _mm256_store_ps(dst + kk * 8, _mm256_maskz_loadu_ps(valid, src + kk * ld));
     return;
   }
-  const __mmask8 valid = static_cast<__mmask8>(mask(std::min<int64_t>(count, 8)));
-  for (int64_t kk = 0; kk < kc; ++kk) _mm256_store_ps(dst + kk * 8, _mm256_maskz_loadu_ps(valid, src + kk * ld));
+  for (int64_t v = 0; v < width / 16; ++v) {
+    const __mmask16 valid = FirstLanes(count - 16 * v);
+    for (int64_t kk = 0; kk < kc; ++kk) {
+      _mm512_store_ps(dst + kk * width + 16 * v, _mm512_maskz_loadu_ps(valid, src + kk * ld + 16 * v));
+    }
+  }
 }
 
 // c = op(a) * op(b) where pack_a(row, rows, depth_begin, depth, dst) writes the panel of op(a)
@@ -252,16 +259,18 @@ void Sgemm(const GemmArgs<float>& g, const PackA& pack_a) {
   PackBuffers<float>& buffers = PackBuffersOfThisThread<float>();
   float* packed_b = buffers.rhs.Get(col_panels * kCols * depth);
   alignas(64) float packed_a[kRows * kDepth];
-  alignas(64) float edge[kRows * kCols];  // a tile hanging over c's edges
+  // Column panels are kCols wide, but for a last one of at most 16 columns (narrow outputs
+  // such as 10 classes), which is 16 wide and multiplied by the one-vector kernel.
+  auto panel_width = [&](int64_t j0) { return g.n - j0 > 16 ? kCols : int64_t{16}; };
   for (int64_t pc = 0; pc < g.k; pc += kDepth) {
     const int64_t kc = std::min(kDepth, g.k - pc);
-    for (int64_t jp = 0; jp < col_panels; ++jp) {
-      const int64_t j0 = jp * kCols, cols = std::min(kCols, g.n - j0);
-      float* dst = packed_b + jp * kCols * kc;
+    for (int64_t j0 = 0; j0 < g.n; j0 += kCols) {
+      const int64_t cols = std::min(kCols, g.n - j0);
+      float* dst = packed_b + j0 * kc;  // every earlier panel is kCols wide
       if (g.transpose_b) {
-        PackLines(g.b + j0 * g.ldb + pc, g.ldb, cols, kc, kCols, dst);
+        PackLines(g.b + j0 * g.ldb + pc, g.ldb, cols, kc, panel_width(j0), dst);
       } else {
-        PackSpans(g.b + pc * g.ldb + j0, g.ldb, cols, kc, kCols, dst);
+        PackSpans(g.b + pc * g.ldb + j0, g.ldb, cols, kc, panel_width(j0), dst);
       }
     }
     // The first block overwrites c unless the caller accumulates: no separate zeroing pass.
@@ -269,21 +278,20 @@ void Sgemm(const GemmArgs<float>& g, const PackA& pack_a) {
     for (int64_t ip = 0; ip < row_panels; ++ip) {
       const int64_t i0 = ip * kRows, rows = std::min(kRows, g.m - i0);
       pack_a(i0, rows, pc, kc, packed_a);
-      for (int64_t jp = 0; jp < col_panels; ++jp) {
-        const int64_t j0 = jp * kCols, cols = std::min(kCols, g.n - j0);
-        const float* b = packed_b + jp * kCols * kc;
+      for (int64_t j0 = 0; j0 < g.n; j0 += kCols) {
+        const int64_t cols = std::min(kCols, g.n - j0);
+        const float* b = packed_b + j0 * kc;
         float* c = g.c + i0 * g.ldc + j0;
-        if (rows == kRows && cols == kCols) {
+        if (panel_width(j0) == kCols) {
           if (store) {
-            MicroKernel<true>(kc, packed_a, b, c, g.ldc);
+            MicroKernel<2, true>(kc, packed_a, b, c, g.ldc, rows, cols);
           } else {
-            MicroKernel<false>(kc, packed_a, b, c, g.ldc);
+            MicroKernel<2, false>(kc, packed_a, b, c, g.ldc, rows, cols);
           }
-          continue;
-        }
-        MicroKernel<true>(kc, packed_a, b, edge, kCols);
-        for (int64_t i = 0; i < rows; ++i) {
-          for (int64_t j = 0; j < cols; ++j) c[i * g.ldc + j] = store ? edge[i * kCols + j] : c[i * g.ldc + j] + edge[i * kCols + j];
+        } else if (store) {
+          MicroKernel<1, true>(kc, packed_a, b, c, g.ldc, rows, cols);
+        } else {
+          MicroKernel<1, false>(kc, packed_a, b, c, g.ldc, rows, cols);
         }
       }
     }
