@@ -3,7 +3,8 @@
 // targets need (stopping at fed tensors), orders them, binds their kernels and counts every
 // tensor's consumers; running executes the plan and frees each tensor after its last use.
 //
-// A plan whose nodes can never overlap (a chain) runs inline on the caller's thread with no
+// A plan whose nodes can never overlap (a chain), or whose kernels already split over an
+// intra-op pool spanning every core, runs inline on the caller's thread with no
 // synchronisation; otherwise ready nodes run on the inter-op pool, cheap ones inline.
 #ifndef FLOWTRAIN_RUNTIME_EXECUTOR_H_
 #define FLOWTRAIN_RUNTIME_EXECUTOR_H_

@@ -291,6 +291,8 @@ TEST(Session, ParallelBranchesUseThePool) {
   for (int i = 1; i < 4; ++i) total = total + branches[i];
   SessionOptions options;
   options.config.inter_op_parallelism_threads = 2;
+  // One intra-op thread leaves cores for overlapping kernels (else the plan runs inline).
+  options.config.intra_op_parallelism_threads = 1;
   Session sess(g, options);
   Tensor parallel = sess.Run({}, {total})[0];
   SessionOptions single;
@@ -331,6 +333,7 @@ TEST(Session, KernelErrorsNameTheNode) {
   Output other = NodeBuilder("SessionTestFail", "broken2").Input(ops::Const(1.0f)).Finalize();
   SessionOptions options;
   options.config.inter_op_parallelism_threads = 2;
+  options.config.intra_op_parallelism_threads = 1;
   Session parallel(g, options);
   EXPECT_THROW(parallel.Run({}, {bad, other, ops::MatMul(ops::Const<float>({1}, TensorShape({1, 1})), ops::Const<float>({1}, TensorShape({1, 1})))}), InvalidArgumentError);
 }
