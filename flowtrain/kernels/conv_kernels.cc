@@ -7,6 +7,7 @@
 // A 1x1 stride-1 convolution skips im2col: the input is already the patch matrix.
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include <Eigen/Core>
@@ -131,7 +132,8 @@ void ForEachPatchRun(const ConvDims& d, int64_t begin, int64_t end, const Fn& fn
 }
 
 // dst[0, count) = src[0, count), a SIMD packet at a time: runs are often a few elements (one
-// input channel), too short for a memcpy call to pay.
+// input channel), too short for a memcpy call to pay. With AVX-512 the tail is one masked
+// packet (a one-channel 5x5 filter's runs are 5 floats).
 template <typename T>
 inline void CopyRun(const T* src, T* dst, int64_t count) {
   namespace ei = Eigen::internal;
@@ -139,6 +141,15 @@ inline void CopyRun(const T* src, T* dst, int64_t count) {
   constexpr int64_t kLanes = ei::packet_traits<T>::size;
   int64_t i = 0;
   for (; i + kLanes <= count; i += kLanes) ei::pstoreu(dst + i, ei::ploadu<Packet>(src + i));
+#if defined(EIGEN_VECTORIZE_AVX512)
+  if constexpr (std::is_same_v<T, float>) {
+    if (i < count) {
+      const auto mask = static_cast<uint16_t>((1u << (count - i)) - 1);
+      ei::pstoreu(dst + i, ei::ploadu<Packet>(src + i, mask), mask);
+    }
+    return;
+  }
+#endif
   for (; i < count; ++i) dst[i] = src[i];
 }
 
