@@ -8,7 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
-#include "flowtrain/flowtrain.h"
+#include "train_until_input_ends.h"
 
 namespace ft = flowtrain;
 namespace ops = ft::ops;
@@ -39,37 +39,12 @@ int main(int argc, char** argv) {
       serialized, {{"image_raw", ops::FixedLenFeature{ft::DT_STRING, ft::TensorShape({})}},
                    {"label", ops::FixedLenFeature{ft::DT_INT64, ft::TensorShape({})}}});
   Output pixels = ops::Reshape(ops::DecodeRaw(example.dense.at("image_raw"), ft::DT_UINT8), {-1, 784});
-  Output images = ops::Sub(ops::Mul(ops::Cast(pixels, ft::DT_FLOAT), ops::Const(1.0f / 255)), ops::Const(0.5f));
-
-  Output hidden = ft::layers::Dense(images, 128, ops::Relu);
-  Output logits = ft::layers::Dense(hidden, 10);
-  Output loss = ops::ReduceMean(ops::SparseSoftmaxCrossEntropyWithLogits(example.dense.at("label"), logits),
-                                {}, false, "loss");
-  ft::summary::Scalar("loss", loss);
-  ft::Variable step = ft::train::GetOrCreateGlobalStep();
-  ft::Operation train_op = ft::train::GradientDescentOptimizer(0.1).Minimize(loss, step);
+  Output images = examples::CenteredPixels(pixels);
 
   // The iterator starts (again, on every new session) with the local variables.
   auto scaffold = std::make_shared<ft::train::Scaffold>();
   scaffold->local_init_op = ops::Group({ft::train::Scaffold::DefaultLocalInitOp(g), it.initializer()});
-  ft::train::MonitoredTrainingSessionOptions opts;
-  opts.checkpoint_dir = model_dir;
-  opts.scaffold = scaffold;
-  opts.hooks = {std::make_shared<ft::train::LoggingTensorHook>(
-      ft::train::LoggingTensorHook::Tensors{{"step", step.value()}, {"loss", loss}},
-      ft::train::LoggingTensorHook::Every{.iterations = 100})};
-  int64_t steps = 0;
-  {
-    auto sess = ft::train::MonitoredTrainingSession(opts);
-    try {
-      while (!sess->ShouldStop()) {
-        sess->Run({train_op});
-        ++steps;
-      }
-    } catch (const ft::OutOfRangeError&) {
-      // The input is exhausted: a clean end, as TF's `with` block treats it.
-    }
-  }  // the iterator ran out: OutOfRange stopped the session, which saved a final checkpoint
+  const int64_t steps = examples::TrainUntilInputEnds(images, example.dense.at("label"), model_dir, scaffold);
   std::printf("Trained %lld steps (%lld epochs of %lld-example batches); checkpoints in %s\n",
               static_cast<long long>(steps), static_cast<long long>(epochs), static_cast<long long>(batch_size),
               model_dir.c_str());

@@ -8,7 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
-#include "flowtrain/flowtrain.h"
+#include "train_until_input_ends.h"
 
 namespace ft = flowtrain;
 namespace ops = ft::ops;
@@ -37,36 +37,13 @@ int main(int argc, char** argv) {
       serialized, {{"image_raw", ops::FixedLenFeature{ft::DT_STRING, ft::TensorShape({})}},
                    {"label", ops::FixedLenFeature{ft::DT_INT64, ft::TensorShape({})}}});
   Output pixels = ops::Reshape(ops::DecodeRaw(example.dense.at("image_raw"), ft::DT_UINT8), {784});
-  Output image = ops::Sub(ops::Mul(ops::Cast(pixels, ft::DT_FLOAT), ops::Const(1.0f / 255)), ops::Const(0.5f));
+  Output image = examples::CenteredPixels(pixels);
   // Two threads parse examples into a queue that keeps 1000 to shuffle among.
   std::vector<Output> batch = ft::train::ShuffleBatch({image, example.dense.at("label")}, batch_size,
                                                       /*capacity=*/1000 + 3 * batch_size,
                                                       /*min_after_dequeue=*/1000, {.num_threads = 2});
 
-  Output hidden = ft::layers::Dense(batch[0], 128, ops::Relu);
-  Output logits = ft::layers::Dense(hidden, 10);
-  Output loss = ops::ReduceMean(ops::SparseSoftmaxCrossEntropyWithLogits(batch[1], logits), {}, false, "loss");
-  ft::summary::Scalar("loss", loss);
-  ft::Variable step = ft::train::GetOrCreateGlobalStep();
-  ft::Operation train_op = ft::train::GradientDescentOptimizer(0.1).Minimize(loss, step);
-
-  ft::train::MonitoredTrainingSessionOptions opts;
-  opts.checkpoint_dir = model_dir;
-  opts.hooks = {std::make_shared<ft::train::LoggingTensorHook>(
-      ft::train::LoggingTensorHook::Tensors{{"step", step.value()}, {"loss", loss}},
-      ft::train::LoggingTensorHook::Every{.iterations = 100})};
-  int64_t steps = 0;
-  {
-    auto sess = ft::train::MonitoredTrainingSession(opts);
-    try {
-      while (!sess->ShouldStop()) {
-        sess->Run({train_op});
-        ++steps;
-      }
-    } catch (const ft::OutOfRangeError&) {
-      // The input is exhausted: a clean end, as TF's `with` block treats it.
-    }
-  }  // the input ran out: OutOfRange stopped the session, which saved a final checkpoint
+  const int64_t steps = examples::TrainUntilInputEnds(batch[0], batch[1], model_dir);
   std::printf("Trained %lld steps (%lld epochs of %d-example batches); checkpoints in %s\n",
               static_cast<long long>(steps), static_cast<long long>(epochs), batch_size, model_dir.c_str());
   return 0;
