@@ -42,20 +42,47 @@ TensorShape ShapeFromTensor(const Tensor& t, std::string_view what) {
 
 // ---- Convolution ----
 
-struct ConvDims {
+// A window sliding over NHWC input (a convolution's filter, a pooling window): the input's
+// geometry, the window, its strides, and the output and padding they give.
+struct WindowGeometry {
   int64_t batch, in_rows, in_cols, in_depth;
-  int64_t filter_rows, filter_cols, out_depth;
-  int64_t stride_rows, stride_cols;
+  int64_t window_rows, window_cols, stride_rows, stride_cols;
   int64_t out_rows, out_cols, pad_rows, pad_cols;
+};
 
-  int64_t patch_size() const { return filter_rows * filter_cols * in_depth; }
+WindowGeometry MakeWindowGeometry(const TensorShape& input, int64_t window_rows, int64_t window_cols,
+                                  const std::vector<int64_t>& strides, Padding padding) {
+  if (input.dims() != 4) InvalidArgument("input must be 4-dimensional", input.DebugString());
+  WindowGeometry g;
+  g.batch = input.dim_size(0);
+  g.in_rows = input.dim_size(1);
+  g.in_cols = input.dim_size(2);
+  g.in_depth = input.dim_size(3);
+  g.window_rows = window_rows;
+  g.window_cols = window_cols;
+  g.stride_rows = strides[1];
+  g.stride_cols = strides[2];
+  const WindowDim rows = ComputeWindowDim(g.in_rows, g.window_rows, g.stride_rows, padding);
+  const WindowDim cols = ComputeWindowDim(g.in_cols, g.window_cols, g.stride_cols, padding);
+  g.out_rows = rows.output;
+  g.out_cols = cols.output;
+  g.pad_rows = rows.pad_before;
+  g.pad_cols = cols.pad_before;
+  return g;
+}
+
+// A convolution: the window is the filter, `out_depth` its output channels.
+struct ConvDims : WindowGeometry {
+  int64_t out_depth;
+
+  int64_t patch_size() const { return window_rows * window_cols * in_depth; }
   int64_t positions() const { return batch * out_rows * out_cols; }
   int64_t positions_per_image() const { return out_rows * out_cols; }
   TensorShape input_shape() const { return TensorShape({batch, in_rows, in_cols, in_depth}); }
   TensorShape output_shape() const { return TensorShape({batch, out_rows, out_cols, out_depth}); }
   // The input is its own patch matrix: a 1x1 filter moving one pixel at a time.
   bool pointwise() const {
-    return filter_rows == 1 && filter_cols == 1 && stride_rows == 1 && stride_cols == 1;
+    return window_rows == 1 && window_cols == 1 && stride_rows == 1 && stride_cols == 1;
   }
   // Output positions per im2col block: a multiple of 8, the GEMM's row panel, so that only the
   // last block has a partial panel.
@@ -74,21 +101,8 @@ ConvDims MakeConvDims(const TensorShape& input, const TensorShape& filter,
                     filter.dim_size(2));
   }
   ConvDims d;
-  d.batch = input.dim_size(0);
-  d.in_rows = input.dim_size(1);
-  d.in_cols = input.dim_size(2);
-  d.in_depth = input.dim_size(3);
-  d.filter_rows = filter.dim_size(0);
-  d.filter_cols = filter.dim_size(1);
+  static_cast<WindowGeometry&>(d) = MakeWindowGeometry(input, filter.dim_size(0), filter.dim_size(1), strides, padding);
   d.out_depth = filter.dim_size(3);
-  d.stride_rows = strides[1];
-  d.stride_cols = strides[2];
-  const WindowDim rows = ComputeWindowDim(d.in_rows, d.filter_rows, d.stride_rows, padding);
-  const WindowDim cols = ComputeWindowDim(d.in_cols, d.filter_cols, d.stride_cols, padding);
-  d.out_rows = rows.output;
-  d.out_cols = cols.output;
-  d.pad_rows = rows.pad_before;
-  d.pad_cols = cols.pad_before;
   return d;
 }
 
@@ -102,14 +116,14 @@ void ForEachPatchRun(const ConvDims& d, int64_t begin, int64_t end, const Fn& fn
   int64_t ow = begin % d.out_cols;
   int64_t oh = begin / d.out_cols % d.out_rows;
   int64_t n = begin / d.out_cols / d.out_rows;
-  const int64_t row_len = d.filter_cols * d.in_depth;
+  const int64_t row_len = d.window_cols * d.in_depth;
   for (int64_t p = 0; p < end - begin; ++p) {
     const int64_t ih0 = oh * d.stride_rows - d.pad_rows;
     const int64_t iw0 = ow * d.stride_cols - d.pad_cols;
     // Filter columns that land inside the input, the same for every filter row.
     const int64_t fc_begin = std::max<int64_t>(0, -iw0);
-    const int64_t fc_end = std::min<int64_t>(d.filter_cols, d.in_cols - iw0);
-    for (int64_t fr = 0; fr < d.filter_rows; ++fr) {
+    const int64_t fc_end = std::min<int64_t>(d.window_cols, d.in_cols - iw0);
+    for (int64_t fr = 0; fr < d.window_rows; ++fr) {
       const int64_t ih = ih0 + fr;
       const int64_t at = fr * row_len;
       if (ih < 0 || ih >= d.in_rows || fc_begin >= fc_end) {
@@ -119,7 +133,7 @@ void ForEachPatchRun(const ConvDims& d, int64_t begin, int64_t end, const Fn& fn
       if (fc_begin > 0) fn(p, at, int64_t{-1}, fc_begin * d.in_depth);
       const int64_t offset = ((n * d.in_rows + ih) * d.in_cols + iw0 + fc_begin) * d.in_depth;
       fn(p, at + fc_begin * d.in_depth, offset, (fc_end - fc_begin) * d.in_depth);
-      if (fc_end < d.filter_cols) fn(p, at + fc_end * d.in_depth, int64_t{-1}, (d.filter_cols - fc_end) * d.in_depth);
+      if (fc_end < d.window_cols) fn(p, at + fc_end * d.in_depth, int64_t{-1}, (d.window_cols - fc_end) * d.in_depth);
     }
     if (++ow == d.out_cols) {
       ow = 0;
@@ -365,13 +379,10 @@ FT_REGISTER_KERNEL("Conv2DBackpropFilter", Conv2DBackpropFilterOp);
 
 // ---- Pooling ----
 
-struct PoolDims {
-  int64_t batch, in_rows, in_cols, depth;
-  int64_t window_rows, window_cols, stride_rows, stride_cols;
-  int64_t out_rows, out_cols, pad_rows, pad_cols;
-
-  TensorShape input_shape() const { return TensorShape({batch, in_rows, in_cols, depth}); }
-  TensorShape output_shape() const { return TensorShape({batch, out_rows, out_cols, depth}); }
+// Pooling: the output keeps the input's channels.
+struct PoolDims : WindowGeometry {
+  TensorShape input_shape() const { return TensorShape({batch, in_rows, in_cols, in_depth}); }
+  TensorShape output_shape() const { return TensorShape({batch, out_rows, out_cols, in_depth}); }
   // The window of output (oh, ow), clipped to the input: rows [r0, r1), cols [c0, c1).
   void Window(int64_t oh, int64_t ow, int64_t* r0, int64_t* r1, int64_t* c0, int64_t* c1) const {
     *r0 = oh * stride_rows - pad_rows;
@@ -402,22 +413,8 @@ class PoolKernelBase : public OpKernel {
 
  protected:
   PoolDims MakeDims(const TensorShape& input) const {
-    if (input.dims() != 4) InvalidArgument("input must be 4-dimensional", input.DebugString());
     PoolDims d;
-    d.batch = input.dim_size(0);
-    d.in_rows = input.dim_size(1);
-    d.in_cols = input.dim_size(2);
-    d.depth = input.dim_size(3);
-    d.window_rows = ksize_[1];
-    d.window_cols = ksize_[2];
-    d.stride_rows = strides_[1];
-    d.stride_cols = strides_[2];
-    const WindowDim rows = ComputeWindowDim(d.in_rows, d.window_rows, d.stride_rows, padding_);
-    const WindowDim cols = ComputeWindowDim(d.in_cols, d.window_cols, d.stride_cols, padding_);
-    d.out_rows = rows.output;
-    d.out_cols = cols.output;
-    d.pad_rows = rows.pad_before;
-    d.pad_cols = cols.pad_before;
+    static_cast<WindowGeometry&>(d) = MakeWindowGeometry(input, ksize_[1], ksize_[2], strides_, padding_);
     return d;
   }
 
@@ -446,7 +443,7 @@ class PoolOp : public PoolKernelBase {
     DispatchFloat(input.dtype(), *this, [&]<typename T>() {
       const T* in = input.data<T>();
       T* po = out->data<T>();
-      const int64_t c = d.depth;
+      const int64_t c = d.in_depth;
       ParallelRange(ctx, d.batch * d.out_rows, d.out_cols * c * d.window_rows * d.window_cols,
                     [&](int64_t begin, int64_t end) {
         for (int64_t row = begin; row < end; ++row) {
@@ -505,7 +502,7 @@ class MaxPoolGradOp : public PoolKernelBase {
       // gradient, so they store it; otherwise gradients add up from a zeroed output.
       const bool tiles = d.WindowsTileInput();
       if (!tiles) std::fill_n(po, out->NumElements(), T(0));
-      const int64_t c = d.depth;
+      const int64_t c = d.in_depth;
       ParallelRange(ctx, d.batch, d.out_rows * d.out_cols * c * d.window_rows * d.window_cols,
                     [&](int64_t begin, int64_t end) {
         std::vector<int64_t> pixels(d.window_rows * d.window_cols);  // offsets of a window's pixels
@@ -572,7 +569,7 @@ class AvgPoolGradOp : public PoolKernelBase {
       const T* pg = grad.data<T>();
       T* po = out->data<T>();
       std::fill_n(po, out->NumElements(), T(0));
-      const int64_t c = d.depth;
+      const int64_t c = d.in_depth;
       ParallelRange(ctx, d.batch, d.out_rows * d.out_cols * c * d.window_rows * d.window_cols,
                     [&](int64_t begin, int64_t end) {
         for (int64_t n = begin; n < end; ++n) {

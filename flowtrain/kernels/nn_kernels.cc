@@ -21,51 +21,32 @@ namespace {
 
 namespace ei = Eigen::internal;
 
-// y = Fn(x) elementwise, a SIMD packet at a time: Fn::Apply(x, alpha) takes and returns an
-// Eigen packet (or, for the tail, a scalar).
-template <typename Fn>
-class UnaryActivationOp : public OpKernel {
+// The activations, y = Fn::Apply(x, alpha), and their gradients (kGrad), dx = Fn::Apply(dy,
+// second, alpha) with `second` the activation's features or outputs: elementwise, a SIMD
+// packet at a time (Fn::Apply takes and returns Eigen packets, or scalars for the tail).
+template <typename Fn, bool kGrad>
+class ActivationOp : public OpKernel {
  public:
-  explicit UnaryActivationOp(OpKernelConstruction& c)
+  explicit ActivationOp(OpKernelConstruction& c)
       : OpKernel(c), alpha_(c.HasAttr("alpha") ? c.GetAttr<float>("alpha") : 0.0f) {}
   void Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
-    Tensor* y = ctx->allocate_output(0, x.shape());
+    const Tensor& second = ctx->input(kGrad ? 1 : 0);
+    if constexpr (kGrad) CheckSameShape(x, second, *this);
+    Tensor* out = ctx->allocate_output(0, x.shape());
     DispatchFloat(x.dtype(), *this, [&]<typename T>() {
-      const T* in = x.data<T>();
-      T* out = y->data<T>();
-      const T alpha = static_cast<T>(alpha_);
-      ParallelRange(ctx, x.NumElements(), Fn::kCost, [&](int64_t b, int64_t e) {
-        // The input twice: ZipPackets maps pairs.
-        ZipPackets(in + b, in + b, out + b, e - b, [alpha](auto v, auto) { return Fn::Apply(v, alpha); });
-      });
-    });
-  }
-  KernelCost cost() const override { return KernelCost::kCheap; }
-
- private:
-  float alpha_;
-};
-
-// dx = Fn(dy, second) elementwise, `second` being the features or outputs of the activation;
-// Fn::Apply(g, f, alpha) works on packets as UnaryActivationOp's.
-template <typename Fn>
-class BinaryActivationGradOp : public OpKernel {
- public:
-  explicit BinaryActivationGradOp(OpKernelConstruction& c)
-      : OpKernel(c), alpha_(c.HasAttr("alpha") ? c.GetAttr<float>("alpha") : 0.0f) {}
-  void Compute(OpKernelContext* ctx) override {
-    const Tensor& g = ctx->input(0);
-    const Tensor& f = ctx->input(1);
-    CheckSameShape(g, f, *this);
-    Tensor* out = ctx->allocate_output(0, g.shape());
-    DispatchFloat(g.dtype(), *this, [&]<typename T>() {
-      const T* pg = g.data<T>();
-      const T* pf = f.data<T>();
+      const T* px = x.data<T>();
+      const T* ps = second.data<T>();
       T* po = out->data<T>();
       const T alpha = static_cast<T>(alpha_);
-      ParallelRange(ctx, g.NumElements(), Fn::kCost, [&](int64_t b, int64_t e) {
-        ZipPackets(pg + b, pf + b, po + b, e - b, [alpha](auto gv, auto fv) { return Fn::Apply(gv, fv, alpha); });
+      ParallelRange(ctx, x.NumElements(), Fn::kCost, [&](int64_t b, int64_t e) {
+        ZipPackets(px + b, ps + b, po + b, e - b, [alpha](auto u, auto v) {
+          if constexpr (kGrad) {
+            return Fn::Apply(u, v, alpha);
+          } else {
+            return Fn::Apply(u, alpha);  // v is u: the forward op has one input
+          }
+        });
       });
     });
   }
@@ -138,14 +119,14 @@ struct LeakyReluGradFn {
   }
 };
 
-FT_REGISTER_KERNEL("Relu", UnaryActivationOp<ReluFn>);
-FT_REGISTER_KERNEL("Relu6", UnaryActivationOp<Relu6Fn>);
-FT_REGISTER_KERNEL("Elu", UnaryActivationOp<EluFn>);
-FT_REGISTER_KERNEL("LeakyRelu", UnaryActivationOp<LeakyReluFn>);
-FT_REGISTER_KERNEL("ReluGrad", BinaryActivationGradOp<ReluGradFn>);
-FT_REGISTER_KERNEL("Relu6Grad", BinaryActivationGradOp<Relu6GradFn>);
-FT_REGISTER_KERNEL("EluGrad", BinaryActivationGradOp<EluGradFn>);
-FT_REGISTER_KERNEL("LeakyReluGrad", BinaryActivationGradOp<LeakyReluGradFn>);
+FT_REGISTER_KERNEL("Relu", ActivationOp<ReluFn, false>);
+FT_REGISTER_KERNEL("Relu6", ActivationOp<Relu6Fn, false>);
+FT_REGISTER_KERNEL("Elu", ActivationOp<EluFn, false>);
+FT_REGISTER_KERNEL("LeakyRelu", ActivationOp<LeakyReluFn, false>);
+FT_REGISTER_KERNEL("ReluGrad", ActivationOp<ReluGradFn, true>);
+FT_REGISTER_KERNEL("Relu6Grad", ActivationOp<Relu6GradFn, true>);
+FT_REGISTER_KERNEL("EluGrad", ActivationOp<EluGradFn, true>);
+FT_REGISTER_KERNEL("LeakyReluGrad", ActivationOp<LeakyReluGradFn, true>);
 
 // ---- Softmax ----
 
@@ -385,16 +366,31 @@ void CheckVector(const Tensor& t, int64_t size, std::string_view what, bool allo
   }
 }
 
-class FusedBatchNormOp : public OpKernel {
+// The attrs and checks both fused batch-normalization kernels share.
+class FusedBatchNormKernelBase : public OpKernel {
  public:
-  explicit FusedBatchNormOp(OpKernelConstruction& c)
+  explicit FusedBatchNormKernelBase(OpKernelConstruction& c)
       : OpKernel(c),
         epsilon_(c.GetAttr<float>("epsilon")),
         is_training_(c.GetAttr<bool>("is_training")) {}
+  KernelCost cost() const override { return KernelCost::kExpensive; }
+
+ protected:
+  static void CheckInput(const Tensor& x) {
+    if (x.dims() != 4) InvalidArgument("input must be 4-dimensional", x.shape().DebugString());
+  }
+
+  float epsilon_;
+  bool is_training_;
+};
+
+class FusedBatchNormOp : public FusedBatchNormKernelBase {
+ public:
+  using FusedBatchNormKernelBase::FusedBatchNormKernelBase;
 
   void Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
-    if (x.dims() != 4) InvalidArgument("input must be 4-dimensional", x.shape().DebugString());
+    CheckInput(x);
     const int64_t channels = x.dim_size(3);
     CheckVector(ctx->input(1), channels, "scale", false);
     CheckVector(ctx->input(2), channels, "offset", false);
@@ -446,25 +442,17 @@ class FusedBatchNormOp : public OpKernel {
       ArrayMap<T>(batch_var->data<T>(), channels) = var * correction;
     });
   }
-  KernelCost cost() const override { return KernelCost::kExpensive; }
-
- private:
-  float epsilon_;
-  bool is_training_;
 };
 FT_REGISTER_KERNEL("FusedBatchNormV3", FusedBatchNormOp);
 
-class FusedBatchNormGradOp : public OpKernel {
+class FusedBatchNormGradOp : public FusedBatchNormKernelBase {
  public:
-  explicit FusedBatchNormGradOp(OpKernelConstruction& c)
-      : OpKernel(c),
-        epsilon_(c.GetAttr<float>("epsilon")),
-        is_training_(c.GetAttr<bool>("is_training")) {}
+  using FusedBatchNormKernelBase::FusedBatchNormKernelBase;
 
   void Compute(OpKernelContext* ctx) override {
     const Tensor& dy = ctx->input(0);
     const Tensor& x = ctx->input(1);
-    if (x.dims() != 4) InvalidArgument("input must be 4-dimensional", x.shape().DebugString());
+    CheckInput(x);
     CheckSameShape(dy, x, *this);
     const int64_t channels = x.dim_size(3);
     CheckVector(ctx->input(2), channels, "scale", false);
@@ -518,11 +506,6 @@ class FusedBatchNormGradOp : public OpKernel {
       }
     });
   }
-  KernelCost cost() const override { return KernelCost::kExpensive; }
-
- private:
-  float epsilon_;
-  bool is_training_;
 };
 FT_REGISTER_KERNEL("FusedBatchNormGradV3", FusedBatchNormGradOp);
 
