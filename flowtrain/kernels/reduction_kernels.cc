@@ -1,7 +1,8 @@
 // Kernels of the reductions (Sum, Mean, Max, Min, Prod). The input is viewed as alternating
 // kept and reduced groups of dimensions; the common layouts — everything reduced, a reduced
 // prefix ([R, inner], e.g. bias gradients) and a reduced suffix ([outer, R]) — take
-// vectorized paths, other layouts a strided walk.
+// vectorized paths (Eigen arrays for float and double sums and means), other layouts a
+// strided walk.
 #include <Eigen/Core>
 #include <limits>
 
@@ -118,6 +119,25 @@ class ReductionOp : public OpKernel {
         for (int64_t i = 0; i < n; ++i) acc = Combine<A>(kKind, acc, static_cast<A>(in[i]));
       }
       o[0] = finish(acc);
+      return;
+    }
+    // Sums and means (maxima keep the scalar walk: its NaN handling is the documented one).
+    constexpr bool kVectorized = std::is_same_v<A, T> && (std::is_same_v<T, float> || std::is_same_v<T, double>) &&
+                                 (kKind == ReduceKind::kSum || kKind == ReduceKind::kMean);
+    if (groups.size() == 2 && groups[0].reduced && kVectorized) {  // [R, inner]: rows of Eigen arrays
+      const int64_t r = groups[0].size, inner = groups[1].size;
+      using Row = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+      Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> acc(o, inner);
+      acc = Row(in, inner);
+      for (int64_t i = 1; i < r; ++i) acc += Row(in + i * inner, inner);
+      if constexpr (kKind == ReduceKind::kMean) acc /= static_cast<T>(r);
+      return;
+    }
+    if (groups.size() == 2 && groups[1].reduced && kVectorized) {  // [outer, R]: a reduction per row
+      const int64_t outer = groups[0].size, r = groups[1].size;
+      for (int64_t i = 0; i < outer; ++i) {
+        o[i] = finish(Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(in + i * r, r).sum());
+      }
       return;
     }
     if (groups.size() == 2 && groups[0].reduced) {  // [R, inner]

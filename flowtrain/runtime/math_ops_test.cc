@@ -4,6 +4,7 @@
 // of every gradient.
 #include <cmath>
 #include <random>
+#include <type_traits>
 
 #include <gtest/gtest.h>
 
@@ -403,6 +404,41 @@ TEST_F(MathOpsTest, ReductionsOverAxesWithKeepDims) {
   EXPECT_EQ(Values<float>(pr), (std::vector<float>{4, 10, 18, 0, 88, 70}));
   EXPECT_EQ(ops::ReduceSum(x, {1}, true).shape().DebugString(), "[2,1,3]");
   ExpectInvalidArgument([&] { ops::ReduceSum(x, {3}); }, "Invalid reduction dimension 3 for input with 3 dimensions");
+}
+
+// Sums and means over a leading or trailing block of axes (the vectorized layouts), float
+// and double, against sums accumulated in double.
+TEST_F(MathOpsTest, SumAndMeanOverLeadingAndTrailingAxes) {
+  const int64_t rows = 37, cols = 45;
+  auto check = [&]<typename T>() {
+    std::mt19937_64 rng(42);
+    std::uniform_real_distribution<double> dist(-1, 1);
+    std::vector<T> values(rows * 3 * cols);
+    for (T& v : values) v = static_cast<T>(dist(rng));
+    Output x = ops::Const<T>(values, TensorShape({rows, 3, cols}));
+    Session sess(g_);
+    const Tensor lead_sum = ops::ReduceSum(x, {0, 1}).Eval(sess);
+    const Tensor lead_mean = ops::ReduceMean(x, {0, 1}, true).Eval(sess);
+    const Tensor tail_sum = ops::ReduceSum(x, {1, 2}, true).Eval(sess);
+    const Tensor tail_mean = ops::ReduceMean(x, {-1, -2}).Eval(sess);
+    ASSERT_EQ(lead_mean.shape(), TensorShape({1, 1, cols}));
+    ASSERT_EQ(tail_sum.shape(), TensorShape({rows, 1, 1}));
+    const double tolerance = std::is_same_v<T, float> ? 1e-4 : 1e-12;
+    for (int64_t j = 0; j < cols; ++j) {
+      double sum = 0;
+      for (int64_t i = 0; i < rows * 3; ++i) sum += values[i * cols + j];
+      EXPECT_NEAR(lead_sum.flat<T>()[j], sum, tolerance) << j;
+      EXPECT_NEAR(lead_mean.flat<T>()[j], sum / (rows * 3), tolerance) << j;
+    }
+    for (int64_t i = 0; i < rows; ++i) {
+      double sum = 0;
+      for (int64_t j = 0; j < 3 * cols; ++j) sum += values[i * 3 * cols + j];
+      EXPECT_NEAR(tail_sum.flat<T>()[i], sum, tolerance) << i;
+      EXPECT_NEAR(tail_mean.flat<T>()[i], sum / (3 * cols), tolerance) << i;
+    }
+  };
+  check.template operator()<float>();
+  check.template operator()<double>();
 }
 
 TEST_F(MathOpsTest, MaxMinProdReductionGradients) {
