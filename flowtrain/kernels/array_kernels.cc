@@ -328,6 +328,13 @@ void BroadcastInto(const Tensor& value, Tensor* out, std::string_view op) {
   }
   const int64_t n = shape.num_elements();
   if (n == 0) return;
+  if (value.NumElements() == 1) {
+    // One value everywhere (the gradient of a mean): copy it once, then double the filled
+    // prefix, O(log n) block copies instead of one per element.
+    CopyElements(value, 0, *out, 0, 1);
+    for (int64_t filled = 1; filled < n; filled *= 2) CopyElements(*out, 0, *out, filled, std::min(filled, n - filled));
+    return;
+  }
   const int64_t inner = rank == 0 ? 1 : shape.dim_size(rank - 1);
   const bool inner_contiguous = rank > 0 && strides[rank - 1] == 1;
   for (int64_t row = 0; row < n / inner; ++row) {

@@ -53,6 +53,22 @@ class ArrayOpsTest : public ::testing::Test {
   }
 };
 
+// ---- BroadcastTo ----
+
+// One value broadcast everywhere (how a mean's gradient spreads) fills by doubling copies:
+// every element set, for a number of elements that is not a power of two, numbers and strings.
+TEST_F(ArrayOpsTest, BroadcastToOfOneValue) {
+  Session sess(g_);
+  const Tensor f = ops::BroadcastTo(ops::Const(7.5f), ops::Const<int32_t>({3, 7, 5})).Eval(sess);
+  ASSERT_EQ(f.shape(), TensorShape({3, 7, 5}));
+  for (float v : f.flat<float>()) ASSERT_EQ(v, 7.5f);
+  const Tensor i = ops::BroadcastTo(ops::Const<int64_t>({-4}, TensorShape({1, 1})), ops::Const<int32_t>({5, 1})).Eval(sess);
+  ASSERT_EQ(i.shape(), TensorShape({5, 1}));
+  for (int64_t v : i.flat<int64_t>()) ASSERT_EQ(v, -4);
+  const Tensor s = ops::BroadcastTo(ops::Const(std::string("ab")), ops::Const<int32_t>({2, 3})).Eval(sess);
+  for (const std::string& v : s.flat<std::string>()) ASSERT_EQ(v, "ab");
+}
+
 // ---- StopGradient, Size, Rank, ExpandDims ----
 
 TEST_F(ArrayOpsTest, StopGradientSizeRankExpandDims) {
