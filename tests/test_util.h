@@ -1,8 +1,17 @@
-// Helpers shared by the tests: where the TF-written fixtures are, and fresh temporary dirs.
+// Helpers shared by the tests: where the TF-written fixtures are, fresh temporary dirs, a
+// tensor's elements, and expecting an InvalidArgumentError.
 #ifndef FLOWTRAIN_TESTS_TEST_UTIL_H_
 #define FLOWTRAIN_TESTS_TEST_UTIL_H_
 
+#include <initializer_list>
 #include <string>
+#include <string_view>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "flowtrain/core/error.h"
+#include "flowtrain/core/tensor.h"
 
 namespace flowtrain::testing {
 
@@ -14,6 +23,30 @@ std::string MakeTempDir(const std::string& prefix = "ft");
 
 // The build directory (for locating helper binaries built beside the tests).
 std::string BinaryDir();
+
+// The elements of `t`, in order.
+template <typename T>
+std::vector<T> Values(const Tensor& t) {
+  auto flat = t.flat<T>();
+  return std::vector<T>(flat.begin(), flat.end());
+}
+
+// Runs `fn` expecting an InvalidArgumentError whose message contains every one of `parts`.
+template <typename Fn>
+void ExpectInvalidArgument(const Fn& fn, std::initializer_list<std::string_view> parts) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected an InvalidArgumentError";
+  } catch (const InvalidArgumentError& e) {
+    for (std::string_view part : parts) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what() << "\n  lacks: " << part;
+    }
+  }
+}
+template <typename Fn>
+void ExpectInvalidArgument(const Fn& fn, std::string_view needle) {
+  ExpectInvalidArgument(fn, {needle});
+}
 
 }  // namespace flowtrain::testing
 

@@ -15,15 +15,11 @@
 namespace flowtrain::io {
 namespace {
 
+using testing::Values;
+
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-
-template <typename T>
-std::vector<T> Values(const Tensor& t) {
-  auto v = t.flat<T>();
-  return std::vector<T>(v.begin(), v.end());
-}
 
 TEST(BundleWriter, RoundTripsEveryTensorType) {
   const std::string prefix = testing::MakeTempDir("bundle") + "/ckpt";

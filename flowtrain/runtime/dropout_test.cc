@@ -10,21 +10,12 @@
 #include "flowtrain/ops/nn_ops.h"
 #include "flowtrain/runtime/gradient_checker.h"
 #include "flowtrain/runtime/session.h"
+#include "tests/test_util.h"
 
 namespace flowtrain {
 namespace {
 
-template <typename Fn>
-void ExpectInvalidArgument(const Fn& fn, std::initializer_list<std::string_view> parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "no error";
-  } catch (const InvalidArgumentError& e) {
-    for (std::string_view part : parts) {
-      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what() << "\n  lacks: " << part;
-    }
-  }
-}
+using testing::ExpectInvalidArgument;
 
 class DropoutTest : public ::testing::Test {
  protected:

@@ -14,26 +14,13 @@
 #include "flowtrain/ops/math_ops.h"
 #include "flowtrain/runtime/gradient_checker.h"
 #include "flowtrain/runtime/session.h"
+#include "tests/test_util.h"
 
 namespace flowtrain {
 namespace {
 
-template <typename T>
-std::vector<T> Values(const Tensor& t) {
-  auto f = t.flat<T>();
-  return std::vector<T>(f.begin(), f.end());
-}
-
-// Runs `fn` expecting an InvalidArgumentError whose message contains `needle`.
-template <typename Fn>
-void ExpectInvalidArgument(Fn&& fn, std::string_view needle) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected InvalidArgument containing: " << needle;
-  } catch (const InvalidArgumentError& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
+using testing::ExpectInvalidArgument;
+using testing::Values;
 
 class MathOpsTest : public ::testing::Test {
  protected:

@@ -15,9 +15,12 @@
 #include "flowtrain/ops/nn_ops.h"
 #include "flowtrain/runtime/gradient_checker.h"
 #include "flowtrain/runtime/session.h"
+#include "tests/test_util.h"
 
 namespace flowtrain {
 namespace {
+
+using testing::ExpectInvalidArgument;
 
 template <typename T>
 Tensor Random(const TensorShape& shape, uint64_t seed, double low = -1, double high = 1) {
@@ -37,19 +40,6 @@ Tensor DistinctDoubles(const TensorShape& shape, uint64_t seed) {
   std::shuffle(values.begin(), values.end(), std::mt19937_64(seed));
   std::copy(values.begin(), values.end(), t.flat<double>().begin());
   return t;
-}
-
-// Expects `fn` to throw InvalidArgument whose message contains every one of `parts`.
-template <typename Fn>
-void ExpectInvalidArgument(const Fn& fn, std::initializer_list<std::string_view> parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "no error";
-  } catch (const InvalidArgumentError& e) {
-    for (std::string_view part : parts) {
-      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what() << "\n  lacks: " << part;
-    }
-  }
 }
 
 class NnOpsTest : public ::testing::Test {
