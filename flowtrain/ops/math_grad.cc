@@ -41,7 +41,7 @@ Grads MatMulGrad(const Operation& op, const Grads& dy) {
 
 Grads AddNGrad(const Operation& op, const Grads& dy) { return Grads(op.num_inputs(), dy[0]); }
 
-// Reshapes the reduced gradient so it broadcasts back over the reduced dimensions.
+// A reduction's output, or its gradient, reshaped and broadcast back over the input's shape.
 Output ExpandReducedGradient(const Operation& op, const Output& grad) {
   const Output input = op.input(0);
   if (op.GetAttr<bool>("keep_dims")) return ops::BroadcastTo(grad, ops::Shape(input));
@@ -162,33 +162,11 @@ Grads MaxMinGrad(const Operation& op, const Grads& dy, bool is_max) {
   return ReduceBoth(op, ops::SelectV2(x_wins, grad, zeros), ops::SelectV2(x_wins, zeros, grad));
 }
 
-// The reduction output (or its gradient) broadcast back over the input's shape.
-Output BroadcastReduced(const Operation& op, const Output& reduced) {
-  const Output input = op.input(0);
-  if (op.GetAttr<bool>("keep_dims")) return ops::BroadcastTo(reduced, ops::Shape(input));
-  const Tensor* axes = op.input(1).node()->constant_value();
-  const PartialTensorShape& in_shape = input.shape();
-  if (axes == nullptr || in_shape.unknown_rank()) {
-    Unimplemented("Gradient of ", op.type(), " '", op.name(),
-                  "' needs constant reduction axes and an input of known rank");
-  }
-  std::vector<int32_t> keep(in_shape.dims(), 1), reduce(in_shape.dims(), 0);
-  for (int64_t i = 0; i < axes->NumElements(); ++i) {
-    int64_t a = axes->dtype() == DT_INT32 ? axes->flat<int32_t>()[i] : axes->flat<int64_t>()[i];
-    if (a < 0) a += in_shape.dims();
-    keep[a] = 0;
-    reduce[a] = 1;
-  }
-  Output kept_shape = ops::Add(ops::Mul(ops::Shape(input), ops::Const(Tensor::FromVector<int32_t>(keep))),
-                               ops::Const(Tensor::FromVector<int32_t>(reduce)));
-  return ops::BroadcastTo(ops::Reshape(reduced, kept_shape), ops::Shape(input));
-}
-
 // Max/Min: the gradient is shared equally among the elements equal to the extreme value.
 Grads MaxMinReductionGrad(const Operation& op, const Grads& dy) {
   const Output x = op.input(0);
-  Output y = BroadcastReduced(op, op.output(0));
-  Output g = BroadcastReduced(op, dy[0]);
+  Output y = ExpandReducedGradient(op, op.output(0));
+  Output g = ExpandReducedGradient(op, dy[0]);
   Output indicators = ops::Cast(ops::Equal(y, x), x.dtype());
   Output num_selected = ops::Sum(indicators, op.input(1), /*keep_dims=*/true);
   return {ops::RealDiv(indicators, num_selected) * g, Output()};
@@ -225,7 +203,7 @@ Grads ProdGrad(const Operation& op, const Grads& dy) {
   }
   std::vector<int64_t> inverse(rank);
   for (int d = 0; d < rank; ++d) inverse[perm[d]] = d;
-  Output g = BroadcastReduced(op, dy[0]);
+  Output g = ExpandReducedGradient(op, dy[0]);
   Output x_shape = ops::Shape(x);
   Output reduced_num = ops::ReduceProd(ops::Gather(x_shape, ops::Const(Tensor::FromVector<int32_t>(reduced_dims))));
   Output permuted = ops::Transpose(x, perm);
