@@ -288,11 +288,13 @@ ExampleParser::ExampleParser(std::vector<SparseFeatureSpec> sparse, std::vector<
 }
 
 std::vector<Tensor> ExampleParser::Parse(const Tensor& serialized, const Tensor* names, bool single,
-                                         const std::vector<Tensor>& dense_defaults, ThreadPool* pool) const {
+                                         const std::vector<Tensor>& dense_defaults, ThreadPool* pool,
+                                         const ExampleNamer& namer) const {
   const int64_t batch = serialized.NumElements();
   const auto records = serialized.flat<std::string>();
   auto name_of = [&](int64_t i) -> std::string {
     if (names != nullptr && names->NumElements() == batch) return names->flat<std::string>()[i];
+    if (namer != nullptr) return namer(i);
     return "<unknown>";
   };
   const int ns = static_cast<int>(sparse_.size());

@@ -15,6 +15,7 @@
 #ifndef FLOWTRAIN_IO_EXAMPLE_PARSER_H_
 #define FLOWTRAIN_IO_EXAMPLE_PARSER_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,9 @@ struct SparseFeatureSpec {
   DataType dtype = DT_FLOAT;
 };
 
+// Names the example at `index` of a batch in errors, e.g. "record 17 of /data/train.tfrecord".
+using ExampleNamer = std::function<std::string(int64_t index)>;
+
 class ExampleParser {
  public:
   // InvalidArgument for dtypes other than float, int64 and string, or a default value whose
@@ -46,11 +50,13 @@ class ExampleParser {
   // Parses `serialized` (a vector of strings, or a scalar string when `single`) into the
   // outputs in ParseExample's order: every sparse feature's indices, then their values,
   // then their dense shapes, then every dense feature's values. `names` (optional, one per
-  // example) name the examples in errors; `dense_defaults`, when not empty, replace the
-  // specs' default values (ParseExample takes them as inputs on each run). Bad input is
-  // InvalidArgument naming the example ("Name: <name>, ...") and its index.
+  // example) name the examples in errors, or else `namer` does (called only on bad input);
+  // `dense_defaults`, when not empty, replace the specs' default values (ParseExample takes
+  // them as inputs on each run). Bad input is InvalidArgument naming the example ("Name:
+  // <name>, ...") and its index.
   std::vector<Tensor> Parse(const Tensor& serialized, const Tensor* names = nullptr, bool single = false,
-                            const std::vector<Tensor>& dense_defaults = {}, ThreadPool* pool = nullptr) const;
+                            const std::vector<Tensor>& dense_defaults = {}, ThreadPool* pool = nullptr,
+                            const ExampleNamer& namer = nullptr) const;
 
   const std::vector<SparseFeatureSpec>& sparse() const { return sparse_; }
   const std::vector<DenseFeatureSpec>& dense() const { return dense_; }

@@ -2,6 +2,8 @@
 
 #include <any>
 #include <cstring>
+#include <mutex>
+#include <unordered_map>
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
@@ -29,7 +31,62 @@ bool GetString(std::string_view* in, std::string* s) {
   return true;
 }
 
+// DeliveredOrigins' entries: per owner, the tensors it delivered and their origins.
+struct Delivered {
+  std::vector<Tensor> tensors;
+  RecordOrigins origins;
+};
+
+std::mutex& DeliveredMutex() {
+  static auto* mu = new std::mutex;
+  return *mu;
+}
+
+std::unordered_map<const void*, Delivered>& DeliveredByOwner() {
+  static auto* entries = new std::unordered_map<const void*, Delivered>;
+  return *entries;
+}
+
 }  // namespace
+
+const RecordOrigins& IteratorBase::origins() const {
+  static const RecordOrigins* none = new RecordOrigins;
+  return *none;
+}
+
+void DeliveredOrigins::Record(const void* owner, const std::vector<Tensor>& element, const RecordOrigins& origins) {
+  Delivered delivered;
+  for (const Tensor& t : element) {
+    if (t.dtype() == DT_STRING && t.NumElements() == static_cast<int64_t>(origins.size()) && t.dims() <= 1) {
+      delivered.tensors.push_back(t);
+    }
+  }
+  if (delivered.tensors.empty()) return Forget(owner);
+  delivered.origins = origins;
+  std::lock_guard<std::mutex> lock(DeliveredMutex());
+  std::swap(DeliveredByOwner()[owner], delivered);
+  // `delivered`, now the replaced entry, is released after the lock (declared before it).
+}
+
+void DeliveredOrigins::Forget(const void* owner) {
+  Delivered dropped;  // released outside the lock
+  std::lock_guard<std::mutex> lock(DeliveredMutex());
+  auto it = DeliveredByOwner().find(owner);
+  if (it == DeliveredByOwner().end()) return;
+  dropped = std::move(it->second);
+  DeliveredByOwner().erase(it);
+}
+
+RecordOrigins DeliveredOrigins::Find(const Tensor& t) {
+  if (t.dtype() != DT_STRING || t.raw_data() == nullptr) return {};
+  std::lock_guard<std::mutex> lock(DeliveredMutex());
+  for (const auto& [owner, delivered] : DeliveredByOwner()) {
+    for (const Tensor& d : delivered.tensors) {
+      if (d.raw_data() == t.raw_data() && d.NumElements() == t.NumElements()) return delivered.origins;
+    }
+  }
+  return {};
+}
 
 void IteratorState::WriteInt(const std::string& key, int64_t value) { values_[key] = StrCat(value); }
 

@@ -12,6 +12,10 @@
 //
 // Iterators can write their position into an IteratorState and continue from one, so that
 // a restarted run resumes with the next unseen element (SerializeIterator/DeserializeIterator).
+//
+// Elements read from files carry their RecordOrigins (ops/dataset_functions.h) beside them:
+// `it->origins()` after GetNext says which records the element holds, so that errors about
+// it name file and record index.
 #ifndef FLOWTRAIN_KERNELS_DATASET_H_
 #define FLOWTRAIN_KERNELS_DATASET_H_
 
@@ -24,6 +28,7 @@
 
 #include "flowtrain/core/tensor.h"
 #include "flowtrain/kernels/cancellation.h"
+#include "flowtrain/ops/dataset_functions.h"
 
 namespace flowtrain::data {
 
@@ -64,6 +69,10 @@ class IteratorBase {
   // Sets *out to the next element and returns true, or returns false at the end. Not
   // thread-safe: the iterator resource serializes calls.
   virtual bool GetNext(IteratorContext& ctx, std::vector<Tensor>* out) = 0;
+  // Where the element GetNext last returned was read from: one origin per record it holds
+  // (per row of a batch), or none when it was not read from files (or after a restore).
+  // Valid until the next GetNext.
+  virtual const RecordOrigins& origins() const;
   virtual void Save(IteratorState& state) = 0;
   virtual void Restore(IteratorState& state) = 0;
 
@@ -84,6 +93,26 @@ class DatasetBase {
 };
 
 using DatasetRef = std::shared_ptr<const DatasetBase>;
+
+// The origins of the string tensors that iterators last delivered to the step, so that a
+// kernel failing on one of them later in the step (ParseExample on a batch of serialized
+// Examples after IteratorGetNext) can name the record at fault. A Tensor has no room for such
+// metadata, so entries are keyed by buffer address; each entry holds a reference to its tensor,
+// so the buffer cannot be freed and its address reused while the entry exists. An iterator
+// keeps one entry (its last element's), replaced at each GetNext and dropped with it.
+//
+//   DeliveredOrigins::Record(resource, element, origins);        // IteratorGetNext
+//   RecordOrigins o = DeliveredOrigins::Find(serialized);        // ParseExample, on bad input
+class DeliveredOrigins {
+ public:
+  // Remembers the components of `element` that are string tensors with one origin per
+  // element (a batch of records, or one record), under `owner`, replacing its previous entry.
+  static void Record(const void* owner, const std::vector<Tensor>& element, const RecordOrigins& origins);
+  static void Forget(const void* owner);
+  // The origins of the elements of `t` (in order) if it shares the buffer of a remembered
+  // tensor of the same size; empty otherwise.
+  static RecordOrigins Find(const Tensor& t);
+};
 
 // Wraps a dataset in a scalar DT_VARIANT tensor, and back (InvalidArgument naming `op` if the
 // tensor holds no dataset).

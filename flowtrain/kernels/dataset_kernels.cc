@@ -98,7 +98,9 @@ class TensorSliceDataset : public DatasetBase {
 class TFRecordDataset : public DatasetBase {
  public:
   TFRecordDataset(std::vector<std::string> files, std::string compression, int64_t buffer_size)
-      : files_(std::move(files)), compression_(std::move(compression)), buffer_size_(buffer_size) {}
+      : files_(std::move(files)), compression_(std::move(compression)), buffer_size_(buffer_size) {
+    for (const std::string& file : files_) shared_files_.push_back(std::make_shared<const std::string>(file));
+  }
   std::string DebugString() const override { return "TFRecordDataset"; }
 
   class Iter : public IteratorBase {
@@ -113,6 +115,7 @@ class TFRecordDataset : public DatasetBase {
         }
         if (Read(&record)) {
           out->assign(1, Tensor::Scalar<std::string>(std::move(record)));
+          origins_[0] = {ds_.shared_files_[file_index_], record_index_ - 1};
           return true;
         }
         reader_.reset();
@@ -120,6 +123,7 @@ class TFRecordDataset : public DatasetBase {
         record_index_ = 0;
       }
     }
+    const RecordOrigins& origins() const override { return origins_; }
     void Save(IteratorState& state) override {
       state.WriteInt(Key("file_index"), file_index_);
       state.WriteInt(Key("record_index"), record_index_);
@@ -161,6 +165,7 @@ class TFRecordDataset : public DatasetBase {
     int64_t file_index_ = 0;
     int64_t record_index_ = 0;
     std::unique_ptr<io::RecordReader> reader_;
+    RecordOrigins origins_ = RecordOrigins(1);  // of the record last returned
   };
   std::unique_ptr<IteratorBase> MakeIterator(const std::string& prefix) const override {
     return std::make_unique<Iter>(*this, prefix + "::TFRecord");
@@ -168,6 +173,7 @@ class TFRecordDataset : public DatasetBase {
 
  private:
   std::vector<std::string> files_;
+  std::vector<std::shared_ptr<const std::string>> shared_files_;  // the same, for RecordOrigins
   std::string compression_;
   int64_t buffer_size_;
 };
@@ -184,9 +190,16 @@ class MapDataset : public DatasetBase {
         parallelism_(parallelism) {}
   std::string DebugString() const override { return "MapDataset(" + function_name_ + ")"; }
 
-  // Calls the function and checks that it returned what the op promised.
-  Element Apply(const Element& in) const {
-    Element out = fn_(in);
+  // Calls the function and checks that it returned what the op promised. Errors name the
+  // records the element came from, unless the function names them itself.
+  Element Apply(const Element& in, const RecordOrigins& origins) const {
+    Element out;
+    try {
+      out = fn_.fn(in, origins);
+    } catch (...) {
+      if (origins.empty() || fn_.names_records) throw;
+      RethrowWithContext(ErrorFromException(std::current_exception()), StrCat("In ", DescribeOrigins(origins), ": "));
+    }
     if (out.size() != types_.size()) {
       InvalidArgument("Map function ", function_name_, " returned ", out.size(), " tensors, expected ",
                       types_.size());
@@ -200,6 +213,13 @@ class MapDataset : public DatasetBase {
     return out;
   }
 
+  // The origins of a mapped element: a single record's output still comes from that record;
+  // the rows of a mapped batch need not match the input's, so they have none.
+  static const RecordOrigins& KeptOrigins(const RecordOrigins& in) {
+    static const RecordOrigins* none = new RecordOrigins;
+    return in.size() == 1 ? in : *none;
+  }
+
   class SequentialIter : public IteratorBase {
    public:
     SequentialIter(const MapDataset& ds, std::string prefix)
@@ -207,9 +227,10 @@ class MapDataset : public DatasetBase {
     bool GetNext(IteratorContext& ctx, Element* out) override {
       Element in;
       if (!input_->GetNext(ctx, &in)) return false;
-      *out = ds_.Apply(in);
+      *out = ds_.Apply(in, input_->origins());
       return true;
     }
+    const RecordOrigins& origins() const override { return KeptOrigins(input_->origins()); }
     void Save(IteratorState& state) override { input_->Save(state); }
     void Restore(IteratorState& state) override { input_->Restore(state); }
 
@@ -245,6 +266,7 @@ class MapDataset : public DatasetBase {
           break;
         }
         auto slot = std::make_shared<Slot>();
+        slot->origins = input_->origins();
         slots_.push_back(slot);
         {
           std::lock_guard<std::mutex> lock(mu_);
@@ -262,8 +284,10 @@ class MapDataset : public DatasetBase {
       slots_.pop_front();
       if (slot->error) std::rethrow_exception(slot->error);
       *out = std::move(slot->result);
+      origins_ = std::move(slot->origins);
       return true;
     }
+    const RecordOrigins& origins() const override { return KeptOrigins(origins_); }
     void Save(IteratorState& state) override {
       {
         std::unique_lock<std::mutex> lock(mu_);
@@ -296,6 +320,7 @@ class MapDataset : public DatasetBase {
       bool done = false;
       Element result;
       std::exception_ptr error;
+      RecordOrigins origins;  // of the input, set before the call is queued
     };
     struct Call {
       std::shared_ptr<Slot> slot;
@@ -314,7 +339,7 @@ class MapDataset : public DatasetBase {
         Element result;
         std::exception_ptr error;
         try {
-          result = ds_.Apply(call.input);
+          result = ds_.Apply(call.input, call.slot->origins);
         } catch (...) {
           error = std::current_exception();
         }
@@ -331,6 +356,7 @@ class MapDataset : public DatasetBase {
     const MapDataset& ds_;
     std::unique_ptr<IteratorBase> input_;
     std::deque<std::shared_ptr<Slot>> slots_;  // in input order, owned by the caller's thread
+    RecordOrigins origins_;                    // of the element last returned
     bool input_exhausted_ = false;
     std::mutex mu_;
     std::condition_variable cv_;       // a call finished
@@ -349,7 +375,7 @@ class MapDataset : public DatasetBase {
  private:
   DatasetRef input_;
   std::string function_name_;
-  const MapFunction& fn_;
+  const RegisteredMapFunction& fn_;
   std::vector<DataType> types_;
   int parallelism_;
 };
@@ -371,6 +397,7 @@ class FilterDataset : public DatasetBase {
       }
       return false;
     }
+    const RecordOrigins& origins() const override { return input_->origins(); }
     void Save(IteratorState& state) override { input_->Save(state); }
     void Restore(IteratorState& state) override { input_->Restore(state); }
 
@@ -415,14 +442,19 @@ class ShuffleDataset : public DatasetBase {
           break;
         }
         buffer_.push_back(std::move(e));
+        origins_buffer_.push_back(input_->origins());
       }
       if (buffer_.empty()) return false;
       const size_t i = std::uniform_int_distribution<size_t>(0, buffer_.size() - 1)(rng_);
       std::swap(buffer_[i], buffer_.back());
+      std::swap(origins_buffer_[i], origins_buffer_.back());
       *out = std::move(buffer_.back());
       buffer_.pop_back();
+      origins_ = std::move(origins_buffer_.back());
+      origins_buffer_.pop_back();
       return true;
     }
+    const RecordOrigins& origins() const override { return origins_; }
     void Save(IteratorState& state) override {
       input_->Save(state);
       state.WriteInt(Key("input_exhausted"), input_exhausted_);
@@ -447,12 +479,15 @@ class ShuffleDataset : public DatasetBase {
       buffer_.clear();
       const int64_t n = state.ReadInt(Key("buffer_size"));
       for (int64_t i = 0; i < n; ++i) buffer_.push_back(RestoreElement(state, Key(StrCat("buffer.", i))));
+      origins_buffer_.assign(buffer_.size(), {});  // origins are not saved
     }
 
    private:
     const ShuffleDataset& ds_;
     std::unique_ptr<IteratorBase> input_;
     std::vector<Element> buffer_;
+    std::vector<RecordOrigins> origins_buffer_;  // beside buffer_
+    RecordOrigins origins_;                      // of the element last returned
     bool input_exhausted_ = false;
     uint64_t iteration_ = 0;
     std::mt19937_64 rng_;
@@ -493,6 +528,9 @@ class RepeatDataset : public DatasetBase {
         ++epoch_;
         if (!produced_in_epoch_) return false;  // an empty input would repeat forever
       }
+    }
+    const RecordOrigins& origins() const override {
+      return input_ != nullptr ? input_->origins() : IteratorBase::origins();
     }
     void Save(IteratorState& state) override {
       state.WriteInt(Key("epoch"), epoch_);
@@ -556,9 +594,16 @@ class BatchDataset : public DatasetBase {
       std::vector<Element> elements;
       elements.reserve(ds_.batch_size_);
       Element e;
+      // One origin per row while every element came from a single record.
+      origins_.clear();
+      bool rows_have_origins = true;
       while (static_cast<int64_t>(elements.size()) < ds_.batch_size_ && input_->GetNext(ctx, &e)) {
         elements.push_back(std::move(e));
+        const RecordOrigins& row = input_->origins();
+        rows_have_origins = rows_have_origins && row.size() == 1;
+        if (rows_have_origins) origins_.push_back(row[0]);
       }
+      if (!rows_have_origins) origins_.clear();
       if (elements.empty()) return false;
       if (ds_.drop_remainder_ && static_cast<int64_t>(elements.size()) < ds_.batch_size_) return false;
       out->clear();
@@ -569,12 +614,14 @@ class BatchDataset : public DatasetBase {
       }
       return true;
     }
+    const RecordOrigins& origins() const override { return origins_; }
     void Save(IteratorState& state) override { input_->Save(state); }
     void Restore(IteratorState& state) override { input_->Restore(state); }
 
    private:
     const BatchDataset& ds_;
     std::unique_ptr<IteratorBase> input_;
+    RecordOrigins origins_;  // of the batch last returned
   };
   std::unique_ptr<IteratorBase> MakeIterator(const std::string& prefix) const override {
     return std::make_unique<Iter>(*this, prefix + "::Batch");
@@ -619,9 +666,12 @@ class PrefetchDataset : public DatasetBase {
       }
       *out = std::move(buffer_.front());
       buffer_.pop_front();
+      origins_ = std::move(origins_buffer_.front());
+      origins_buffer_.pop_front();
       cv_.notify_all();
       return true;
     }
+    const RecordOrigins& origins() const override { return origins_; }
     void Save(IteratorState& state) override {
       std::lock_guard<std::mutex> input_lock(input_mu_);  // the producer is between elements
       std::lock_guard<std::mutex> lock(mu_);
@@ -639,6 +689,7 @@ class PrefetchDataset : public DatasetBase {
       buffer_.clear();
       const int64_t n = state.ReadInt(Key("buffer_size"));
       for (int64_t i = 0; i < n; ++i) buffer_.push_back(RestoreElement(state, Key(StrCat("buffer.", i))));
+      origins_buffer_.assign(buffer_.size(), {});  // origins are not saved
     }
 
    private:
@@ -651,6 +702,7 @@ class PrefetchDataset : public DatasetBase {
           if (stopping_) return;
         }
         Element e;
+        RecordOrigins origins;
         bool got = false;
         std::exception_ptr error;
         // The element enters the buffer before input_mu_ is released, so Save never sees
@@ -658,12 +710,14 @@ class PrefetchDataset : public DatasetBase {
         std::lock_guard<std::mutex> input_lock(input_mu_);
         try {
           got = input_->GetNext(ctx, &e);
+          if (got) origins = input_->origins();
         } catch (...) {
           error = std::current_exception();
         }
         std::lock_guard<std::mutex> lock(mu_);
         if (got) {
           buffer_.push_back(std::move(e));
+          origins_buffer_.push_back(std::move(origins));
         } else {
           ended_ = true;
           error_ = error;
@@ -679,6 +733,8 @@ class PrefetchDataset : public DatasetBase {
     std::mutex mu_;
     std::condition_variable cv_;
     std::deque<Element> buffer_;
+    std::deque<RecordOrigins> origins_buffer_;  // beside buffer_
+    RecordOrigins origins_;                     // of the element last returned (caller's thread)
     bool ended_ = false;
     bool stopping_ = false;
     std::exception_ptr error_;
@@ -718,6 +774,7 @@ class TakeSkipDataset : public DatasetBase {
       }
       return input_->GetNext(ctx, out);
     }
+    const RecordOrigins& origins() const override { return input_->origins(); }
     void Save(IteratorState& state) override {
       state.WriteInt(Key("seen"), seen_);
       input_->Save(state);
@@ -871,6 +928,10 @@ class IteratorResource : public ResourceBase {
   DatasetRef dataset;
   std::unique_ptr<IteratorBase> iterator;
   std::optional<IteratorState> pending_state;
+  bool delivered_origins = false;  // has an entry in DeliveredOrigins
+  ~IteratorResource() override {
+    if (delivered_origins) DeliveredOrigins::Forget(this);
+  }
 };
 
 constexpr char kIteratorPrefix[] = "Iterator";
@@ -948,6 +1009,12 @@ class IteratorGetNextOp : public OpKernel {
       std::lock_guard<std::mutex> lock(resource->mu);
       if (resource->iterator == nullptr) NotInitialized();
       if (!resource->iterator->GetNext(ictx, &element)) OutOfRange("End of sequence");
+      // Kernels that fail on the records later in the step name them (ParseExample).
+      const RecordOrigins& origins = resource->iterator->origins();
+      if (!origins.empty() || resource->delivered_origins) {
+        DeliveredOrigins::Record(resource.get(), element, origins);
+        resource->delivered_origins = !origins.empty();
+      }
     }
     if (static_cast<int>(element.size()) != ctx->num_outputs()) {
       InvalidArgument(name(), ": the iterator produced ", element.size(), " components, expected ",

@@ -6,6 +6,7 @@
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/io/example_parser.h"
+#include "flowtrain/kernels/dataset.h"
 #include "flowtrain/kernels/op_kernel.h"
 
 namespace flowtrain {
@@ -16,10 +17,15 @@ using io::ExampleParser;
 using io::SparseFeatureSpec;
 
 // Runs `parser` on the op's inputs and sets its outputs; examples are parsed in parallel on
-// the intra-op pool.
+// the intra-op pool. Without `names`, a bad example that an iterator read from a file in this
+// step is named by its file and record index.
 void ParseInto(OpKernelContext* ctx, const ExampleParser& parser, const Tensor& serialized, const Tensor* names,
                const std::vector<Tensor>& defaults, bool single) {
-  std::vector<Tensor> outputs = parser.Parse(serialized, names, single, defaults, ctx->intra_op_pool());
+  auto name_record = [&serialized](int64_t i) -> std::string {
+    const data::RecordOrigins origins = data::DeliveredOrigins::Find(serialized);
+    return i < static_cast<int64_t>(origins.size()) ? data::DescribeRecord(origins[i]) : "<unknown>";
+  };
+  std::vector<Tensor> outputs = parser.Parse(serialized, names, single, defaults, ctx->intra_op_pool(), name_record);
   for (size_t i = 0; i < outputs.size(); ++i) ctx->set_output(static_cast<int>(i), std::move(outputs[i]));
 }
 

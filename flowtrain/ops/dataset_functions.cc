@@ -38,8 +38,8 @@ class Registry {
   std::map<std::string, std::unique_ptr<Fn>> functions_;
 };
 
-Registry<MapFunction>& MapRegistry() {
-  static auto* registry = new Registry<MapFunction>();
+Registry<RegisteredMapFunction>& MapRegistry() {
+  static auto* registry = new Registry<RegisteredMapFunction>();
   return *registry;
 }
 
@@ -50,15 +50,30 @@ Registry<PredicateFunction>& PredicateRegistry() {
 
 }  // namespace
 
+std::string DescribeRecord(const RecordOrigin& origin) {
+  return StrCat("record ", origin.index, " of ", origin.file != nullptr ? *origin.file : "<unknown file>");
+}
+
+std::string DescribeOrigins(const RecordOrigins& origins) {
+  if (origins.size() == 1) return DescribeRecord(origins[0]);
+  if (origins.empty()) return "an element of unknown origin";
+  return StrCat("a batch of ", origins.size(), " records, the first ", DescribeRecord(origins[0]));
+}
+
 std::string RegisterMapFunction(std::string_view hint, MapFunction fn) {
-  return MapRegistry().Add(hint, std::move(fn));
+  auto ignoring_origins = [fn = std::move(fn)](const std::vector<Tensor>& in, const RecordOrigins&) { return fn(in); };
+  return MapRegistry().Add(hint, {.fn = std::move(ignoring_origins), .names_records = false});
+}
+
+std::string RegisterMapFunction(std::string_view hint, OriginAwareMapFunction fn) {
+  return MapRegistry().Add(hint, {.fn = std::move(fn), .names_records = true});
 }
 
 std::string RegisterPredicateFunction(std::string_view hint, PredicateFunction fn) {
   return PredicateRegistry().Add(hint, std::move(fn));
 }
 
-const MapFunction& LookupMapFunction(const std::string& name) { return MapRegistry().Get(name); }
+const RegisteredMapFunction& LookupMapFunction(const std::string& name) { return MapRegistry().Get(name); }
 
 const PredicateFunction& LookupPredicateFunction(const std::string& name) {
   return PredicateRegistry().Get(name);

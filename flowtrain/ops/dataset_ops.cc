@@ -209,7 +209,8 @@ Dataset Dataset::TFRecord(Output filenames, const std::string& compression_type,
   return Dataset(variant, {DT_STRING}, {PartialTensorShape({})});
 }
 
-Dataset Dataset::Map(MapFunction fn, const MapOptions& options) const {
+template <typename RegisterFn>
+Dataset Dataset::MapRegistered(const MapOptions& options, RegisterFn register_fn) const {
   std::vector<DataType> types = options.output_types.empty() ? types_ : options.output_types;
   std::vector<PartialTensorShape> shapes = options.output_shapes;
   if (shapes.empty()) shapes.assign(types.size(), PartialTensorShape::Unknown());
@@ -218,13 +219,21 @@ Dataset Dataset::Map(MapFunction fn, const MapOptions& options) const {
   }
   const bool parallel = options.num_parallel_calls > 1;
   const std::string op_type = parallel ? "ParallelMapDataset" : "MapDataset";
-  const std::string function_name = RegisterMapFunction(options.name.empty() ? op_type : options.name, std::move(fn));
+  const std::string function_name = register_fn(options.name.empty() ? op_type : options.name);
   std::vector<std::pair<std::string, Tensor>> arguments;
   if (parallel) arguments.emplace_back("num_parallel_calls", Tensor::Scalar<int32_t>(options.num_parallel_calls));
   Output variant = UnaryDataset(*this, op_type, arguments, types, shapes, [&](NodeBuilder& b) {
     b.SetAttr("f", FuncAttr(function_name));
   });
   return Dataset(variant, types, shapes);
+}
+
+Dataset Dataset::Map(MapFunction fn, const MapOptions& options) const {
+  return MapRegistered(options, [&](const std::string& hint) { return RegisterMapFunction(hint, std::move(fn)); });
+}
+
+Dataset Dataset::Map(OriginAwareMapFunction fn, const MapOptions& options) const {
+  return MapRegistered(options, [&](const std::string& hint) { return RegisterMapFunction(hint, std::move(fn)); });
 }
 
 Dataset Dataset::Filter(PredicateFunction predicate, std::string_view name) const {

@@ -57,6 +57,9 @@ class Dataset {
                           int64_t buffer_size = 256 * 1024);
 
   Dataset Map(MapFunction fn, const MapOptions& options = {}) const;
+  // A function that is also given where the element was read from, to name the bad record of
+  // a batch in its errors (ops::MapParseExample).
+  Dataset Map(OriginAwareMapFunction fn, const MapOptions& options = {}) const;
   Dataset Filter(PredicateFunction predicate, std::string_view name = "FilterDataset") const;
   // Fills a buffer of `buffer_size` elements and draws from it at random. With a seed the order
   // is reproducible; reshuffle_each_iteration gives every new iterator (epoch) a new order.
@@ -79,6 +82,9 @@ class Dataset {
 
  private:
   Dataset(Output variant, std::vector<DataType> types, std::vector<PartialTensorShape> shapes);
+  // Map over the function registered under `hint` by `register_fn(hint)`.
+  template <typename RegisterFn>
+  Dataset MapRegistered(const MapOptions& options, RegisterFn register_fn) const;
   Output variant_;
   std::vector<DataType> types_;
   std::vector<PartialTensorShape> shapes_;

@@ -239,12 +239,17 @@ data::Dataset MapParseExample(const data::Dataset& serialized, const std::map<st
     options.output_shapes.push_back(dense_shapes[d]);
   }
   auto parser = std::make_shared<const io::ExampleParser>(std::move(sparse), std::move(dense));
-  return serialized.Map(
-      [parser](const std::vector<Tensor>& element) {
-        const Tensor& records = element.at(0);
-        return parser->Parse(records, nullptr, /*single=*/records.dims() == 0);
-      },
-      options);
+  // Given the records' origins, errors name the bad Example's file and record index.
+  data::OriginAwareMapFunction parse = [parser](const std::vector<Tensor>& element,
+                                                const data::RecordOrigins& origins) {
+    const Tensor& records = element.at(0);
+    io::ExampleNamer namer;
+    if (static_cast<int64_t>(origins.size()) == records.NumElements()) {
+      namer = [&origins](int64_t i) { return data::DescribeRecord(origins[i]); };
+    }
+    return parser->Parse(records, nullptr, /*single=*/records.dims() == 0, {}, nullptr, namer);
+  };
+  return serialized.Map(std::move(parse), options);
 }
 
 }  // namespace ops

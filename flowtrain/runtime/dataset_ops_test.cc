@@ -1,6 +1,7 @@
 // tf.data ops (ops/dataset_ops.h, kernels/dataset_kernels.cc) run in a session.
 #include "flowtrain/ops/dataset_ops.h"
 
+#include <filesystem>
 #include <set>
 #include <thread>
 
@@ -196,6 +197,78 @@ TEST(Dataset, TFRecordReadsFilesInOrderAndNamesACorruptRecord) {
     FAIL();
   } catch (const DataLossError& e) {
     EXPECT_NE(std::string(e.what()).find("Record 2 of " + b), std::string::npos) << e.what();
+  }
+}
+
+TEST(Dataset, TFRecordNamesATruncatedRecord) {
+  const std::string dir = testing::MakeTempDir("tfrecord_truncated");
+  const std::string path = WriteRecords(dir + "/t.tfrecord", 4);
+  // Cut the file inside record 3's payload (each record takes 24 bytes).
+  std::filesystem::resize_file(path, 3 * 24 + 12 + 3);
+  Graph g;
+  auto as_default = g.AsDefault();
+  Iterator it = Dataset::TFRecord({path}).Batch(2).MakeInitializableIterator();
+  Output next = it.GetNext()[0];
+  Session sess(g);
+  sess.Run({}, {}, {it.initializer()});
+  EXPECT_EQ(next.Eval(sess).NumElements(), 2);
+  try {
+    next.Eval(sess);
+    FAIL();
+  } catch (const DataLossError& e) {
+    EXPECT_NE(std::string(e.what()).find("Record 3 of " + path), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("Truncated"), std::string::npos) << e.what();
+  }
+}
+
+// A map function's error over records read from a file is preceded by the records' origin,
+// through Shuffle and Prefetch, in sequential and parallel maps, for single records and batches.
+TEST(Dataset, MapErrorOverFileRecordsNamesFileAndRecordIndex) {
+  const std::string dir = testing::MakeTempDir("tfrecord_map_error");
+  const std::string a = WriteRecords(dir + "/a.tfrecord", 3);
+  const std::string b = WriteRecords(dir + "/b.tfrecord", 5);
+  auto fail_on_b2 = [](const std::vector<Tensor>& e) -> std::vector<Tensor> {
+    for (const std::string& record : e[0].flat<std::string>()) {
+      if (record == "record-2" && e[0].dims() == 0) throw std::runtime_error("cannot map record-2");
+      if (record == "record-4" && e[0].dims() == 1) InvalidArgument("cannot map a batch holding record-4");
+    }
+    return e;
+  };
+  for (int parallel_calls : {1, 3}) {
+    SCOPED_TRACE(parallel_calls);
+    Graph g;
+    auto as_default = g.AsDefault();
+    // Single records: a's record 2 fails as well, so read b alone.
+    Iterator single = Dataset::TFRecord({b})
+                          .Shuffle(3, 5)
+                          .Prefetch(2)
+                          .Map(fail_on_b2, {.num_parallel_calls = parallel_calls})
+                          .MakeInitializableIterator();
+    Iterator batched = Dataset::TFRecord({a, b})
+                           .Batch(4)
+                           .Prefetch(1)
+                           .Map(fail_on_b2, {.num_parallel_calls = parallel_calls})
+                           .MakeInitializableIterator();
+    Output single_next = single.GetNext()[0], batched_next = batched.GetNext()[0];
+    Session sess(g);
+    sess.Run({}, {}, {single.initializer(), batched.initializer()});
+    auto first_error = [&](Output next) -> std::string {
+      try {
+        for (;;) next.Eval(sess);
+      } catch (const OutOfRangeError&) {
+        return "no error";
+      } catch (const Error& e) {
+        return e.what();
+      }
+    };
+    const std::string single_error = first_error(single_next);
+    EXPECT_NE(single_error.find("In record 2 of " + b + ": cannot map record-2"), std::string::npos) << single_error;
+    // Batches: a0 a1 a2 b0 | b1 b2 b3 b4.
+    const std::string batch_error = first_error(batched_next);
+    EXPECT_NE(batch_error.find("In a batch of 4 records, the first record 1 of " + b +
+                               ": cannot map a batch holding record-4"),
+              std::string::npos)
+        << batch_error;
   }
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "flowtrain/io/record_reader.h"
+#include "flowtrain/io/record_writer.h"
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/dataset_ops.h"
 #include "flowtrain/proto/example.pb.h"
@@ -172,6 +173,93 @@ TEST(ParseExample, BadInputIsAnErrorNamingFeatureAndIndex) {
   const Tensor garbage = Tensor::FromVector<std::string>({records[0], std::string("\xff\xff\xff", 3)});
   EXPECT_NE(message(right, garbage).find("Could not parse example input"), std::string::npos);
   EXPECT_NE(message(right, garbage).find("(example 1 of 2)"), std::string::npos);
+}
+
+// The fixture's 42 records written to a file of their own, record `bad_index` replaced by
+// `bad_record`.
+std::string WriteFixtureWithBadRecord(const std::string& name, int bad_index, const std::string& bad_record) {
+  const std::string path = testing::MakeTempDir("bad_example") + "/" + name;
+  io::RecordWriter writer(path);
+  std::vector<std::string> records = FixtureRecords();
+  records[bad_index] = bad_record;
+  for (const std::string& record : records) writer.WriteRecord(record);
+  writer.Close();
+  return path;
+}
+
+// An Example whose feature0 holds a float where the fixture's features hold an int64.
+std::string ExampleWithFloatFeature0() {
+  tensorflow::Example example;
+  (*example.mutable_features()->mutable_feature())["feature0"].mutable_float_list()->add_value(1.5f);
+  return example.SerializeAsString();
+}
+
+// Runs `fetches` until an error and returns its message ("no error" at the end of the data).
+std::string FirstError(Session& sess, const std::vector<Output>& fetches) {
+  try {
+    for (;;) sess.Run({}, fetches);
+  } catch (const OutOfRangeError&) {
+    return "no error";
+  } catch (const InvalidArgumentError& e) {
+    return e.what();
+  }
+}
+
+// A bad Example read from a file is named by file and record index wherever it is parsed:
+// by the ParseExample op after the iterator (also when shuffled into a random row of a
+// batch), by ParseSingleExample, and by ParseExample inside the pipeline.
+TEST(ParseExample, BadExampleFromAFileIsNamedByFileAndRecordIndex) {
+  const std::string wrong_type = WriteFixtureWithBadRecord("wrong_type.tfrecord", 13, ExampleWithFloatFeature0());
+  const std::string garbage = WriteFixtureWithBadRecord("garbage.tfrecord", 27, std::string("\xff\xff\xff", 3));
+  const std::map<std::string, FeatureSpec> features = {{"feature0", FixedLenFeature{DT_INT64, TensorShape({})}}};
+  struct Case {
+    std::string what, path;
+    // Records in; the parsed feature0 and the iterator's initializer out.
+    std::function<std::pair<Output, Operation>(data::Dataset)> parse;
+    std::string expected;
+  };
+  auto op = [&](data::Dataset records) {
+    auto it = records.MakeInitializableIterator();
+    return std::pair(ParseExample(it.GetNext()[0], features).dense.at("feature0"), it.initializer());
+  };
+  std::vector<Case> cases = {
+      {"op after Batch", wrong_type, [&](data::Dataset ds) { return op(ds.Batch(10).Prefetch(2)); },
+       "Name: record 13 of " + wrong_type + ", Feature: feature0.  Data types don't match"},
+      {"op after Shuffle and Batch", wrong_type, [&](data::Dataset ds) { return op(ds.Shuffle(50, 7).Batch(8)); },
+       "Name: record 13 of " + wrong_type + ", Feature: feature0"},
+      {"op on garbage", garbage, [&](data::Dataset ds) { return op(ds.Batch(10)); },
+       "Name: record 27 of " + garbage + ", Could not parse example input"},
+      {"single op", wrong_type,
+       [&](data::Dataset ds) {
+         auto it = ds.MakeInitializableIterator();
+         return std::pair(ParseSingleExample(it.GetNext()[0], features).dense.at("feature0"), it.initializer());
+       },
+       "Name: record 13 of " + wrong_type + ", Feature: feature0"},
+      {"in the pipeline", wrong_type,
+       [&](data::Dataset ds) {
+         auto it = MapParseExample(ds.Batch(10).Prefetch(2), features, /*num_parallel_calls=*/2)
+                       .Prefetch(2)
+                       .MakeInitializableIterator();
+         return std::pair(it.GetNext()[0], it.initializer());
+       },
+       "Name: record 13 of " + wrong_type + ", Feature: feature0.  Data types don't match"},
+      {"in the pipeline, garbage", garbage,
+       [&](data::Dataset ds) {
+         auto it = MapParseExample(ds.Batch(10), features).MakeInitializableIterator();
+         return std::pair(it.GetNext()[0], it.initializer());
+       },
+       "Name: record 27 of " + garbage + ", Could not parse example input"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    Graph g;
+    auto as_default = g.AsDefault();
+    auto [parsed, init] = c.parse(data::Dataset::TFRecord({c.path}));
+    Session sess(g);
+    sess.Run({}, {}, {init});
+    const std::string message = FirstError(sess, {parsed});
+    EXPECT_NE(message.find(c.expected), std::string::npos) << message;
+  }
 }
 
 TEST(DecodeRaw, ReinterpretsBytes) {
