@@ -4,6 +4,7 @@
 #include "flowtrain/core/logging.h"
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/runtime/device_spec.h"
+#include "flowtrain/runtime/run_arguments.h"
 
 namespace flowtrain {
 namespace {
@@ -12,10 +13,6 @@ int ThreadCount(int requested) { return requested > 0 ? requested : NumSchedulab
 
 int64_t EndpointKey(const Node* node, int index) {
   return (static_cast<int64_t>(node->id()) << 16) | index;
-}
-
-std::string OperationRepr(const Operation& op) {
-  return StrCat("name: \"", op.name(), "\" op: \"", op.type(), "\"");
 }
 
 }  // namespace
@@ -122,52 +119,8 @@ std::vector<Tensor> Session::Run(const FeedList& feeds, const std::vector<Output
     FailedPrecondition(
         "The Session graph is empty.  Add operations to the graph before calling run().");
   }
-  std::vector<Endpoint> feed_endpoints;
-  feed_endpoints.reserve(feeds.size());
-  std::vector<Tensor> feed_values;
-  feed_values.reserve(feeds.size());
-  for (const auto& [output, value] : feeds) {
-    if (!output || output.graph() != &graph_) {
-      InvalidArgument("Cannot interpret feed_dict key as Tensor: Tensor ",
-                      output ? output.DebugString() : std::string("<empty>"),
-                      " is not an element of this graph.");
-    }
-    if (!value.IsInitialized()) InvalidArgument("Feed for ", output.name(), " is an empty tensor");
-    if (value.dtype() != output.dtype()) {
-      InvalidArgument("Cannot feed value of type ", DataTypeString(value.dtype()), " for Tensor '",
-                      output.name(), "', which has type ", DataTypeString(output.dtype()));
-    }
-    if (!output.shape().IsCompatibleWith(value.shape())) {
-      InvalidArgument("Cannot feed value of shape ", value.shape().DebugString(), " for Tensor '",
-                      output.name(), "', which has shape ", output.shape().DebugString());
-    }
-    feed_endpoints.push_back(Endpoint{output.node(), output.index()});
-    feed_values.push_back(value);
-  }
-  std::vector<Endpoint> fetch_endpoints;
-  fetch_endpoints.reserve(fetches.size());
-  for (const Output& fetch : fetches) {
-    if (!fetch || fetch.graph() != &graph_) {
-      InvalidArgument("Fetch argument ", fetch ? fetch.DebugString() : std::string("<empty>"),
-                      " cannot be interpreted as a Tensor. (Tensor ",
-                      fetch ? fetch.DebugString() : std::string("<empty>"),
-                      " is not an element of this graph.)");
-    }
-    fetch_endpoints.push_back(Endpoint{fetch.node(), fetch.index()});
-  }
-  std::vector<const Node*> target_nodes;
-  target_nodes.reserve(targets.size());
-  for (const Operation& op : targets) {
-    if (!op || op.graph() != &graph_) {
-      InvalidArgument("Fetch argument ", op ? OperationRepr(op) : std::string("<empty>"),
-                      " cannot be interpreted as a Tensor. (Operation ",
-                      op ? OperationRepr(op) : std::string("<empty>"),
-                      " is not an element of this graph.)");
-    }
-    target_nodes.push_back(op.node());
-  }
-
-  const Executor& executor = GetOrCompile(feed_endpoints, fetch_endpoints, target_nodes);
+  const RunArguments checked = CheckRunArguments(graph_, feeds, fetches, targets);
+  const Executor& executor = GetOrCompile(checked.feeds, checked.fetches, checked.targets);
 
   ExecutorRunArgs args;
   args.cancellation = &cancellation_;
@@ -192,7 +145,7 @@ std::vector<Tensor> Session::Run(const FeedList& feeds, const std::vector<Output
       if (--self->runs_in_flight_ == 0) self->runs_cv_.notify_all();
     }
   } guard{this};
-  return executor.Run(args, feed_values);
+  return executor.Run(args, checked.feed_values);
 }
 
 std::vector<Tensor> Session::Run(const std::vector<std::pair<std::string, Tensor>>& feeds,

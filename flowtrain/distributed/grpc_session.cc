@@ -1,0 +1,310 @@
+#include "flowtrain/distributed/grpc_session.h"
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+
+#include "flowtrain/core/error.h"
+#include "flowtrain/core/str_util.h"
+#include "flowtrain/distributed/partition.h"
+#include "flowtrain/distributed/rpc_util.h"
+#include "flowtrain/proto/tensor_proto_util.h"
+#include "flowtrain/runtime/run_arguments.h"
+#include "flowtrain/runtime/session_factory.h"
+
+namespace flowtrain::distributed {
+namespace {
+
+using Clock = std::chrono::system_clock;
+
+constexpr char kScheme[] = "grpc://";
+constexpr auto kConnectTimeout = std::chrono::seconds(10);
+constexpr auto kControlCallTimeout = std::chrono::seconds(60);
+// A step's RPCs get this much beyond the step's own timeout, so the task's
+// DeadlineExceeded (naming what timed out) arrives before the transport's.
+constexpr auto kStepDeadlineGrace = std::chrono::seconds(5);
+
+int64_t EndpointKey(const Node* node, int index) {
+  return (static_cast<int64_t>(node->id()) << 16) | index;
+}
+
+const bool kRegistered = [] {
+  RegisterSessionFactory(kScheme, [](Graph& graph, const SessionOptions& options) {
+    return std::unique_ptr<SessionInterface>(std::make_unique<GrpcSession>(graph, options));
+  });
+  return true;
+}();
+
+}  // namespace
+
+struct GrpcSession::Impl {
+  Impl(Graph& g, SessionOptions o) : graph(g), options(std::move(o)) {}
+
+  struct TaskConnection {
+    std::string address;
+    std::unique_ptr<WorkerService::Stub> stub;
+  };
+  struct TaskRun {
+    TaskId task;
+    TaskConnection* connection;
+    std::string handle;
+    std::vector<int> feed_indices;
+  };
+  struct Plan {
+    std::vector<TaskRun> tasks;
+    std::vector<int> fetch_is_feed;
+  };
+  // One RunStep call of a step.
+  struct Call {
+    const TaskRun* run;
+    grpc::ClientContext context;
+    RunStepRequest request;
+    RunStepResponse response;
+    grpc::Status status;
+  };
+
+  std::shared_ptr<const Plan> GetOrCompile(const RunArguments& args);
+  std::shared_ptr<const Plan> Register(const RunArguments& args);
+  void Deregister(const Plan& plan);
+  int64_t NextStepId();
+
+  Graph& graph;
+  SessionOptions options;
+  TaskId own_task;
+  ClusterSpec cluster;
+  std::map<TaskId, TaskConnection> connections;
+
+  mutable std::mutex plans_mu;
+  std::map<std::vector<int64_t>, std::shared_ptr<const Plan>> plans;
+
+  std::mutex rng_mu;
+  std::mt19937_64 rng{std::random_device{}()};
+
+  std::atomic<bool> closed{false};
+  std::mutex calls_mu;
+  std::condition_variable calls_cv;
+  std::set<grpc::ClientContext*> calls_in_flight;
+  int runs_in_flight = 0;
+};
+
+GrpcSession::GrpcSession(Graph& graph, SessionOptions options)
+    : impl_(std::make_unique<Impl>(graph, std::move(options))) {
+  const std::string& target = impl_->options.target;
+  if (!target.starts_with(kScheme)) InvalidArgument("GrpcSession target '", target, "' is not grpc://host:port");
+  const std::string address = target.substr(sizeof(kScheme) - 1);
+  auto stub = NewWorkerStub(address);
+  grpc::ClientContext context;
+  context.set_deadline(Clock::now() + kConnectTimeout);
+  GetStatusRequest request;
+  GetStatusResponse response;
+  const grpc::Status status = stub->GetStatus(&context, request, &response);
+  if (!status.ok()) ThrowRpcError(status, StrCat("of target ", target), address);
+  impl_->cluster = ClusterSpec::Parse(response.cluster());
+  impl_->own_task = TaskId{response.job_name(), response.task_index()};
+  for (const std::string& job : impl_->cluster.jobs()) {
+    for (int i = 0; i < impl_->cluster.num_tasks(job); ++i) {
+      Impl::TaskConnection& connection = impl_->connections[TaskId{job, i}];
+      connection.address = impl_->cluster.task_address(job, i);
+      connection.stub = TaskId{job, i} == impl_->own_task ? std::move(stub) : NewWorkerStub(connection.address);
+    }
+  }
+}
+
+GrpcSession::~GrpcSession() { Close(); }
+
+Graph& GrpcSession::graph() const { return impl_->graph; }
+const ClusterSpec& GrpcSession::cluster() const { return impl_->cluster; }
+
+int GrpcSession::num_registered_plans() const {
+  std::lock_guard<std::mutex> lock(impl_->plans_mu);
+  return static_cast<int>(impl_->plans.size());
+}
+
+int64_t GrpcSession::Impl::NextStepId() {
+  std::lock_guard<std::mutex> lock(rng_mu);
+  return static_cast<int64_t>(rng() >> 1);
+}
+
+std::shared_ptr<const GrpcSession::Impl::Plan> GrpcSession::Impl::GetOrCompile(const RunArguments& args) {
+  std::vector<int64_t> key;
+  key.reserve(args.feeds.size() + args.fetches.size() + args.targets.size() + 2);
+  for (const Endpoint& e : args.feeds) key.push_back(EndpointKey(e.node, e.index));
+  key.push_back(-1);
+  for (const Endpoint& e : args.fetches) key.push_back(EndpointKey(e.node, e.index));
+  key.push_back(-2);
+  for (const Node* n : args.targets) key.push_back(EndpointKey(n, 0));
+  std::lock_guard<std::mutex> lock(plans_mu);
+  auto it = plans.find(key);
+  if (it != plans.end()) return it->second;
+  std::shared_ptr<const Plan> plan = Register(args);
+  plans.emplace(std::move(key), plan);
+  return plan;
+}
+
+std::shared_ptr<const GrpcSession::Impl::Plan> GrpcSession::Impl::Register(const RunArguments& args) {
+  PartitionPlan partitions = PartitionGraph(
+      graph, args.feeds, args.fetches, args.targets,
+      PartitionOptions{.cluster = cluster,
+                       .default_task = own_task,
+                       .allow_soft_placement = options.config.allow_soft_placement});
+  auto plan = std::make_shared<Plan>();
+  plan->fetch_is_feed = std::move(partitions.fetch_is_feed);
+  try {
+    for (auto& [task, partition] : partitions.partitions) {
+      TaskConnection& connection = connections.at(task);
+      grpc::ClientContext context;
+      context.set_deadline(Clock::now() + kControlCallTimeout);
+      RegisterGraphResponse response;
+      const grpc::Status status = connection.stub->RegisterGraph(&context, partition.request, &response);
+      if (!status.ok()) ThrowRpcError(status, task.name(), connection.address);
+      plan->tasks.push_back(TaskRun{task, &connection, response.handle(), std::move(partition.feed_indices)});
+    }
+  } catch (...) {
+    Deregister(*plan);
+    throw;
+  }
+  return plan;
+}
+
+void GrpcSession::Impl::Deregister(const Plan& plan) {
+  for (const TaskRun& run : plan.tasks) {
+    grpc::ClientContext context;
+    context.set_deadline(Clock::now() + std::chrono::seconds(2));
+    DeregisterGraphRequest request;
+    request.add_handles(run.handle);
+    DeregisterGraphResponse response;
+    // Best effort: a task that is gone has dropped the graph anyway.
+    (void)run.connection->stub->DeregisterGraph(&context, request, &response);
+  }
+}
+
+std::vector<Tensor> GrpcSession::Run(const FeedList& feeds, const std::vector<Output>& fetches,
+                                     const std::vector<Operation>& targets,
+                                     const RunOptions* run_options, RunMetadata* run_metadata) {
+  Impl& s = *impl_;
+  if (s.closed.load()) FailedPrecondition("Attempted to use a closed Session.");
+  if (s.graph.num_nodes() == 0) {
+    FailedPrecondition("The Session graph is empty.  Add operations to the graph before calling run().");
+  }
+  const RunArguments args = CheckRunArguments(s.graph, feeds, fetches, targets);
+  {
+    std::lock_guard<std::mutex> lock(s.calls_mu);
+    ++s.runs_in_flight;
+  }
+  struct RunsInFlightGuard {
+    Impl* s;
+    ~RunsInFlightGuard() {
+      std::lock_guard<std::mutex> lock(s->calls_mu);
+      if (--s->runs_in_flight == 0) s->calls_cv.notify_all();
+    }
+  } guard{&s};
+  const std::shared_ptr<const Impl::Plan> plan = s.GetOrCompile(args);
+
+  int64_t timeout_ms = s.options.config.operation_timeout_in_ms;
+  if (run_options != nullptr && run_options->timeout_in_ms > 0) timeout_ms = run_options->timeout_in_ms;
+  const int64_t step_id = s.NextStepId();
+  std::vector<std::unique_ptr<Impl::Call>> calls;
+  for (const Impl::TaskRun& run : plan->tasks) {
+    auto call = std::make_unique<Impl::Call>();
+    call->run = &run;
+    call->request.set_handle(run.handle);
+    call->request.set_step_id(step_id);
+    call->request.set_timeout_in_ms(timeout_ms);
+    for (int feed : run.feed_indices) {
+      call->request.add_feed_indices(feed);
+      *call->request.add_feeds() = TensorToProto(args.feed_values[feed]);
+    }
+    if (timeout_ms > 0) {
+      call->context.set_deadline(Clock::now() + std::chrono::milliseconds(timeout_ms) + kStepDeadlineGrace);
+    }
+    calls.push_back(std::move(call));
+  }
+
+  // Every task runs its partition at once; the first failure cancels the others.
+  std::mutex mu;
+  std::condition_variable cv;
+  int done = 0;
+  std::vector<int> failures;  // in the order they arrived
+  {
+    std::lock_guard<std::mutex> lock(s.calls_mu);
+    for (auto& call : calls) s.calls_in_flight.insert(&call->context);
+    if (s.closed.load()) {
+      for (auto& call : calls) call->context.TryCancel();
+    }
+  }
+  for (size_t i = 0; i < calls.size(); ++i) {
+    Impl::Call* call = calls[i].get();
+    call->run->connection->stub->async()->RunStep(
+        &call->context, &call->request, &call->response, [&, call, i](grpc::Status status) {
+          std::lock_guard<std::mutex> lock(mu);
+          call->status = std::move(status);
+          if (!call->status.ok()) failures.push_back(static_cast<int>(i));
+          ++done;
+          cv.notify_all();
+        });
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    bool cancelled_others = false;
+    while (done < static_cast<int>(calls.size())) {
+      if (!failures.empty() && !cancelled_others) {
+        cancelled_others = true;
+        for (auto& call : calls) call->context.TryCancel();
+      }
+      cv.wait(lock);
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(s.calls_mu);
+    for (auto& call : calls) s.calls_in_flight.erase(&call->context);
+  }
+  if (!failures.empty()) {
+    if (s.closed.load()) Cancelled("Session was closed while the step ran");
+    const Impl::Call& first = *calls[failures.front()];
+    const grpc::Status& status = first.status;
+    if (status.error_code() == grpc::StatusCode::ABORTED ||
+        status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+      // A task lost its partitions (it restarted): register again on the next run.
+      size_t erased;
+      {
+        std::lock_guard<std::mutex> lock(s.plans_mu);
+        erased = std::erase_if(s.plans, [&](const auto& entry) { return entry.second == plan; });
+      }
+      if (erased > 0) s.Deregister(*plan);
+    }
+    ThrowRpcError(status, first.run->task.name(), first.run->connection->address);
+  }
+  std::vector<Tensor> results(fetches.size());
+  for (size_t i = 0; i < fetches.size(); ++i) {
+    if (plan->fetch_is_feed[i] >= 0) results[i] = args.feed_values[plan->fetch_is_feed[i]];
+  }
+  for (const auto& call : calls) {
+    const RunStepResponse& response = call->response;
+    for (int i = 0; i < response.fetches_size(); ++i) {
+      results.at(response.fetch_indices(i)) = TensorFromProto(response.fetches(i));
+    }
+  }
+  (void)run_metadata;  // no step stats from remote tasks yet
+  return results;
+}
+
+void GrpcSession::Close() {
+  Impl& s = *impl_;
+  if (s.closed.exchange(true)) return;
+  {
+    std::lock_guard<std::mutex> lock(s.calls_mu);
+    for (grpc::ClientContext* context : s.calls_in_flight) context->TryCancel();
+  }
+  std::map<std::vector<int64_t>, std::shared_ptr<const Impl::Plan>> plans;
+  {
+    std::lock_guard<std::mutex> lock(s.plans_mu);
+    plans.swap(s.plans);
+  }
+  for (const auto& [key, plan] : plans) s.Deregister(*plan);
+  std::unique_lock<std::mutex> lock(s.calls_mu);
+  s.calls_cv.wait(lock, [&] { return s.runs_in_flight == 0; });
+}
+
+}  // namespace flowtrain::distributed

@@ -1,0 +1,238 @@
+#include "flowtrain/distributed/grpc_session.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "flowtrain/core/error.h"
+#include "flowtrain/distributed/server.h"
+#include "flowtrain/graph/node_builder.h"
+#include "flowtrain/graph/shape_inference.h"
+#include "flowtrain/kernels/op_kernel.h"
+#include "flowtrain/ops/array_ops.h"
+#include "flowtrain/ops/math_ops.h"
+#include "flowtrain/ops/variables.h"
+#include "flowtrain/runtime/session_factory.h"
+#include "tests/test_util.h"
+
+namespace flowtrain::distributed {
+namespace {
+
+using testing::Values;
+using Clock = std::chrono::steady_clock;
+
+// Blocks until its step is cancelled or times out.
+FT_REGISTER_OP("DistributedTestBlock").Output("out: float").SetIsStateful().SetShapeFn(shape_fns::ScalarShape);
+class BlockKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    std::mutex mu;
+    std::condition_variable cv;
+    auto token = ctx->cancellation_manager()->RegisterCallback([&] {
+      std::lock_guard<std::mutex> lock(mu);
+      cv.notify_all();
+    });
+    if (!token) Cancelled("cancelled before blocking");
+    std::unique_lock<std::mutex> lock(mu);
+    const bool woke = cv.wait_until(lock, ctx->deadline(), [&] { return ctx->cancellation_manager()->IsCancelled(); });
+    lock.unlock();
+    ctx->cancellation_manager()->DeregisterCallback(*token);
+    if (!woke) DeadlineExceeded("Timed out waiting in ", name());
+    Cancelled("Blocking op ", name(), " was cancelled");
+  }
+};
+FT_REGISTER_KERNEL("DistributedTestBlock", BlockKernel);
+
+// Fails with InvalidArgument.
+FT_REGISTER_OP("DistributedTestFail").Input("x: float").Output("y: float").SetShapeFn(shape_fns::UnchangedShape);
+class FailKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override { InvalidArgument("kernel ", name(), " refuses ", ctx->input(0).NumElements(), " elements"); }
+};
+FT_REGISTER_KERNEL("DistributedTestFail", FailKernel);
+
+Output Block(std::string_view name) { return NodeBuilder("DistributedTestBlock", name).Finalize(); }
+
+class GrpcSessionTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<SessionInterface> NewWorkerSession(Graph& g, int64_t timeout_ms = 0) {
+    SessionOptions options{.target = local_.workers[0]->target()};
+    options.config.operation_timeout_in_ms = timeout_ms;
+    return NewSession(g, options);
+  }
+
+  LocalCluster local_ = CreateLocalCluster(1, 1);
+};
+
+TEST_F(GrpcSessionTest, VariablesOnPsAreAssignedAndReadFromTheWorker) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Variable v, s;
+  {
+    auto ps = g.Device("/job:ps/task:0");
+    v = Variable(Tensor::FromVector<float>({1, 2, 3}, TensorShape({3})), {.name = "v"});
+    s = Variable(Tensor::Scalar<std::string>("hello"), {.name = "s"});
+  }
+  Output x = ops::Placeholder(DT_FLOAT, {3}, "x");
+  Output text = ops::Placeholder(DT_STRING, {}, "text");
+  Output doubled = ops::Mul(v, ops::Const(2.0f), "doubled");  // on the worker
+  Output assign_v = v.Assign(ops::Add(x, ops::Const(1.0f)));  // Add on the worker, Assign on ps
+  Output assign_s = s.Assign(text);
+  auto sess = NewWorkerSession(g);
+  sess->Run({}, {}, {ops::GlobalVariablesInitializer()});
+
+  std::vector<Tensor> out = sess->Run({}, {doubled, s.value()}, {});
+  EXPECT_EQ(Values<float>(out[0]), (std::vector<float>{2, 4, 6}));
+  EXPECT_EQ(out[1].scalar<std::string>(), "hello");
+
+  sess->Run({{x, Tensor::FromVector<float>({5, 6, 7}, TensorShape({3}))}, {text, Tensor::Scalar<std::string>("world")}},
+            {}, {assign_v.op(), assign_s.op()});
+  out = sess->Run({}, {v.value(), s.value()}, {});
+  EXPECT_EQ(Values<float>(out[0]), (std::vector<float>{6, 7, 8}));
+  EXPECT_EQ(out[1].scalar<std::string>(), "world");
+
+  // A fed tensor comes back as fed; partitions are registered once per signature.
+  Tensor fed = Tensor::FromVector<float>({0, 0, 1}, TensorShape({3}));
+  for (int i = 0; i < 3; ++i) out = sess->Run({{x, fed}}, {x, doubled}, {});
+  EXPECT_EQ(Values<float>(out[0]), (std::vector<float>{0, 0, 1}));
+  EXPECT_EQ(dynamic_cast<GrpcSession&>(*sess).num_registered_plans(), 5);
+
+  // The ps keeps its variables when the worker's session ends: a new session finds them.
+  sess->Close();
+  auto again = NewWorkerSession(g);
+  EXPECT_EQ(Values<float>(again->Run({}, {v.value()}, {})[0]), (std::vector<float>{6, 7, 8}));
+}
+
+TEST_F(GrpcSessionTest, KernelErrorsOnThePsReachTheClient) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output failing;
+  Variable never_initialized;
+  {
+    auto ps = g.Device("/job:ps/task:0");
+    failing = NodeBuilder("DistributedTestFail", "fail").Input(ops::Const({1.0f, 2.0f})).Finalize();
+    never_initialized = Variable(Tensor::Scalar<float>(1), {.name = "never_initialized"});
+  }
+  auto sess = NewWorkerSession(g);
+  try {
+    sess->Run({}, {ops::Identity(failing)}, {});
+    FAIL() << "expected InvalidArgument";
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("kernel fail refuses 2 elements"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("[[node fail"), std::string::npos) << e.what();
+  }
+  try {
+    sess->Run({}, {ops::Mul(never_initialized, ops::Const(2.0f))}, {});
+    FAIL() << "expected FailedPrecondition";
+  } catch (const FailedPreconditionError& e) {
+    EXPECT_NE(std::string(e.what()).find("uninitialized value never_initialized"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(GrpcSessionTest, DevicesOutsideTheClusterAreRejected) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output c;
+  {
+    auto device = g.Device("/job:ps/task:3");
+    c = ops::Const(1.0f, "on_missing_task");
+  }
+  auto sess = NewWorkerSession(g);
+  testing::ExpectInvalidArgument([&] { sess->Run({}, {c}, {}); },
+                                 {"Cannot assign a device for operation on_missing_task", "/job:ps/replica:0/task:3"});
+}
+
+TEST_F(GrpcSessionTest, StoppedPsMakesRunsUnavailable) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Variable v;
+  {
+    auto ps = g.Device("/job:ps/task:0");
+    v = Variable(Tensor::Scalar<float>(4), {.name = "v"});
+  }
+  Output y = ops::Mul(v, ops::Const(2.0f));
+  auto sess = NewWorkerSession(g);
+  sess->Run({}, {}, {ops::GlobalVariablesInitializer()});
+  EXPECT_EQ(sess->Run({}, {y}, {})[0].scalar<float>(), 8);
+  const std::string ps_address = local_.ps[0]->bound_address();
+  local_.ps[0]->Stop();
+  const auto start = Clock::now();
+  try {
+    sess->Run({}, {y}, {});
+    FAIL() << "expected Unavailable";
+  } catch (const UnavailableError& e) {
+    EXPECT_NE(std::string(e.what()).find("/job:ps/replica:0/task:0"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(ps_address), std::string::npos) << e.what();
+  }
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+}
+
+TEST_F(GrpcSessionTest, StopDuringABlockingStepReturnsPromptly) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output blocked;
+  {
+    auto ps = g.Device("/job:ps/task:0");
+    blocked = Block("block");
+  }
+  auto sess = NewWorkerSession(g);
+  auto run = std::async(std::launch::async, [&] { sess->Run({}, {ops::Identity(blocked)}, {}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto start = Clock::now();
+  local_.ps[0]->Stop();
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(3));
+  EXPECT_THROW(run.get(), UnavailableError);
+  local_.ps[0]->Stop();  // idempotent
+}
+
+TEST_F(GrpcSessionTest, CloseCancelsAStepInFlightAndTimeoutsBoundSteps) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output blocked;
+  {
+    auto ps = g.Device("/job:ps/task:0");
+    blocked = Block("block");
+  }
+  Output on_worker = ops::Add(blocked, ops::Const(1.0f));
+  {
+    auto sess = NewWorkerSession(g, /*timeout_ms=*/200);
+    EXPECT_THROW(sess->Run({}, {on_worker}, {}), DeadlineExceededError);
+  }
+  auto sess = NewWorkerSession(g);
+  auto run = std::async(std::launch::async, [&] { sess->Run({}, {on_worker}, {}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto start = Clock::now();
+  sess->Close();
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(3));
+  EXPECT_THROW(run.get(), CancelledError);
+  EXPECT_THROW(sess->Run({}, {on_worker}, {}), FailedPreconditionError);
+  // The servers still serve other sessions.
+  Graph other;
+  auto other_default = other.AsDefault();
+  Output two = ops::Add(ops::Const(1.0f), ops::Const(1.0f));
+  EXPECT_EQ(NewWorkerSession(other)->Run({}, {two}, {})[0].scalar<float>(), 2);
+}
+
+TEST(ServerTest, UnreachableTargetIsUnavailableAndPortZeroIsBound) {
+  Server server({.cluster = ClusterSpec::Parse("worker=localhost:0"), .job_name = "worker"});
+  EXPECT_NE(server.bound_address(), "localhost:0");
+  EXPECT_EQ(server.target(), "grpc://" + server.bound_address());
+  EXPECT_EQ(server.cluster().task_address("worker", 0), server.bound_address());
+  const std::string target = server.target();
+  auto join = std::async(std::launch::async, [&] { server.Join(); });
+  server.Stop();
+  join.get();
+  Graph g;
+  auto as_default = g.AsDefault();
+  ops::Const(1.0f);
+  EXPECT_THROW(NewSession(g, {.target = target}), UnavailableError);
+  EXPECT_THROW(Server({.cluster = ClusterSpec::Parse("worker=a:1"), .job_name = "ps"}), InvalidArgumentError);
+}
+
+}  // namespace
+}  // namespace flowtrain::distributed

@@ -1,0 +1,125 @@
+#include "flowtrain/distributed/server.h"
+
+#include <condition_variable>
+#include <mutex>
+
+#include <grpcpp/grpcpp.h>
+
+#include "flowtrain/core/error.h"
+#include "flowtrain/core/str_util.h"
+#include "flowtrain/distributed/worker.h"
+
+namespace flowtrain::distributed {
+
+struct Server::Impl {
+  ServerOptions options;
+  std::string address;  // bound once started
+  std::unique_ptr<Worker> worker;
+  std::unique_ptr<grpc::Server> server;
+
+  mutable std::mutex mu;
+  std::condition_variable stopped_cv;
+  bool started = false;
+  bool stopped = false;    // Stop() began
+  bool stop_done = false;  // Stop() finished
+};
+
+Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->address = options.cluster.task_address(options.job_name, options.task_index);
+  impl_->worker = std::make_unique<Worker>(options.cluster, options.job_name, options.task_index,
+                                           options.intra_op_parallelism_threads);
+  impl_->options = std::move(options);
+  if (impl_->options.start) Start();
+}
+
+Server::~Server() { Stop(); }
+
+void Server::Start() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->stopped) FailedPrecondition("Server of ", TaskName(job_name(), task_index()), " was stopped");
+  if (impl_->started) return;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(impl_->address, grpc::InsecureServerCredentials(), &port);
+  builder.SetMaxReceiveMessageSize(-1);
+  builder.SetMaxSendMessageSize(-1);
+  builder.RegisterService(impl_->worker.get());
+  impl_->server = builder.BuildAndStart();
+  if (impl_->server == nullptr || port == 0) {
+    impl_->server.reset();
+    Unavailable("Could not start the server of ", TaskName(job_name(), task_index()), " on ",
+                impl_->address, " (is the port in use?)");
+  }
+  impl_->address = StrCat(impl_->address.substr(0, impl_->address.rfind(':')), ":", port);
+  ClusterSpec cluster = impl_->worker->cluster();
+  cluster.set_task_address(job_name(), task_index(), impl_->address);
+  impl_->worker->UpdateCluster(cluster);
+  impl_->started = true;
+}
+
+void Server::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->stopped) return;
+    impl_->stopped = true;
+  }
+  // Steps first: a handler blocked in a kernel returns once its step is cancelled, and the
+  // gRPC server's shutdown waits for the handlers.
+  impl_->worker->Shutdown();
+  if (impl_->server != nullptr) {
+    impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+    impl_->server->Wait();
+  }
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->stop_done = true;
+  impl_->stopped_cv.notify_all();
+}
+
+void Server::Join() {
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  impl_->stopped_cv.wait(lock, [this] { return impl_->stop_done; });
+}
+
+std::string Server::target() const { return StrCat("grpc://", bound_address()); }
+
+std::string Server::bound_address() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->address;
+}
+
+ClusterSpec Server::cluster() const { return impl_->worker->cluster(); }
+
+void Server::UpdateCluster(const ClusterSpec& cluster) {
+  ClusterSpec updated = cluster;
+  updated.set_task_address(job_name(), task_index(), bound_address());
+  impl_->worker->UpdateCluster(updated);
+}
+
+const std::string& Server::job_name() const { return impl_->options.job_name; }
+int Server::task_index() const { return impl_->options.task_index; }
+ResourceMgr* Server::resource_manager() { return impl_->worker->resource_manager(); }
+
+LocalCluster CreateLocalCluster(int num_workers, int num_ps) {
+  if (num_workers < 0 || num_ps < 0 || num_workers + num_ps == 0) {
+    InvalidArgument("CreateLocalCluster needs tasks, got ", num_workers, " workers and ", num_ps, " ps");
+  }
+  std::map<std::string, std::vector<std::string>> jobs;
+  if (num_workers > 0) jobs["worker"].assign(num_workers, "localhost:0");
+  if (num_ps > 0) jobs["ps"].assign(num_ps, "localhost:0");
+  const ClusterSpec unbound(jobs);
+  LocalCluster local;
+  for (int i = 0; i < num_workers; ++i) {
+    local.workers.push_back(std::make_unique<Server>(ServerOptions{.cluster = unbound, .job_name = "worker", .task_index = i}));
+    jobs["worker"][i] = local.workers.back()->bound_address();
+  }
+  for (int i = 0; i < num_ps; ++i) {
+    local.ps.push_back(std::make_unique<Server>(ServerOptions{.cluster = unbound, .job_name = "ps", .task_index = i}));
+    jobs["ps"][i] = local.ps.back()->bound_address();
+  }
+  local.cluster = ClusterSpec(jobs);
+  for (auto& server : local.workers) server->UpdateCluster(local.cluster);
+  for (auto& server : local.ps) server->UpdateCluster(local.cluster);
+  return local;
+}
+
+}  // namespace flowtrain::distributed

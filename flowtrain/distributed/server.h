@@ -1,0 +1,89 @@
+// Server: one task of a distributed cluster (TF's tf.train.Server). It serves the worker
+// service over gRPC on its address in the cluster, holds the task's resource manager (the
+// variables of every session and graph that runs on it; they outlive those sessions and
+// are lost when the server stops), and is the target of that task's sessions.
+//
+//   distributed::ClusterSpec cluster = distributed::ClusterSpec::Parse(
+//       "ps=localhost:2222;worker=localhost:2223,localhost:2224");
+//   distributed::Server server({.cluster = cluster, .job_name = "worker", .task_index = 0});
+//   auto sess = NewSession(graph, {.target = server.target()});   // "grpc://localhost:2223"
+//   ...
+//   server.Join();   // a ps task: serve until Stop()
+//
+// Port 0 in the task's address binds an ephemeral port; bound_address() and target() report
+// it. Tests use CreateLocalCluster, which starts servers on ephemeral ports and gives every
+// one the final ClusterSpec. The server binds only the host it is given (localhost stays on
+// loopback).
+#ifndef FLOWTRAIN_DISTRIBUTED_SERVER_H_
+#define FLOWTRAIN_DISTRIBUTED_SERVER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "flowtrain/distributed/cluster_spec.h"
+#include "flowtrain/kernels/resource_mgr.h"
+
+namespace flowtrain::distributed {
+
+struct ServerOptions {
+  ClusterSpec cluster;
+  std::string job_name;
+  int task_index = 0;
+  // Start serving in the constructor.
+  bool start = true;
+  // Threads a kernel may split its work across; 0 = one per core.
+  int intra_op_parallelism_threads = 0;
+};
+
+class Server {
+ public:
+  // Throws InvalidArgument when the task is not in the cluster; with `start`, as Start().
+  explicit Server(ServerOptions options);
+  ~Server();  // Stop()
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds the task's address and serves; Unavailable when the address cannot be bound.
+  // Does nothing when started; FailedPrecondition after Stop().
+  void Start();
+  // Cancels the steps in flight (their RPCs fail), stops serving and joins its threads.
+  // Idempotent; returns promptly even while a step blocks in a kernel.
+  void Stop();
+  // Blocks until Stop() (from another thread).
+  void Join();
+
+  // "grpc://host:port" with the bound port.
+  std::string target() const;
+  // "host:port" with the bound port (port 0 replaced once started).
+  std::string bound_address() const;
+  // The cluster as this task sees it, its own address bound.
+  ClusterSpec cluster() const;
+  // Replaces the addresses of the other tasks (how CreateLocalCluster completes a cluster of
+  // ephemeral ports); this task's own address stays the bound one.
+  void UpdateCluster(const ClusterSpec& cluster);
+  const std::string& job_name() const;
+  int task_index() const;
+  // The variables and other state of this task.
+  ResourceMgr* resource_manager();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Running servers of one cluster on localhost's ephemeral ports, every one knowing the
+// others' bound addresses (TF's test_util.create_local_cluster).
+//
+//   distributed::LocalCluster local = distributed::CreateLocalCluster(2, 1);
+//   auto sess = NewSession(graph, {.target = local.workers[0]->target()});
+struct LocalCluster {
+  ClusterSpec cluster;  // jobs "worker" and "ps" (a job with no task is left out)
+  std::vector<std::unique_ptr<Server>> workers;
+  std::vector<std::unique_ptr<Server>> ps;
+};
+LocalCluster CreateLocalCluster(int num_workers, int num_ps);
+
+}  // namespace flowtrain::distributed
+
+#endif  // FLOWTRAIN_DISTRIBUTED_SERVER_H_
