@@ -13,6 +13,7 @@
 #include "flowtrain/graph/shape_inference.h"
 #include "flowtrain/kernels/op_kernel.h"
 #include "flowtrain/ops/array_ops.h"
+#include "flowtrain/ops/data_flow_ops.h"
 #include "flowtrain/ops/math_ops.h"
 #include "flowtrain/ops/variables.h"
 #include "flowtrain/runtime/session_factory.h"
@@ -95,6 +96,8 @@ TEST_F(GrpcSessionTest, VariablesOnPsAreAssignedAndReadFromTheWorker) {
   out = sess->Run({}, {v.value(), s.value()}, {});
   EXPECT_EQ(Values<float>(out[0]), (std::vector<float>{6, 7, 8}));
   EXPECT_EQ(out[1].scalar<std::string>(), "world");
+  EXPECT_EQ(local_.ps[0]->resource_manager()->All<Var>().size(), 2u);
+  EXPECT_TRUE(local_.workers[0]->resource_manager()->All<Var>().empty());
 
   // A fed tensor comes back as fed; partitions are registered once per signature.
   Tensor fed = Tensor::FromVector<float>({0, 0, 1}, TensorShape({3}));
@@ -106,6 +109,29 @@ TEST_F(GrpcSessionTest, VariablesOnPsAreAssignedAndReadFromTheWorker) {
   sess->Close();
   auto again = NewWorkerSession(g);
   EXPECT_EQ(Values<float>(again->Run({}, {v.value()}, {})[0]), (std::vector<float>{6, 7, 8}));
+}
+
+TEST_F(GrpcSessionTest, AQueueOnThePsIsSharedBySessionsAndItsOpsRunThere) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  std::optional<ops::FIFOQueue> queue;
+  {
+    auto ps = g.Device("/job:ps/task:0");
+    queue.emplace(10, std::vector<DataType>{DT_FLOAT}, ops::QueueOptions{.shapes = {PartialTensorShape({2})}});
+  }
+  Output x = ops::Placeholder(DT_FLOAT, {2}, "x");
+  // The enqueue and dequeue take the queue's handle, so they run on the ps.
+  Operation enqueue = queue->Enqueue({ops::Mul(x, ops::Const(10.0f))});
+  Output dequeued = ops::Add(queue->Dequeue()[0], ops::Const(1.0f));
+  auto consumer = NewWorkerSession(g);
+  auto producer = NewWorkerSession(g);
+  // The dequeue blocks on the ps until another session enqueues.
+  auto result = std::async(std::launch::async, [&] { return consumer->Run({}, {dequeued}, {})[0]; });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  producer->Run({{x, Tensor::FromVector<float>({1, 2}, TensorShape({2}))}}, {}, {enqueue});
+  EXPECT_EQ(Values<float>(result.get()), (std::vector<float>{11, 21}));
+  EXPECT_EQ(local_.ps[0]->resource_manager()->All<ResourceBase>().size(), 1u);
+  EXPECT_TRUE(local_.workers[0]->resource_manager()->All<ResourceBase>().empty());
 }
 
 TEST_F(GrpcSessionTest, KernelErrorsOnThePsReachTheClient) {
@@ -170,6 +196,45 @@ TEST_F(GrpcSessionTest, StoppedPsMakesRunsUnavailable) {
     EXPECT_NE(std::string(e.what()).find(ps_address), std::string::npos) << e.what();
   }
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+}
+
+TEST_F(GrpcSessionTest, RestartedPsLosesItsVariablesAndNewSessionsInitialiseThemAgain) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Variable v;
+  {
+    auto ps = g.Device("/job:ps/task:0");
+    v = Variable(Tensor::Scalar<float>(4), {.name = "v"});
+  }
+  Output y = ops::Mul(v, ops::Const(2.0f));
+  Output uninitialized = ops::ReportUninitializedVariables();
+  auto sess = NewWorkerSession(g);
+  sess->Run({}, {}, {ops::GlobalVariablesInitializer()});
+  EXPECT_EQ(sess->Run({}, {y}, {})[0].scalar<float>(), 8);
+
+  local_.ps[0].reset();  // stops it
+  local_.ps[0] = std::make_unique<Server>(ServerOptions{.cluster = local_.cluster, .job_name = "ps"});
+  // The old session's partition died with the old ps: Aborted or Unavailable, the codes a
+  // monitored session recovers from by creating a new session.
+  try {
+    sess->Run({}, {y}, {});
+    FAIL() << "expected Aborted or Unavailable";
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.code() == Code::kAborted || e.code() == Code::kUnavailable) << e.what();
+  }
+  auto fresh = NewWorkerSession(g);
+  Tensor names;
+  for (int attempt = 0; !names.IsInitialized(); ++attempt) {
+    try {
+      names = fresh->Run({}, {uninitialized}, {})[0];
+    } catch (const UnavailableError&) {
+      ASSERT_LT(attempt, 100) << "the restarted ps never became reachable";
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  EXPECT_EQ(Values<std::string>(names), (std::vector<std::string>{"v"}));
+  fresh->Run({}, {}, {ops::GlobalVariablesInitializer()});
+  EXPECT_EQ(fresh->Run({}, {y}, {})[0].scalar<float>(), 8);
 }
 
 TEST_F(GrpcSessionTest, StopDuringABlockingStepReturnsPromptly) {

@@ -17,6 +17,12 @@ using EndpointId = std::pair<int, int>;  // node id, output index
 
 EndpointId IdOf(const Endpoint& e) { return {e.node->id(), e.index}; }
 
+// Input i of `n` is a variable's reference or a resource handle: state that exists only on
+// the producer's task, so `n` must run there (TF's placer colocates both kinds of edge).
+bool TakesStateOf(const Node* n, int i) {
+  return IsRefType(n->input_type(i)) || n->input_type(i) == DT_RESOURCE;
+}
+
 class Partitioner {
  public:
   Partitioner(const Graph& graph, const std::vector<Endpoint>& feeds,
@@ -88,7 +94,7 @@ class Partitioner {
     }
     if (anchor == n) {
       for (int i = 0; i < n->num_inputs(); ++i) {
-        if (IsRefType(n->input_type(i)) && FeedIndex(n->input(i)) < 0) {
+        if (TakesStateOf(n, i) && FeedIndex(n->input(i)) < 0) {
           anchor = Anchor(n->input(i).node);
           break;
         }
@@ -128,9 +134,9 @@ class Partitioner {
     for (const Node* n : needed_) {
       for (int i = 0; i < n->num_inputs(); ++i) {
         const Endpoint& e = n->input(i);
-        if (!IsRefType(n->input_type(i)) || FeedIndex(e) >= 0) continue;
+        if (!TakesStateOf(n, i) || FeedIndex(e) >= 0) continue;
         if (task_.at(e.node) != task_.at(n)) {
-          InvalidArgument("Node ", n->name(), " on ", task_.at(n).name(), " takes a reference to ",
+          InvalidArgument("Node ", n->name(), " on ", task_.at(n).name(), " takes a reference or handle to ",
                           e.node->name(), " on ", task_.at(e.node).name(),
                           ": colocate it with ", e.node->name());
         }

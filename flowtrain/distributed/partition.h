@@ -3,8 +3,8 @@
 //
 // Placement: a node goes where its requested device says ("/job:ps/task:1"); a node without a
 // job goes to the session's own task, a job without a task to task 0. A node colocated with
-// another (attr `_class: loc:@op`) or taking a reference input goes where that node goes, as
-// TF's placer keeps references on their variable's task.
+// another (attr `_class: loc:@op`) or taking a reference or resource-handle input goes where
+// that node goes, as TF's placer keeps such edges within a device.
 //
 // Stages: every node gets the smallest stage number not below any input's stage, plus one
 // for an input on another task. A task's partition runs its stages in order; a stage waits
@@ -53,7 +53,7 @@ struct PartitionOptions {
   bool allow_soft_placement = false;  // GPU requests fall back to the task's CPU
 };
 
-// Throws InvalidArgument for a device outside the cluster, a reference input from another
+// Throws InvalidArgument for a device outside the cluster, a reference or handle from another
 // task, or a graph that is not in topological order of node ids.
 PartitionPlan PartitionGraph(const Graph& graph, const std::vector<Endpoint>& feeds,
                              const std::vector<Endpoint>& fetches,
