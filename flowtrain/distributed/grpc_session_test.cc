@@ -1,7 +1,6 @@
 #include "flowtrain/distributed/grpc_session.h"
 
 #include <chrono>
-#include <condition_variable>
 #include <future>
 #include <thread>
 
@@ -25,29 +24,6 @@ namespace {
 using testing::Values;
 using Clock = std::chrono::steady_clock;
 
-// Blocks until its step is cancelled or times out.
-FT_REGISTER_OP("DistributedTestBlock").Output("out: float").SetIsStateful().SetShapeFn(shape_fns::ScalarShape);
-class BlockKernel : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override {
-    std::mutex mu;
-    std::condition_variable cv;
-    auto token = ctx->cancellation_manager()->RegisterCallback([&] {
-      std::lock_guard<std::mutex> lock(mu);
-      cv.notify_all();
-    });
-    if (!token) Cancelled("cancelled before blocking");
-    std::unique_lock<std::mutex> lock(mu);
-    const bool woke = cv.wait_until(lock, ctx->deadline(), [&] { return ctx->cancellation_manager()->IsCancelled(); });
-    lock.unlock();
-    ctx->cancellation_manager()->DeregisterCallback(*token);
-    if (!woke) DeadlineExceeded("Timed out waiting in ", name());
-    Cancelled("Blocking op ", name(), " was cancelled");
-  }
-};
-FT_REGISTER_KERNEL("DistributedTestBlock", BlockKernel);
-
 // Fails with InvalidArgument.
 FT_REGISTER_OP("DistributedTestFail").Input("x: float").Output("y: float").SetShapeFn(shape_fns::UnchangedShape);
 class FailKernel : public OpKernel {
@@ -57,7 +33,13 @@ class FailKernel : public OpKernel {
 };
 FT_REGISTER_KERNEL("DistributedTestFail", FailKernel);
 
-Output Block(std::string_view name) { return NodeBuilder("DistributedTestBlock", name).Finalize(); }
+// A dequeue from a queue on `device` that nobody fills: blocks until its step is cancelled or
+// times out.
+Output BlockingDequeueOn(Graph& g, const std::string& device) {
+  auto scope = g.Device(device);
+  ops::FIFOQueue queue(1, {DT_FLOAT}, {.shapes = {PartialTensorShape({})}});
+  return queue.Dequeue()[0];
+}
 
 class GrpcSessionTest : public ::testing::Test {
  protected:
@@ -65,6 +47,23 @@ class GrpcSessionTest : public ::testing::Test {
     SessionOptions options{.target = local_.workers[0]->target()};
     options.config.operation_timeout_in_ms = timeout_ms;
     return NewSession(g, options);
+  }
+
+  // Variable v = 4 on the ps, y = 2v on the worker, initialised and checked through `sess`.
+  struct PsVariable {
+    Variable v;
+    Output y;
+  };
+  PsVariable InitialisedPsVariable(Graph& g, SessionInterface& sess) {
+    PsVariable model;
+    {
+      auto ps = g.Device("/job:ps/task:0");
+      model.v = Variable(Tensor::Scalar<float>(4), {.name = "v"});
+    }
+    model.y = ops::Mul(model.v, ops::Const(2.0f));
+    sess.Run({}, {}, {ops::GlobalVariablesInitializer()});
+    EXPECT_EQ(sess.Run({}, {model.y}, {})[0].scalar<float>(), 8);
+    return model;
   }
 
   LocalCluster local_ = CreateLocalCluster(1, 1);
@@ -176,15 +175,8 @@ TEST_F(GrpcSessionTest, DevicesOutsideTheClusterAreRejected) {
 TEST_F(GrpcSessionTest, StoppedPsMakesRunsUnavailable) {
   Graph g;
   auto as_default = g.AsDefault();
-  Variable v;
-  {
-    auto ps = g.Device("/job:ps/task:0");
-    v = Variable(Tensor::Scalar<float>(4), {.name = "v"});
-  }
-  Output y = ops::Mul(v, ops::Const(2.0f));
   auto sess = NewWorkerSession(g);
-  sess->Run({}, {}, {ops::GlobalVariablesInitializer()});
-  EXPECT_EQ(sess->Run({}, {y}, {})[0].scalar<float>(), 8);
+  const Output y = InitialisedPsVariable(g, *sess).y;
   const std::string ps_address = local_.ps[0]->bound_address();
   local_.ps[0]->Stop();
   const auto start = Clock::now();
@@ -201,16 +193,9 @@ TEST_F(GrpcSessionTest, StoppedPsMakesRunsUnavailable) {
 TEST_F(GrpcSessionTest, RestartedPsLosesItsVariablesAndNewSessionsInitialiseThemAgain) {
   Graph g;
   auto as_default = g.AsDefault();
-  Variable v;
-  {
-    auto ps = g.Device("/job:ps/task:0");
-    v = Variable(Tensor::Scalar<float>(4), {.name = "v"});
-  }
-  Output y = ops::Mul(v, ops::Const(2.0f));
-  Output uninitialized = ops::ReportUninitializedVariables();
   auto sess = NewWorkerSession(g);
-  sess->Run({}, {}, {ops::GlobalVariablesInitializer()});
-  EXPECT_EQ(sess->Run({}, {y}, {})[0].scalar<float>(), 8);
+  const Output y = InitialisedPsVariable(g, *sess).y;
+  Output uninitialized = ops::ReportUninitializedVariables();
 
   local_.ps[0].reset();  // stops it
   local_.ps[0] = std::make_unique<Server>(ServerOptions{.cluster = local_.cluster, .job_name = "ps"});
@@ -240,11 +225,7 @@ TEST_F(GrpcSessionTest, RestartedPsLosesItsVariablesAndNewSessionsInitialiseThem
 TEST_F(GrpcSessionTest, StopDuringABlockingStepReturnsPromptly) {
   Graph g;
   auto as_default = g.AsDefault();
-  Output blocked;
-  {
-    auto ps = g.Device("/job:ps/task:0");
-    blocked = Block("block");
-  }
+  Output blocked = BlockingDequeueOn(g, "/job:ps/task:0");
   auto sess = NewWorkerSession(g);
   auto run = std::async(std::launch::async, [&] { sess->Run({}, {ops::Identity(blocked)}, {}); });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -258,11 +239,7 @@ TEST_F(GrpcSessionTest, StopDuringABlockingStepReturnsPromptly) {
 TEST_F(GrpcSessionTest, CloseCancelsAStepInFlightAndTimeoutsBoundSteps) {
   Graph g;
   auto as_default = g.AsDefault();
-  Output blocked;
-  {
-    auto ps = g.Device("/job:ps/task:0");
-    blocked = Block("block");
-  }
+  Output blocked = BlockingDequeueOn(g, "/job:ps/task:0");
   Output on_worker = ops::Add(blocked, ops::Const(1.0f));
   {
     auto sess = NewWorkerSession(g, /*timeout_ms=*/200);
