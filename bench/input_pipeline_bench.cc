@@ -1,11 +1,17 @@
 // Input pipeline throughput: how fast the tf.data-style pipelines deliver batches of 64, and
-// how much a training-like step (an MLP 784-256-256-10 forward pass, MatMul + Add) slows down
-// when it reads its batches from them instead of from tensors fed directly from memory.
+// how much the W2 training step of ops_bench (MLP 784-256-256-10, ReLU, softmax cross-entropy,
+// SGD 0.1, batch 64: forward, gradients and the SGD update) slows down when it reads its
+// batches from them instead of from tensors fed directly from memory.
 //
 //   (a) memory:   FromTensorSlices -> Shuffle(10000) -> Batch(64) -> Prefetch(2)
-//   (b) tfrecord: TFRecord file of serialized Examples -> Batch(64) -> Prefetch(2) -> batched
-//                 ParseExample inside Map on 2 threads (ops::MapParseExample) -> Prefetch(2):
-//                 reading, parsing and the step each run on threads of their own
+//   (b) tfrecord: TFRecord file of serialized Examples -> Batch(64) -> batched ParseExample
+//                 inside Map (ops::MapParseExample) -> Prefetch(2)
+//
+// Each pipeline runs on one thread of its own (the prefetch producer): the step keeps both
+// cores of the 2-core machine busy, so every cycle the pipeline spends, and every thread
+// handoff, comes out of the step; a parallel map and a second prefetch stage cost more CPU
+// and wakeups per batch than they save there, and one thread already delivers several times
+// what the step consumes.
 //
 // Prints:
 //   RESULT input_pipeline direct_feed examples_per_sec <v>           (the step fed from memory)
@@ -28,6 +34,7 @@
 #include "flowtrain/ops/dataset_ops.h"
 #include "flowtrain/ops/parsing_ops.h"
 #include "flowtrain/proto/example.pb.h"
+#include "ops_bench_data.h"
 
 namespace ft = flowtrain;
 
@@ -39,6 +46,8 @@ constexpr int kFeatures = 784;
 
 double Seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
+static_assert(kBatch == opsbench::kW2Batch && kFeatures == opsbench::kMlpIn, "the W2 workload of ops_bench");
+
 ft::Tensor RandomTensor(ft::TensorShape shape, std::mt19937& rng, float scale) {
   ft::Tensor t(ft::DT_FLOAT, shape);
   std::uniform_real_distribution<float> dist(-scale, scale);
@@ -46,16 +55,30 @@ ft::Tensor RandomTensor(ft::TensorShape shape, std::mt19937& rng, float scale) {
   return t;
 }
 
-// The forward pass of a 784-256-256-10 MLP on `x`.
-ft::Output Mlp(ft::Output x, std::mt19937& rng) {
+// The W2 training step of ops_bench on images `x` and int64 labels `y`: the MLP
+// 784-256-256-10 with ReLU, the mean softmax cross-entropy, and SGD 0.1 on every weight.
+struct TrainStep {
+  ft::Operation train_op;
+  ft::Output loss;
+  ft::Operation init;
+};
+
+TrainStep W2(ft::Output x, ft::Output y) {
+  const int sizes[] = {opsbench::kMlpIn, opsbench::kW2Hidden, opsbench::kW2Hidden, opsbench::kMlpClasses};
   ft::Output h = x;
-  const int sizes[] = {kFeatures, 256, 256, 10};
   for (int layer = 0; layer < 3; ++layer) {
-    ft::Output w = ft::ops::Const(RandomTensor(ft::TensorShape({sizes[layer], sizes[layer + 1]}), rng, 0.05f));
-    ft::Output b = ft::ops::Const(RandomTensor(ft::TensorShape({sizes[layer + 1]}), rng, 0.05f));
-    h = ft::ops::Add(ft::ops::MatMul(h, w), b);
+    ft::Tensor kernel(ft::DT_FLOAT, ft::TensorShape({sizes[layer], sizes[layer + 1]}));
+    opsbench::FillUniform(kernel.data<float>(), kernel.NumElements(),
+                          opsbench::kW2Seed + opsbench::kWeightSeedOffset + layer,
+                          opsbench::GlorotLimit(sizes[layer], sizes[layer + 1]));
+    h = ft::layers::Dense(h, sizes[layer + 1], layer < 2 ? ft::layers::Activation(ft::ops::Relu) : nullptr,
+                          {.kernel_initializer = ft::ops::ConstantInitializer(kernel)});
   }
-  return h;
+  TrainStep step;
+  step.loss = ft::ops::ReduceMean(ft::ops::SparseSoftmaxCrossEntropyWithLogits(y, h));
+  step.train_op = ft::train::GradientDescentOptimizer(opsbench::kSgdLearningRate).Minimize(step.loss);
+  step.init = ft::ops::GlobalVariablesInitializer();
+  return step;
 }
 
 // Examples per second of `run_batch` (which processes one batch of kBatch) over `batches`.
@@ -65,6 +88,24 @@ double Rate(int batches, Fn&& run_batch) {
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < batches; ++i) run_batch();
   return batches * kBatch / Seconds(std::chrono::steady_clock::now() - start);
+}
+
+// Times `steps` calls of `run_step` (after one untimed call) and appends each duration to
+// `seconds`.
+template <typename Fn>
+void TimeSteps(int steps, Fn&& run_step, std::vector<double>& seconds) {
+  run_step();
+  for (int i = 0; i < steps; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    run_step();
+    seconds.push_back(Seconds(std::chrono::steady_clock::now() - start));
+  }
+}
+
+// Examples per second at the median step time.
+double MedianRate(std::vector<double> seconds) {
+  std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
+  return kBatch / seconds[seconds.size() / 2];
 }
 
 void Report(const char* system, const char* metric, double value) {
@@ -81,30 +122,34 @@ void ReportPipeline(const std::string& name, double pipeline, double step, doubl
 }
 
 // Runs the measurements with sessions configured by `options`; metric names get `suffix`.
-// The machines this runs on are shared, so every rate is the best of several rounds, and the
-// rounds interleave the contenders so that a busy moment does not favour one of them.
+// The machines this runs on are shared, so the contenders take turns in short rounds.
 void Measure(const ft::SessionOptions& options, const std::string& suffix, const ft::Tensor& images,
              const ft::Tensor& labels, const std::string& tfrecord_path) {
-  std::mt19937 rng(1);
-  const int batches = 200;
+  const int steps_per_round = 10;
 
-  // Direct feeding: batches prepared in memory beforehand, fed to a placeholder.
+  // Direct feeding: batches prepared in memory beforehand, fed to placeholders.
   ft::Graph direct_graph;
-  ft::Output x, direct_logits;
+  ft::Output x, y;
+  TrainStep direct_step;
   {
     auto as_default = direct_graph.AsDefault();
     x = ft::ops::Placeholder(ft::DT_FLOAT, ft::PartialTensorShape({-1, kFeatures}), "x");
-    direct_logits = Mlp(x, rng);
+    y = ft::ops::Placeholder(ft::DT_INT64, ft::PartialTensorShape({-1}), "y");
+    direct_step = W2(x, y);
   }
   ft::Session direct_sess(direct_graph, options);
-  std::vector<ft::Tensor> feeds;
-  for (int b = 0; b < kExamples / kBatch; ++b) feeds.push_back(images.Slice(b * kBatch, (b + 1) * kBatch).DeepCopy());
+  direct_sess.Run({}, {}, {direct_step.init});
+  std::vector<std::pair<ft::Tensor, ft::Tensor>> feeds;
+  for (int b = 0; b < kExamples / kBatch; ++b) {
+    feeds.emplace_back(images.Slice(b * kBatch, (b + 1) * kBatch).DeepCopy(),
+                       labels.Slice(b * kBatch, (b + 1) * kBatch).DeepCopy());
+  }
   size_t next_feed = 0;
 
   // (a) In-memory dataset.
   ft::Graph memory_graph;
   std::vector<ft::Output> memory_next;
-  ft::Output memory_logits;
+  TrainStep memory_step_ops;
   ft::Operation memory_init;
   {
     auto as_default = memory_graph.AsDefault();
@@ -115,44 +160,51 @@ void Measure(const ft::SessionOptions& options, const std::string& suffix, const
                   .Prefetch(2)
                   .MakeInitializableIterator();
     memory_next = it.GetNext();
-    memory_logits = Mlp(memory_next[0], rng);
+    memory_step_ops = W2(memory_next[0], memory_next[1]);
     memory_init = it.initializer();
   }
   ft::Session memory_sess(memory_graph, options);
-  memory_sess.Run({}, {}, {memory_init});
+  memory_sess.Run({}, {}, {memory_init, memory_step_ops.init});
 
   // (b) TFRecord file of serialized tf.train.Examples, parsed inside the pipeline.
   ft::Graph tfrecord_graph;
   std::vector<ft::Output> parsed_outputs;
-  ft::Output tfrecord_logits;
+  TrainStep tfrecord_step_ops;
   ft::Operation tfrecord_init;
   {
     auto as_default = tfrecord_graph.AsDefault();
-    auto batches = ft::data::Dataset::TFRecord({tfrecord_path}).Repeat().Batch(kBatch).Prefetch(2);
     auto it = ft::ops::MapParseExample(
-                  batches,
+                  ft::data::Dataset::TFRecord({tfrecord_path}).Repeat().Batch(kBatch),
                   {{"image", ft::ops::FixedLenFeature{ft::DT_FLOAT, ft::TensorShape({kFeatures})}},
-                   {"label", ft::ops::FixedLenFeature{ft::DT_INT64, ft::TensorShape({})}}},
-                  /*num_parallel_calls=*/2)
+                   {"label", ft::ops::FixedLenFeature{ft::DT_INT64, ft::TensorShape({})}}})
                   .Prefetch(2)
                   .MakeInitializableIterator();
     parsed_outputs = it.GetNext();  // image, label (features in key order)
-    tfrecord_logits = Mlp(parsed_outputs[0], rng);
+    tfrecord_step_ops = W2(parsed_outputs[0], parsed_outputs[1]);
     tfrecord_init = it.initializer();
   }
   ft::Session tfrecord_sess(tfrecord_graph, options);
-  tfrecord_sess.Run({}, {}, {tfrecord_init});
+  tfrecord_sess.Run({}, {}, {tfrecord_init, tfrecord_step_ops.init});
 
-  double direct = 0, memory_pipeline = 0, memory_step = 0, tfrecord_pipeline = 0, tfrecord_step = 0;
-  for (int round = 0; round < 5; ++round) {
-    direct = std::max(direct, Rate(batches, [&] {
-      direct_sess.Run({{x, feeds[next_feed++ % feeds.size()]}}, {direct_logits});
-    }));
-    memory_pipeline = std::max(memory_pipeline, Rate(batches * 2, [&] { memory_sess.Run({}, memory_next); }));
-    memory_step = std::max(memory_step, Rate(batches, [&] { memory_sess.Run({}, {memory_logits}); }));
-    tfrecord_pipeline = std::max(tfrecord_pipeline, Rate(batches, [&] { tfrecord_sess.Run({}, parsed_outputs); }));
-    tfrecord_step = std::max(tfrecord_step, Rate(batches, [&] { tfrecord_sess.Run({}, {tfrecord_logits}); }));
+  // Training steps: the median step time of each contender over many short interleaved
+  // rounds, so that other processes' bursts of load hit all three alike. Pipelines alone: the
+  // best throughput of longer rounds.
+  std::vector<double> direct_steps, memory_steps, tfrecord_steps;
+  double memory_pipeline = 0, tfrecord_pipeline = 0;
+  for (int round = 0; round < 60; ++round) {
+    TimeSteps(steps_per_round, [&] {
+      const auto& [batch_x, batch_y] = feeds[next_feed++ % feeds.size()];
+      direct_sess.Run({{x, batch_x}, {y, batch_y}}, {}, {direct_step.train_op});
+    }, direct_steps);
+    TimeSteps(steps_per_round, [&] { memory_sess.Run({}, {}, {memory_step_ops.train_op}); }, memory_steps);
+    TimeSteps(steps_per_round, [&] { tfrecord_sess.Run({}, {}, {tfrecord_step_ops.train_op}); }, tfrecord_steps);
+    if (round % 6 == 0) {
+      memory_pipeline = std::max(memory_pipeline, Rate(400, [&] { memory_sess.Run({}, memory_next); }));
+      tfrecord_pipeline = std::max(tfrecord_pipeline, Rate(200, [&] { tfrecord_sess.Run({}, parsed_outputs); }));
+    }
   }
+  const double direct = MedianRate(direct_steps);
+  const double memory_step = MedianRate(memory_steps), tfrecord_step = MedianRate(tfrecord_steps);
   Report("direct_feed", ("examples_per_sec" + suffix).c_str(), direct);
   ReportPipeline("memory" + suffix, memory_pipeline, memory_step, direct);
   ReportPipeline("tfrecord" + suffix, tfrecord_pipeline, tfrecord_step, direct);

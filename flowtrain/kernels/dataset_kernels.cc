@@ -653,13 +653,14 @@ class PrefetchDataset : public DatasetBase {
         stopping_ = true;
       }
       cancellation_.StartCancel();
-      cv_.notify_all();
+      space_cv_.notify_all();
+      ready_cv_.notify_all();
       if (producer_.joinable()) producer_.join();
     }
     bool GetNext(IteratorContext& ctx, Element* out) override {
       std::unique_lock<std::mutex> lock(mu_);
       if (!producer_.joinable() && !ended_) producer_ = std::thread([this] { Produce(); });
-      WaitFor(lock, cv_, ctx, "PrefetchDataset", [&] { return !buffer_.empty() || ended_; });
+      WaitFor(lock, ready_cv_, ctx, "PrefetchDataset", [&] { return !buffer_.empty() || ended_; });
       if (buffer_.empty()) {
         if (error_) std::rethrow_exception(error_);
         return false;
@@ -668,7 +669,9 @@ class PrefetchDataset : public DatasetBase {
       buffer_.pop_front();
       origins_ = std::move(origins_buffer_.front());
       origins_buffer_.pop_front();
-      cv_.notify_all();
+      // Notified after unlocking, so that the producer does not wake only to wait for mu_.
+      lock.unlock();
+      space_cv_.notify_one();
       return true;
     }
     const RecordOrigins& origins() const override { return origins_; }
@@ -698,7 +701,7 @@ class PrefetchDataset : public DatasetBase {
       for (;;) {
         {
           std::unique_lock<std::mutex> lock(mu_);
-          cv_.wait(lock, [&] { return stopping_ || static_cast<int64_t>(buffer_.size()) < ds_.buffer_size_; });
+          space_cv_.wait(lock, [&] { return stopping_ || static_cast<int64_t>(buffer_.size()) < ds_.buffer_size_; });
           if (stopping_) return;
         }
         Element e;
@@ -714,15 +717,17 @@ class PrefetchDataset : public DatasetBase {
         } catch (...) {
           error = std::current_exception();
         }
-        std::lock_guard<std::mutex> lock(mu_);
-        if (got) {
-          buffer_.push_back(std::move(e));
-          origins_buffer_.push_back(std::move(origins));
-        } else {
-          ended_ = true;
-          error_ = error;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          if (got) {
+            buffer_.push_back(std::move(e));
+            origins_buffer_.push_back(std::move(origins));
+          } else {
+            ended_ = true;
+            error_ = error;
+          }
         }
-        cv_.notify_all();
+        ready_cv_.notify_one();  // GetNext calls are serialized: at most one waits
         if (!got) return;
       }
     }
@@ -731,7 +736,8 @@ class PrefetchDataset : public DatasetBase {
     std::unique_ptr<IteratorBase> input_;
     std::mutex input_mu_;  // held by the producer while it advances input_
     std::mutex mu_;
-    std::condition_variable cv_;
+    std::condition_variable space_cv_;  // the buffer has room, or stopping_
+    std::condition_variable ready_cv_;  // the buffer has an element, or ended_
     std::deque<Element> buffer_;
     std::deque<RecordOrigins> origins_buffer_;  // beside buffer_
     RecordOrigins origins_;                     // of the element last returned (caller's thread)
