@@ -144,5 +144,34 @@ TEST(DistributedTrainingTest, MonitoredTrainingSessionOnAWorkerSavesTheCheckpoin
   EXPECT_GT(w, 1.0f);
 }
 
+TEST(DistributedTrainingTest, MonitoredTrainingSessionRecoversFromAPsRestart) {
+  LocalCluster local = CreateLocalCluster(1, 1);
+  LinearModel model(local.cluster, 0);
+  auto as_default = model.graph.AsDefault();
+  const std::string dir = testing::MakeTempDir("distributed_recovery");
+  train::MonitoredTrainingSessionOptions options;
+  options.master = local.workers[0]->target();
+  options.checkpoint_dir = dir;
+  options.save_checkpoint_steps = 5;
+  options.hooks = {std::make_shared<train::StopAtStepHook>(train::LastStep{30})};
+  options.graph = &model.graph;
+  auto sess = train::MonitoredTrainingSession(options);
+  for (int i = 0; i < 12; ++i) sess->Run(model.Batch(), {}, {model.train_op});
+  // The ps loses every variable; the next run fails with Aborted or Unavailable, and the
+  // monitored session makes a new session, which restores the step-10 checkpoint on the ps.
+  local.ps[0].reset();
+  local.ps[0] = std::make_unique<Server>(ServerOptions{.cluster = local.cluster, .job_name = "ps"});
+  int runs = 0;
+  while (!sess->ShouldStop()) {
+    sess->Run(model.Batch(), {}, {model.train_op});
+    ASSERT_LT(++runs, 100);
+  }
+  sess->Close();
+  EXPECT_EQ(runs, 20);  // steps 10 -> 30 after the restore
+  io::CheckpointReader reader(*train::LatestCheckpoint(dir));
+  EXPECT_EQ(reader.GetTensor("global_step").scalar<int64_t>(), 30);
+  EXPECT_NEAR(reader.GetTensor("w").scalar<float>(), 3.0f, 0.5f);
+}
+
 }  // namespace
 }  // namespace flowtrain::distributed
