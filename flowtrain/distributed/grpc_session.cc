@@ -100,7 +100,7 @@ GrpcSession::GrpcSession(Graph& graph, SessionOptions options)
   GetStatusRequest request;
   GetStatusResponse response;
   const grpc::Status status = stub->GetStatus(&context, request, &response);
-  if (!status.ok()) ThrowRpcError(status, StrCat("of target ", target), address);
+  if (!status.ok()) ThrowRpcError(status, StrCat("The server of target ", target));
   impl_->cluster = ClusterSpec::Parse(response.cluster());
   impl_->own_task = TaskId{response.job_name(), response.task_index()};
   for (const std::string& job : impl_->cluster.jobs()) {
@@ -158,7 +158,7 @@ std::shared_ptr<const GrpcSession::Impl::Plan> GrpcSession::Impl::Register(const
       context.set_deadline(Clock::now() + kControlCallTimeout);
       RegisterGraphResponse response;
       const grpc::Status status = connection.stub->RegisterGraph(&context, partition.request, &response);
-      if (!status.ok()) ThrowRpcError(status, task.name(), connection.address);
+      if (!status.ok()) ThrowRpcError(status, TaskPeer(task.name(), connection.address));
       plan->tasks.push_back(TaskRun{task, &connection, response.handle(), std::move(partition.feed_indices)});
     }
   } catch (...) {
@@ -274,7 +274,7 @@ std::vector<Tensor> GrpcSession::Run(const FeedList& feeds, const std::vector<Ou
       }
       if (erased > 0) s.Deregister(*plan);
     }
-    ThrowRpcError(status, first.run->task.name(), first.run->connection->address);
+    ThrowRpcError(status, TaskPeer(first.run->task.name(), first.run->connection->address));
   }
   std::vector<Tensor> results(fetches.size());
   for (size_t i = 0; i < fetches.size(); ++i) {

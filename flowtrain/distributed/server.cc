@@ -7,6 +7,7 @@
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
+#include "flowtrain/distributed/rpc_util.h"
 #include "flowtrain/distributed/worker.h"
 
 namespace flowtrain::distributed {
@@ -43,6 +44,10 @@ void Server::Start() {
   builder.AddListeningPort(impl_->address, grpc::InsecureServerCredentials(), &port);
   builder.SetMaxReceiveMessageSize(-1);
   builder.SetMaxSendMessageSize(-1);
+  // Accept the keepalive pings of calls that wait long (a step blocked in a queue) instead
+  // of closing the connection as for a misbehaving client.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, kKeepalivePingMs / 2);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   builder.RegisterService(impl_->worker.get());
   impl_->server = builder.BuildAndStart();
   if (impl_->server == nullptr || port == 0) {

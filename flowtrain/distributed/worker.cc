@@ -255,7 +255,7 @@ void Worker::Push(int64_t step_id, const std::string& job, int task, SendTensors
   context.set_deadline(std::chrono::system_clock::now() + budget);
   SendTensorsResponse response;
   const grpc::Status status = stub->SendTensors(&context, request, &response);
-  if (!status.ok()) ThrowRpcError(status, TaskName(job, task), address);
+  if (!status.ok()) ThrowRpcError(status, TaskPeer(TaskName(job, task), address));
 }
 
 grpc::Status Worker::SendTensors(grpc::ServerContext*, const SendTensorsRequest* request,
