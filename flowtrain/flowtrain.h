@@ -69,5 +69,6 @@
 #include "flowtrain/train/session_creator.h"
 #include "flowtrain/train/session_manager.h"
 #include "flowtrain/train/session_run_hook.h"
+#include "flowtrain/train/stop_on_signal_hook.h"
 
 #endif  // FLOWTRAIN_FLOWTRAIN_H_
