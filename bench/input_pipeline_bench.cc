@@ -102,10 +102,24 @@ void TimeSteps(int steps, Fn&& run_step, std::vector<double>& seconds) {
   }
 }
 
+double Median(std::vector<double> values) {
+  std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
+  return values[values.size() / 2];
+}
+
 // Examples per second at the median step time.
-double MedianRate(std::vector<double> seconds) {
-  std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
-  return kBatch / seconds[seconds.size() / 2];
+double MedianRate(const std::vector<double>& seconds) { return kBatch / Median(seconds); }
+
+// How much slower `steps` are than `reference` steps, in percent: the median over rounds of
+// `round` steps each of the ratio of their median step times. Rounds last tens of
+// milliseconds, so the two sides of a ratio ran under the same load from other processes.
+double SlowdownPct(const std::vector<double>& steps, const std::vector<double>& reference, size_t round) {
+  std::vector<double> ratios;
+  for (size_t begin = 0; begin + round <= steps.size(); begin += round) {
+    ratios.push_back(Median({steps.begin() + begin, steps.begin() + begin + round}) /
+                     Median({reference.begin() + begin, reference.begin() + begin + round}));
+  }
+  return 100.0 * (Median(ratios) - 1.0);
 }
 
 void Report(const char* system, const char* metric, double value) {
@@ -113,11 +127,11 @@ void Report(const char* system, const char* metric, double value) {
   std::fflush(stdout);
 }
 
-void ReportPipeline(const std::string& name, double pipeline, double step, double direct) {
+void ReportPipeline(const std::string& name, double pipeline, double step, double slowdown_pct, double direct) {
   const std::string n(name);
   Report("flowtrain", (n + "_pipeline_examples_per_sec").c_str(), pipeline);
   Report("flowtrain", (n + "_step_examples_per_sec").c_str(), step);
-  Report("flowtrain", (n + "_step_slowdown_pct").c_str(), 100.0 * (direct / step - 1.0));
+  Report("flowtrain", (n + "_step_slowdown_pct").c_str(), slowdown_pct);
   Report("flowtrain", (n + "_pipeline_vs_step").c_str(), pipeline / direct);
 }
 
@@ -186,19 +200,23 @@ void Measure(const ft::SessionOptions& options, const std::string& suffix, const
   ft::Session tfrecord_sess(tfrecord_graph, options);
   tfrecord_sess.Run({}, {}, {tfrecord_init, tfrecord_step_ops.init});
 
-  // Training steps: the median step time of each contender over many short interleaved
-  // rounds, so that other processes' bursts of load hit all three alike. Pipelines alone: the
-  // best throughput of longer rounds.
+  // Training steps: the contenders take turns in many short rounds (in alternating order), so
+  // that other processes' bursts of load hit all three alike; slowdowns compare step times
+  // within each round. Pipelines alone: the best throughput of longer rounds.
   std::vector<double> direct_steps, memory_steps, tfrecord_steps;
   double memory_pipeline = 0, tfrecord_pipeline = 0;
-  for (int round = 0; round < 60; ++round) {
-    TimeSteps(steps_per_round, [&] {
-      const auto& [batch_x, batch_y] = feeds[next_feed++ % feeds.size()];
-      direct_sess.Run({{x, batch_x}, {y, batch_y}}, {}, {direct_step.train_op});
-    }, direct_steps);
+  for (int round = 0; round < 80; ++round) {
+    auto direct_round = [&] {
+      TimeSteps(steps_per_round, [&] {
+        const auto& [batch_x, batch_y] = feeds[next_feed++ % feeds.size()];
+        direct_sess.Run({{x, batch_x}, {y, batch_y}}, {}, {direct_step.train_op});
+      }, direct_steps);
+    };
+    if (round % 2 == 0) direct_round();
     TimeSteps(steps_per_round, [&] { memory_sess.Run({}, {}, {memory_step_ops.train_op}); }, memory_steps);
     TimeSteps(steps_per_round, [&] { tfrecord_sess.Run({}, {}, {tfrecord_step_ops.train_op}); }, tfrecord_steps);
-    if (round % 6 == 0) {
+    if (round % 2 == 1) direct_round();
+    if (round % 8 == 0) {
       memory_pipeline = std::max(memory_pipeline, Rate(400, [&] { memory_sess.Run({}, memory_next); }));
       tfrecord_pipeline = std::max(tfrecord_pipeline, Rate(200, [&] { tfrecord_sess.Run({}, parsed_outputs); }));
     }
@@ -206,8 +224,10 @@ void Measure(const ft::SessionOptions& options, const std::string& suffix, const
   const double direct = MedianRate(direct_steps);
   const double memory_step = MedianRate(memory_steps), tfrecord_step = MedianRate(tfrecord_steps);
   Report("direct_feed", ("examples_per_sec" + suffix).c_str(), direct);
-  ReportPipeline("memory" + suffix, memory_pipeline, memory_step, direct);
-  ReportPipeline("tfrecord" + suffix, tfrecord_pipeline, tfrecord_step, direct);
+  ReportPipeline("memory" + suffix, memory_pipeline, memory_step, SlowdownPct(memory_steps, direct_steps, steps_per_round),
+                 direct);
+  ReportPipeline("tfrecord" + suffix, tfrecord_pipeline, tfrecord_step,
+                 SlowdownPct(tfrecord_steps, direct_steps, steps_per_round), direct);
 }
 
 }  // namespace
