@@ -139,6 +139,11 @@ std::shared_ptr<const GrpcSession::Impl::Plan> GrpcSession::Impl::GetOrCompile(c
   auto it = plans.find(key);
   if (it != plans.end()) return it->second;
   std::shared_ptr<const Plan> plan = Register(args);
+  if (closed.load()) {
+    // Close() ran during the registration and could not see this plan.
+    Deregister(*plan);
+    Cancelled("Session was closed while the step was being prepared");
+  }
   plans.emplace(std::move(key), plan);
   return plan;
 }

@@ -41,8 +41,6 @@ Endpoint ParseTensorName(Graph& graph, const std::string& name) {
 }  // namespace
 
 struct Worker::Partition {
-  explicit Partition(CancellationManager* parent) : cancellation(parent) {}
-
   struct Input {
     StageInput::SourceCase kind;
     int feed = -1;
@@ -56,7 +54,7 @@ struct Worker::Partition {
   };
 
   Graph graph;
-  CancellationManager cancellation;
+  bool deregistered = false;  // guarded by the worker's mu_
   std::mutex kernels_mu;
   std::unordered_map<const Node*, std::unique_ptr<OpKernel>> kernels;
   std::vector<StageRuntime> stages;
@@ -92,9 +90,15 @@ void Worker::Shutdown() {
     std::lock_guard<std::mutex> lock(mu_);
     if (shutting_down_) return;
     shutting_down_ = true;
+    CancelStepsLocked(nullptr);
   }
-  cancellation_.StartCancel();
   watchdog_cv_.notify_all();
+}
+
+void Worker::CancelStepsLocked(const Partition* partition) {
+  for (ActiveStep* step : active_steps_) {
+    if (partition == nullptr || step->partition == partition) step->cancellation->StartCancel();
+  }
 }
 
 void Worker::UpdateCluster(const ClusterSpec& cluster) {
@@ -128,7 +132,7 @@ grpc::Status Worker::GetStatus(grpc::ServerContext*, const GetStatusRequest*,
 grpc::Status Worker::RegisterGraph(grpc::ServerContext*, const RegisterGraphRequest* request,
                                    RegisterGraphResponse* response) {
   return ToRpcStatus([&] {
-    auto partition = std::make_shared<Partition>(&cancellation_);
+    auto partition = std::make_shared<Partition>();
     ImportGraphDef(request->graph_def(), &partition->graph);
     ExecutorEnv env;
     env.resource_mgr = resource_mgr_.get();
@@ -184,17 +188,16 @@ grpc::Status Worker::RegisterGraph(grpc::ServerContext*, const RegisterGraphRequ
 
 grpc::Status Worker::DeregisterGraph(grpc::ServerContext*, const DeregisterGraphRequest* request,
                                      DeregisterGraphResponse*) {
-  std::vector<std::shared_ptr<Partition>> removed;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const std::string& handle : request->handles()) {
-      auto it = partitions_.find(handle);
-      if (it == partitions_.end()) continue;
-      removed.push_back(std::move(it->second));
-      partitions_.erase(it);
-    }
+  std::vector<std::shared_ptr<Partition>> removed;  // destroyed after the lock is released
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const std::string& handle : request->handles()) {
+    auto it = partitions_.find(handle);
+    if (it == partitions_.end()) continue;
+    it->second->deregistered = true;
+    CancelStepsLocked(it->second.get());
+    removed.push_back(std::move(it->second));
+    partitions_.erase(it);
   }
-  for (auto& partition : removed) partition->cancellation.StartCancel();
   return grpc::Status::OK;
 }
 
@@ -302,12 +305,14 @@ void Worker::RunStepOrThrow(grpc::ServerContext* context, const RunStepRequest& 
   const Clock::time_point deadline =
       request.timeout_in_ms() > 0 ? Clock::now() + std::chrono::milliseconds(request.timeout_in_ms())
                                   : Clock::time_point::max();
-  CancellationManager step_cancellation(&partition->cancellation);
-  ActiveStep active{context, &step_cancellation};
+  CancellationManager step_cancellation;
+  ActiveStep active{context, &step_cancellation, partition.get()};
   std::shared_ptr<StepState> step = GetOrCreateStep(step_id, true);
   {
     std::lock_guard<std::mutex> lock(mu_);
     active_steps_.insert(&active);
+    // Deregistered or shut down since FindPartition: the cancellation missed this step.
+    if (partition->deregistered || shutting_down_) step_cancellation.StartCancel();
   }
   struct Cleanup {
     Worker* self;

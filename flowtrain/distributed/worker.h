@@ -52,9 +52,12 @@ class Worker final : public WorkerService::Service {
  private:
   struct Partition;
   struct StepState;
+  // A step in flight. Cancelled (under mu_) when its RPC is cancelled, its partition is
+  // deregistered or the worker shuts down; it leaves active_steps_ before its manager dies.
   struct ActiveStep {
     grpc::ServerContext* context;
     CancellationManager* cancellation;
+    const Partition* partition;
   };
 
   std::shared_ptr<Partition> FindPartition(const std::string& handle);
@@ -66,6 +69,8 @@ class Worker final : public WorkerService::Service {
             std::chrono::steady_clock::time_point deadline);
   WorkerService::Stub* StubFor(const std::string& job, int task, std::string* address);
   void WatchCancelledSteps();
+  // Cancels the steps in flight of `partition`, or all of them for nullptr. Needs mu_.
+  void CancelStepsLocked(const Partition* partition);
 
   const std::string job_name_;
   const int task_index_;
@@ -73,7 +78,6 @@ class Worker final : public WorkerService::Service {
   const std::string incarnation_;  // random, so handles of a restarted task never match
   std::shared_ptr<ResourceMgr> resource_mgr_;
   std::unique_ptr<ThreadPool> intra_op_pool_;
-  CancellationManager cancellation_;  // parent of every partition's
 
   mutable std::mutex mu_;
   ClusterSpec cluster_;
