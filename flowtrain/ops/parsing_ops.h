@@ -11,7 +11,9 @@
 //
 // A FixedLenFeature missing from an example takes its default, or is an InvalidArgumentError
 // when it has none; a feature of the wrong type or length, or bytes that are no Example, is an
-// InvalidArgumentError naming the feature and the example's index in the batch.
+// InvalidArgumentError naming the feature and the example's index in the batch, and, when the
+// Examples were read from TFRecord files (by the iterator feeding the op, or inside
+// MapParseExample), the file and record index ("Name: record 17 of /data/train.tfrecord, ...").
 #ifndef FLOWTRAIN_OPS_PARSING_OPS_H_
 #define FLOWTRAIN_OPS_PARSING_OPS_H_
 
