@@ -3,9 +3,11 @@
 // Convolutions are im2col + matrix products (gemm.h): a block of output positions gathers its
 // input patches into a [positions, rows*cols*in_depth] scratch matrix (the filter is already
 // the matching [rows*cols*in_depth, out_depth] matrix), so each block is one GEMM. Blocks are
-// sized to stay in cache and split over the intra-op pool, each shard with its own scratch.
+// sized to stay in cache and claimed one at a time by the intra-op pool's threads, each with
+// its own scratch.
 // A 1x1 stride-1 convolution skips im2col: the input is already the patch matrix.
 #include <algorithm>
+#include <atomic>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -26,6 +28,21 @@ namespace {
 // Scratch elements per im2col block (512 KiB of floats): big enough for an efficient GEMM,
 // small enough to stay in L2.
 constexpr int64_t kBlockElements = 1 << 17;
+
+// Calls fn(shard, unit) for every unit in [0, units), the units claimed one at a time by
+// `shards` threads of the pool: a thread the machine delays (other processes share the cores)
+// leaves its remaining units to the others instead of holding up the kernel, as a fixed
+// split would. fn may keep per-shard state (scratch, partial sums) indexed by `shard`.
+template <typename Fn>
+void ClaimUnits(OpKernelContext* ctx, int shards, int64_t units, const Fn& fn) {
+  std::atomic<int64_t> next{0};
+  ParallelShards(ctx, shards, [&](int s) {
+    for (int64_t u = next.fetch_add(1, std::memory_order_relaxed); u < units;
+         u = next.fetch_add(1, std::memory_order_relaxed)) {
+      fn(s, u);
+    }
+  });
+}
 
 // A shape given as a 1-D int32/int64 tensor of 4 elements (input_sizes, filter_sizes, ...).
 TensorShape ShapeFromTensor(const Tensor& t, std::string_view what) {
@@ -250,15 +267,12 @@ class Conv2DOp : public ConvKernelBase {
     const int64_t blocks = (positions + block - 1) / block;
     const int shards = std::min<int>(NumShards(ctx, positions * k * d.out_depth, 1 << 18), static_cast<int>(blocks));
     Tensor scratch(input.dtype(), TensorShape({shards, block * k}));
-    ParallelShards(ctx, shards, [&](int s) {
+    ClaimUnits(ctx, shards, blocks, [&](int s, int64_t b) {
       T* patches = scratch.data<T>() + s * block * k;
-      auto [first, last] = ShardRange(blocks, shards, s);
-      for (int64_t b = first; b < last; ++b) {
-        const int64_t begin = b * block;
-        const int64_t end = std::min(positions, begin + block);
-        Im2Col(d, input.data<T>(), begin, end, patches);
-        GemmOnThisThread<T>(product(patches, begin, end));
-      }
+      const int64_t begin = b * block;
+      const int64_t end = std::min(positions, begin + block);
+      Im2Col(d, input.data<T>(), begin, end, patches);
+      GemmOnThisThread<T>(product(patches, begin, end));
     });
   }
 };
@@ -299,16 +313,15 @@ class Conv2DBackpropInputOp : public ConvKernelBase {
       return;
     }
     std::fill_n(pi, out->NumElements(), T(0));
-    // Shards own whole images, so their scatter-adds never overlap.
+    // Threads claim whole images, so their scatter-adds never overlap.
     const int64_t block = d.block_positions();
     const int shards = std::min<int>(NumShards(ctx, d.positions() * k * d.out_depth, 1 << 18), static_cast<int>(d.batch));
     Tensor scratch(grad.dtype(), TensorShape({shards, block * k}));
-    ParallelShards(ctx, shards, [&](int s) {
+    std::fill_n(scratch.data<T>(), shards * block * k, T(0));  // kept zero between blocks by Col2ImAddAndClear
+    ClaimUnits(ctx, shards, d.batch, [&](int s, int64_t image) {
       T* patches = scratch.data<T>() + s * block * k;
-      std::fill_n(patches, block * k, T(0));  // kept zero between blocks by Col2ImAddAndClear
-      auto [first_image, last_image] = ShardRange(d.batch, shards, s);
-      const int64_t stop = last_image * d.positions_per_image();
-      for (int64_t begin = first_image * d.positions_per_image(); begin < stop; begin += block) {
+      const int64_t stop = (image + 1) * d.positions_per_image();
+      for (int64_t begin = image * d.positions_per_image(); begin < stop; begin += block) {
         const int64_t end = std::min(stop, begin + block);
         GemmOnThisThread<T>(product(patches, begin, end, /*accumulate=*/true));
         Col2ImAddAndClear(d, patches, begin, end, pi);
@@ -356,14 +369,16 @@ class Conv2DBackpropFilterOp : public ConvKernelBase {
     const int64_t block = d.block_positions();
     const int64_t blocks = (positions + block - 1) / block;
     const int shards = std::min<int>(NumShards(ctx, positions * k * d.out_depth, 1 << 18), static_cast<int>(blocks));
-    // Shard 0 sums its positions' contributions into the output, the others into partials
-    // added at the end.
-    Tensor partials(input.dtype(), TensorShape({shards - 1, k * d.out_depth}));
+    // Runs of consecutive blocks, claimed one at a time, each summed into a partial of its own
+    // (the first into the output); the partials are added in order at the end, so the sum
+    // does not depend on which thread ran which run.
+    const int64_t runs = shards == 1 ? 1 : std::min<int64_t>(blocks, 4 * shards);
+    Tensor partials(input.dtype(), TensorShape({runs - 1, k * d.out_depth}));
     Tensor scratch(input.dtype(), TensorShape({shards, block * k}));
-    ParallelShards(ctx, shards, [&](int s) {
-      T* acc = s == 0 ? pw : partials.data<T>() + (s - 1) * k * d.out_depth;
+    ClaimUnits(ctx, shards, runs, [&](int s, int64_t run) {
+      T* acc = run == 0 ? pw : partials.data<T>() + (run - 1) * k * d.out_depth;
       T* patches = scratch.data<T>() + s * block * k;
-      auto [first, last] = ShardRange(blocks, shards, s);
+      const auto [first, last] = ShardRange(blocks, static_cast<int>(runs), static_cast<int>(run));
       for (int64_t b = first; b < last; ++b) {
         const int64_t begin = b * block;
         const int64_t end = std::min(positions, begin + block);
@@ -372,7 +387,9 @@ class Conv2DBackpropFilterOp : public ConvKernelBase {
       }
     });
     ArrayMap<T> total(pw, k * d.out_depth);
-    for (int s = 1; s < shards; ++s) total += ArrayMap<T>(partials.data<T>() + (s - 1) * k * d.out_depth, k * d.out_depth);
+    for (int64_t run = 1; run < runs; ++run) {
+      total += ArrayMap<T>(partials.data<T>() + (run - 1) * k * d.out_depth, k * d.out_depth);
+    }
   }
 };
 FT_REGISTER_KERNEL("Conv2DBackpropFilter", Conv2DBackpropFilterOp);

@@ -1,6 +1,7 @@
 #include "flowtrain/kernels/gemm.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <new>
@@ -51,6 +52,7 @@ class PackBuffer {
 template <typename T>
 struct PackBuffers {
   PackBuffer<T> lhs, rhs;
+  PackBuffer<T> whole;  // an operand every chunk of a split product shares (Gemm)
 };
 
 template <typename T>
@@ -247,66 +249,97 @@ void PackSpans(const float* src, int64_t ld, int64_t count, int64_t kc, int64_t 
   }
 }
 
-// c = op(a) * op(b) where pack_a(row, rows, depth_begin, depth, dst) writes the panel of op(a)
-// at rows [row, row + rows) and depth [depth_begin, depth_begin + depth) as
-// dst[kk * kRows + i] (zero for i >= rows). The blocks of op(b) at one depth are packed first;
-// then each panel of op(a) is packed (into L1-sized storage) and multiplied with all of them.
-template <typename PackA>
-void Sgemm(const GemmArgs<float>& g, const PackA& pack_a) {
-  const int64_t row_panels = (g.m + kRows - 1) / kRows;
-  const int64_t col_panels = (g.n + kCols - 1) / kCols;
-  const int64_t depth = std::min(kDepth, g.k);
-  PackBuffers<float>& buffers = PackBuffersOfThisThread<float>();
-  float* packed_b = buffers.rhs.Get(col_panels * kCols * depth);
-  alignas(64) float packed_a[kRows * kDepth];
-  // Column panels are kCols wide, but for a last one of at most 16 columns (narrow outputs
-  // such as 10 classes), which is 16 wide and multiplied by the one-vector kernel.
-  auto panel_width = [&](int64_t j0) { return g.n - j0 > 16 ? kCols : int64_t{16}; };
+// The panel of op(a) at rows [row, row + rows) and depth [depth_begin, depth_begin + depth)
+// as dst[kk * kRows + i] (zero for i >= rows).
+void PackPanelOfA(const GemmArgs<float>& g, int64_t row, int64_t rows, int64_t depth_begin, int64_t depth, float* dst) {
+  if (g.transpose_a) {
+    PackSpans(g.a + depth_begin * g.lda + row, g.lda, rows, depth, kRows, dst);
+  } else {
+    PackLines(g.a + row * g.lda + depth_begin, g.lda, rows, depth, kRows, dst);
+  }
+}
+
+// Column panels are kCols wide, but for a last one of at most 16 columns (narrow outputs
+// such as 10 classes), which is 16 wide and multiplied by the one-vector kernel.
+int64_t PanelWidth(const GemmArgs<float>& g, int64_t j0) { return g.n - j0 > 16 ? kCols : int64_t{16}; }
+
+// The block of op(b) at depth [depth_begin, depth_begin + depth), every column, as panels:
+// the one at column j0 at dst + j0 * depth (every earlier panel is kCols wide).
+void PackBlockOfB(const GemmArgs<float>& g, int64_t depth_begin, int64_t depth, float* dst) {
+  for (int64_t j0 = 0; j0 < g.n; j0 += kCols) {
+    const int64_t cols = std::min(kCols, g.n - j0);
+    if (g.transpose_b) {
+      PackLines(g.b + j0 * g.ldb + depth_begin, g.ldb, cols, depth, PanelWidth(g, j0), dst + j0 * depth);
+    } else {
+      PackSpans(g.b + depth_begin * g.ldb + j0, g.ldb, cols, depth, PanelWidth(g, j0), dst + j0 * depth);
+    }
+  }
+}
+
+int64_t PaddedRows(int64_t m) { return (m + kRows - 1) / kRows * kRows; }
+int64_t PaddedCols(int64_t n) { return (n + kCols - 1) / kCols * kCols; }
+
+// All of op(a), every depth block, packed: block pc at dst + pc * PaddedRows(m), its panel
+// ip at + ip * kRows * kc. For a thread multiplying it with several column chunks of op(b).
+void PackWholeA(const GemmArgs<float>& g, float* dst) {
   for (int64_t pc = 0; pc < g.k; pc += kDepth) {
     const int64_t kc = std::min(kDepth, g.k - pc);
-    for (int64_t j0 = 0; j0 < g.n; j0 += kCols) {
-      const int64_t cols = std::min(kCols, g.n - j0);
-      float* dst = packed_b + j0 * kc;  // every earlier panel is kCols wide
-      if (g.transpose_b) {
-        PackLines(g.b + j0 * g.ldb + pc, g.ldb, cols, kc, panel_width(j0), dst);
-      } else {
-        PackSpans(g.b + pc * g.ldb + j0, g.ldb, cols, kc, panel_width(j0), dst);
-      }
+    for (int64_t i0 = 0; i0 < g.m; i0 += kRows) {
+      PackPanelOfA(g, i0, std::min(kRows, g.m - i0), pc, kc, dst + pc * PaddedRows(g.m) + i0 * kc);
+    }
+  }
+}
+
+// All of op(b), every depth block, packed: block pc at dst + pc * PaddedCols(n). For a
+// thread multiplying several row chunks of op(a) with it.
+void PackWholeB(const GemmArgs<float>& g, float* dst) {
+  for (int64_t pc = 0; pc < g.k; pc += kDepth) PackBlockOfB(g, pc, std::min(kDepth, g.k - pc), dst + pc * PaddedCols(g.n));
+}
+
+// c = op(a) * op(b). The blocks of op(b) at one depth are packed first (or taken from
+// `whole_b`, PackWholeB's copy); then each panel of op(a) is packed into L1-sized storage (or
+// taken from `whole_a`, PackWholeA's) and multiplied with all of them.
+void Sgemm(const GemmArgs<float>& g, const float* whole_a, const float* whole_b) {
+  const int64_t row_panels = (g.m + kRows - 1) / kRows;
+  const int64_t depth = std::min(kDepth, g.k);
+  float* packed_b = whole_b != nullptr ? nullptr : PackBuffersOfThisThread<float>().rhs.Get(PaddedCols(g.n) * depth);
+  alignas(64) float packed_a[kRows * kDepth];
+  for (int64_t pc = 0; pc < g.k; pc += kDepth) {
+    const int64_t kc = std::min(kDepth, g.k - pc);
+    const float* b_block = packed_b;
+    if (whole_b != nullptr) {
+      b_block = whole_b + pc * PaddedCols(g.n);
+    } else {
+      PackBlockOfB(g, pc, kc, packed_b);
     }
     // The first block overwrites c unless the caller accumulates: no separate zeroing pass.
     const bool store = pc == 0 && !g.accumulate;
     for (int64_t ip = 0; ip < row_panels; ++ip) {
       const int64_t i0 = ip * kRows, rows = std::min(kRows, g.m - i0);
-      pack_a(i0, rows, pc, kc, packed_a);
+      const float* a = packed_a;
+      if (whole_a != nullptr) {
+        a = whole_a + pc * PaddedRows(g.m) + i0 * kc;
+      } else {
+        PackPanelOfA(g, i0, rows, pc, kc, packed_a);
+      }
       for (int64_t j0 = 0; j0 < g.n; j0 += kCols) {
         const int64_t cols = std::min(kCols, g.n - j0);
-        const float* b = packed_b + j0 * kc;
+        const float* b = b_block + j0 * kc;
         float* c = g.c + i0 * g.ldc + j0;
-        if (panel_width(j0) == kCols) {
+        if (PanelWidth(g, j0) == kCols) {
           if (store) {
-            MicroKernel<2, true>(kc, packed_a, b, c, g.ldc, rows, cols);
+            MicroKernel<2, true>(kc, a, b, c, g.ldc, rows, cols);
           } else {
-            MicroKernel<2, false>(kc, packed_a, b, c, g.ldc, rows, cols);
+            MicroKernel<2, false>(kc, a, b, c, g.ldc, rows, cols);
           }
         } else if (store) {
-          MicroKernel<1, true>(kc, packed_a, b, c, g.ldc, rows, cols);
+          MicroKernel<1, true>(kc, a, b, c, g.ldc, rows, cols);
         } else {
-          MicroKernel<1, false>(kc, packed_a, b, c, g.ldc, rows, cols);
+          MicroKernel<1, false>(kc, a, b, c, g.ldc, rows, cols);
         }
       }
     }
   }
-}
-
-// Sgemm with op(a) packed from g.a.
-void Sgemm(const GemmArgs<float>& g) {
-  Sgemm(g, [&g](int64_t row, int64_t rows, int64_t depth_begin, int64_t depth, float* dst) {
-    if (g.transpose_a) {
-      PackSpans(g.a + depth_begin * g.lda + row, g.lda, rows, depth, kRows, dst);
-    } else {
-      PackLines(g.a + row * g.lda + depth_begin, g.lda, rows, depth, kRows, dst);
-    }
-  });
 }
 
 }  // namespace avx512
@@ -329,7 +362,7 @@ void GemmOnThisThread(const GemmArgs<T>& g) {
   }
 #if defined(__AVX512F__) && defined(__AVX512VL__)
   if constexpr (std::is_same_v<T, float>) {
-    avx512::Sgemm(g);
+    avx512::Sgemm(g, nullptr, nullptr);
     return;
   }
 #endif
@@ -353,35 +386,65 @@ void Gemm(OpKernelContext* ctx, const GemmArgs<T>& g) {
   if (g.m <= 0 || g.n <= 0) return;
   ThreadPool* pool = ctx->intra_op_pool();
   const int threads = pool == nullptr ? 1 : pool->NumThreads();
-  // Split the bigger of op(a) and op(b) (each thread packs all of the other): by rows of c,
-  // or by columns in whole cache lines, so two threads never write one line.
+  // Split the bigger of op(a) and op(b) (each thread packs all of the other, once): by row
+  // panels of c, or by column panels, which are whole cache lines, so two threads never write
+  // one line.
   const bool by_rows = g.m >= g.n;
-  constexpr int64_t kLine = 64 / sizeof(T);
-  const int64_t units = by_rows ? g.m : (g.n + kLine - 1) / kLine;
+  constexpr int64_t kRowUnit = 8, kColUnit = 32;
+  const int64_t units = by_rows ? (g.m + kRowUnit - 1) / kRowUnit : (g.n + kColUnit - 1) / kColUnit;
   // A matrix-vector product streams its matrix once, at memory speed: about 8x the time per
   // flop of a blocked product, so worth splitting from 8x fewer flops.
+  const bool matrix_vector = g.m == 1 || g.n == 1;
   const double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k) *
-                       (g.m == 1 || g.n == 1 ? 8 : 1);
+                       (matrix_vector ? 8 : 1);
   const int shards = static_cast<int>(std::min<double>({static_cast<double>(threads), static_cast<double>(units),
                                                         flops / kMinFlopsPerShard}));
   if (shards <= 1) {
     GemmOnThisThread(g);
     return;
   }
-  ParallelShards(ctx, shards, [&](int s) {
-    const auto [begin, end] = ShardRange(units, shards, s);
-    GemmArgs<T> part = g;
-    if (by_rows) {
-      part.m = end - begin;
-      part.a = g.transpose_a ? g.a + begin : g.a + begin * g.lda;
-      part.c = g.c + begin * g.ldc;
-    } else {
-      const int64_t first = begin * kLine;
-      part.n = std::min(g.n, end * kLine) - first;
-      part.b = g.transpose_b ? g.b + first * g.ldb : g.b + first;
-      part.c = g.c + first;
+  // Chunks claimed one at a time, several per thread: a thread the machine delays (other
+  // processes share the cores) leaves its remaining chunks to the others instead of holding
+  // up the product, as a fixed split would.
+  const int64_t chunks = std::min<int64_t>(units, 4 * shards);
+  std::atomic<int64_t> next_chunk{0};
+  ParallelShards(ctx, shards, [&](int) {
+    const T* whole = nullptr;  // this thread's packed copy of the operand all chunks share
+    for (int64_t chunk = next_chunk.fetch_add(1, std::memory_order_relaxed); chunk < chunks;
+         chunk = next_chunk.fetch_add(1, std::memory_order_relaxed)) {
+      const auto [begin, end] = ShardRange(units, static_cast<int>(chunks), static_cast<int>(chunk));
+      GemmArgs<T> part = g;
+      if (by_rows) {
+        const int64_t first = begin * kRowUnit;
+        part.m = std::min(g.m, end * kRowUnit) - first;
+        part.a = g.transpose_a ? g.a + first : g.a + first * g.lda;
+        part.c = g.c + first * g.ldc;
+      } else {
+        const int64_t first = begin * kColUnit;
+        part.n = std::min(g.n, end * kColUnit) - first;
+        part.b = g.transpose_b ? g.b + first * g.ldb : g.b + first;
+        part.c = g.c + first;
+      }
+#if defined(__AVX512F__) && defined(__AVX512VL__)
+      if constexpr (std::is_same_v<T, float>) {
+        if (!matrix_vector && g.k > 0) {
+          if (whole == nullptr) {
+            float* dst = PackBuffersOfThisThread<float>().whole.Get(
+                (by_rows ? avx512::PaddedCols(g.n) : avx512::PaddedRows(g.m)) * g.k);
+            if (by_rows) {
+              avx512::PackWholeB(g, dst);
+            } else {
+              avx512::PackWholeA(g, dst);
+            }
+            whole = dst;
+          }
+          avx512::Sgemm(part, by_rows ? nullptr : whole, by_rows ? whole : nullptr);
+          continue;
+        }
+      }
+#endif
+      GemmOnThisThread(part);
     }
-    GemmOnThisThread(part);
   });
 }
 

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "flowtrain/core/error.h"
+#include "flowtrain/core/str_util.h"
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/gradients.h"
 #include "flowtrain/ops/math_ops.h"
@@ -275,6 +276,48 @@ TEST_F(MathOpsTest, ArgMaxArgMin) {
   // No gradient flows through an index.
   Output xd = In({3});
   EXPECT_FALSE(ops::Gradients({ops::Cast(ops::ArgMax(xd, 0), DT_DOUBLE)}, {xd})[0]);
+}
+
+// ---- MatMul split over the intra-op pool ----
+
+// Products big enough for Gemm to split into chunks claimed by two threads (each packing the
+// shared operand once): by rows (m >= n) and by column panels, depth over one packing block,
+// every transpose combination, against a float64 reference.
+TEST_F(MathOpsTest, MatMulSplitOverThreadsMatchesReference) {
+  struct Shape {
+    int64_t m, n, k;
+  };
+  SessionOptions options;
+  options.config.intra_op_parallelism_threads = 2;
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (const Shape& s : {Shape{203, 70, 600}, Shape{30, 517, 530}, Shape{13, 1000, 130}, Shape{260, 10, 700}}) {
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        SCOPED_TRACE(StrCat(s.m, "x", s.n, "x", s.k, ta ? " A^T" : "", tb ? " B^T" : ""));
+        Graph g;
+        auto as_default = g.AsDefault();
+        std::vector<float> a(s.m * s.k), b(s.k * s.n);
+        for (float& v : a) v = dist(rng);
+        for (float& v : b) v = dist(rng);
+        Output x = ops::Const<float>(a, ta ? TensorShape({s.k, s.m}) : TensorShape({s.m, s.k}));
+        Output y = ops::Const<float>(b, tb ? TensorShape({s.n, s.k}) : TensorShape({s.k, s.n}));
+        Session sess(g, options);
+        const Tensor out = ops::MatMul(x, y, ta, tb).Eval(sess);
+        ASSERT_EQ(out.shape(), TensorShape({s.m, s.n}));
+        for (int64_t i = 0; i < s.m; ++i) {
+          for (int64_t j = 0; j < s.n; ++j) {
+            double expected = 0;
+            for (int64_t p = 0; p < s.k; ++p) {
+              expected += double(ta ? a[p * s.m + i] : a[i * s.k + p]) * (tb ? b[j * s.k + p] : b[p * s.n + j]);
+            }
+            ASSERT_NEAR(out.flat<float>()[i * s.n + j], expected, 1e-4 * (1 + std::sqrt(double(s.k))))
+                << "at (" << i << ", " << j << ")";
+          }
+        }
+      }
+    }
+  }
 }
 
 // ---- BatchMatMul ----
