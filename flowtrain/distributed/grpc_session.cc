@@ -210,6 +210,8 @@ std::vector<Tensor> GrpcSession::Run(const FeedList& feeds, const std::vector<Ou
   int64_t timeout_ms = s.options.config.operation_timeout_in_ms;
   if (run_options != nullptr && run_options->timeout_in_ms > 0) timeout_ms = run_options->timeout_in_ms;
   const int64_t step_id = s.NextStepId();
+  const bool trace = run_options != nullptr && run_options->trace_level != RunOptions::kNoTrace &&
+                     run_metadata != nullptr;
   std::vector<std::unique_ptr<Impl::Call>> calls;
   for (const Impl::TaskRun& run : plan->tasks) {
     auto call = std::make_unique<Impl::Call>();
@@ -217,6 +219,7 @@ std::vector<Tensor> GrpcSession::Run(const FeedList& feeds, const std::vector<Ou
     call->request.set_handle(run.handle);
     call->request.set_step_id(step_id);
     call->request.set_timeout_in_ms(timeout_ms);
+    call->request.set_trace(trace);
     for (int feed : run.feed_indices) {
       call->request.add_feed_indices(feed);
       *call->request.add_feeds() = TensorToProto(args.feed_values[feed]);
@@ -286,12 +289,16 @@ std::vector<Tensor> GrpcSession::Run(const FeedList& feeds, const std::vector<Ou
     if (plan->fetch_is_feed[i] >= 0) results[i] = args.feed_values[plan->fetch_is_feed[i]];
   }
   for (const auto& call : calls) {
-    const RunStepResponse& response = call->response;
+    RunStepResponse& response = call->response;
     for (int i = 0; i < response.fetches_size(); ++i) {
       results.at(response.fetch_indices(i)) = TensorFromProto(response.fetches(i));
     }
+    if (trace) {
+      for (auto& dev : *response.mutable_step_stats()->mutable_dev_stats()) {
+        *run_metadata->mutable_step_stats()->add_dev_stats() = std::move(dev);
+      }
+    }
   }
-  (void)run_metadata;  // no step stats from remote tasks yet
   return results;
 }
 

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <future>
+#include <set>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -103,6 +104,15 @@ TEST_F(GrpcSessionTest, VariablesOnPsAreAssignedAndReadFromTheWorker) {
   for (int i = 0; i < 3; ++i) out = sess->Run({{x, fed}}, {x, doubled}, {});
   EXPECT_EQ(Values<float>(out[0]), (std::vector<float>{0, 0, 1}));
   EXPECT_EQ(dynamic_cast<GrpcSession&>(*sess).num_registered_plans(), 5);
+
+  // A traced step returns the timings of both tasks.
+  RunOptions traced{.trace_level = RunOptions::kFullTrace};
+  RunMetadata metadata;
+  sess->Run({}, {doubled}, {}, &traced, &metadata);
+  std::set<std::string> devices;
+  for (const auto& dev : metadata.step_stats().dev_stats()) devices.insert(dev.device());
+  EXPECT_EQ(devices, (std::set<std::string>{"/job:ps/replica:0/task:0/device:CPU:0",
+                                            "/job:worker/replica:0/task:0/device:CPU:0"}));
 
   // The ps keeps its variables when the worker's session ends: a new session finds them.
   sess->Close();

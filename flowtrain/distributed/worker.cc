@@ -337,6 +337,8 @@ void Worker::RunStepOrThrow(grpc::ServerContext* context, const RunStepRequest& 
   args.deadline = deadline;
   args.cancellation = &step_cancellation;
   args.step_id = step_id;
+  RunMetadata trace;
+  if (request.trace()) args.trace = &trace;
   std::vector<Tensor> feeds;
   for (Partition::StageRuntime& stage : partition->stages) {
     feeds.clear();
@@ -393,6 +395,7 @@ void Worker::RunStepOrThrow(grpc::ServerContext* context, const RunStepRequest& 
     }
     for (auto& [task, out] : pushes) Push(step_id, task.first, task.second, out, deadline);
   }
+  if (request.trace()) *response->mutable_step_stats() = std::move(*trace.mutable_step_stats());
 }
 
 }  // namespace flowtrain::distributed
