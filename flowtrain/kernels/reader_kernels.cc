@@ -7,6 +7,7 @@
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/io/record_reader.h"
+#include "flowtrain/kernels/dataset.h"
 #include "flowtrain/kernels/op_kernel.h"
 #include "flowtrain/kernels/queue.h"
 
@@ -19,8 +20,14 @@ class TFRecordReaderState : public ResourceBase {
   explicit TFRecordReaderState(std::string compression) : compression_(std::move(compression)) {}
   std::string DebugString() const override { return "TFRecordReader"; }
 
+  struct Record {
+    std::string key;    // "<file>:<index>", as TF's readers name records
+    std::string value;  // the record's bytes
+    data::RecordOrigin origin;
+  };
+
   // The next record, taking a new file from `queue` when the current one ends.
-  std::pair<std::string, std::string> Read(Queue& queue, const Queue::Wait& wait) {
+  Record Read(Queue& queue, const Queue::Wait& wait) {
     std::lock_guard<std::mutex> lock(mu_);
     std::string record;
     for (;;) {
@@ -29,8 +36,8 @@ class TFRecordReaderState : public ResourceBase {
         if (name.size() != 1 || name[0].dtype() != DT_STRING || name[0].NumElements() != 1) {
           InvalidArgument("ReaderReadV2 expects a queue of scalar strings (file names)");
         }
-        file_ = name[0].scalar<std::string>();
-        reader_ = std::make_unique<io::RecordReader>(file_, io::RecordReaderOptions{.compression_type = compression_});
+        file_ = std::make_shared<const std::string>(name[0].scalar<std::string>());
+        reader_ = std::make_unique<io::RecordReader>(*file_, io::RecordReaderOptions{.compression_type = compression_});
         index_ = 0;
       }
       bool got;
@@ -38,9 +45,12 @@ class TFRecordReaderState : public ResourceBase {
         got = reader_->ReadRecord(&record);
       } catch (const DataLossError& e) {
         reader_.reset();  // skip the rest of a corrupt file on the next read
-        DataLoss("Record ", index_, " of ", file_, " is corrupt: ", e.what());
+        DataLoss("Record ", index_, " of ", *file_, " is corrupt: ", e.what());
       }
-      if (got) return {StrCat(file_, ":", index_++), std::move(record)};
+      if (got) {
+        const int64_t index = index_++;
+        return {StrCat(*file_, ":", index), std::move(record), {file_, index}};
+      }
       reader_.reset();
     }
   }
@@ -48,7 +58,7 @@ class TFRecordReaderState : public ResourceBase {
  private:
   const std::string compression_;
   std::mutex mu_;
-  std::string file_;
+  std::shared_ptr<const std::string> file_;
   std::unique_ptr<io::RecordReader> reader_;
   int64_t index_ = 0;
 };
@@ -85,16 +95,23 @@ std::shared_ptr<T> LookupHandle(OpKernelContext* ctx, int input, std::string_vie
   return resource;
 }
 
+// Remembers where the value it outputs came from (data::DeliveredOrigins), so that a
+// ParseSingleExample of it in the same step names the file and record of a bad Example. One
+// entry per kernel: QueueRunner threads usually run enqueue ops (and kernels) of their own;
+// when two runs of one kernel overlap, the earlier value's record may go unnamed.
 class ReaderReadOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
+  ~ReaderReadOp() override { data::DeliveredOrigins::Forget(this); }
   void Compute(OpKernelContext* ctx) override {
     auto reader = LookupHandle<TFRecordReaderState>(ctx, 0, "TFRecordReader");
     auto queue = LookupHandle<Queue>(ctx, 1, "Queue");
-    auto [key, value] = reader->Read(*queue, {.cancellation = ctx->cancellation_manager(),
-                                              .deadline = ctx->deadline()});
-    ctx->set_output(0, Tensor::Scalar<std::string>(std::move(key)));
-    ctx->set_output(1, Tensor::Scalar<std::string>(std::move(value)));
+    TFRecordReaderState::Record record =
+        reader->Read(*queue, {.cancellation = ctx->cancellation_manager(), .deadline = ctx->deadline()});
+    Tensor value = Tensor::Scalar<std::string>(std::move(record.value));
+    data::DeliveredOrigins::Record(this, {value}, {std::move(record.origin)});
+    ctx->set_output(0, Tensor::Scalar<std::string>(std::move(record.key)));
+    ctx->set_output(1, std::move(value));
   }
 };
 FT_REGISTER_KERNEL("ReaderReadV2", ReaderReadOp);

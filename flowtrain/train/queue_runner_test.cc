@@ -7,8 +7,10 @@
 #include <gtest/gtest.h>
 
 #include "flowtrain/io/record_writer.h"
+#include "flowtrain/proto/example.pb.h"
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/data_flow_ops.h"
+#include "flowtrain/ops/parsing_ops.h"
 #include "flowtrain/ops/reader_ops.h"
 #include "flowtrain/train/input.h"
 #include "tests/test_util.h"
@@ -253,6 +255,39 @@ TEST(InputHelpers, CorruptRecordNamesFileAndIndex) {
   } catch (const DataLossError& e) {
     EXPECT_NE(std::string(e.what()).find("Record 1 of " + paths[0]), std::string::npos) << e.what();
   }
+}
+
+// TF1's queue pattern: ParseSingleExample of what the reader read names the file and record
+// of a bad Example.
+TEST(InputHelpers, BadExampleFromAReaderNamesFileAndRecord) {
+  const std::string path = testing::MakeTempDir("bad_example") + "/examples.tfrecord";
+  {
+    io::RecordWriter writer(path);
+    for (int i = 0; i < 3; ++i) {
+      tensorflow::Example example;
+      auto& feature = (*example.mutable_features()->mutable_feature())["label"];
+      if (i == 1) {
+        feature.mutable_float_list()->add_value(1.5f);  // a float where an int64 belongs
+      } else {
+        feature.mutable_int64_list()->add_value(i);
+      }
+      writer.WriteRecord(example.SerializeAsString());
+    }
+    writer.Close();
+  }
+  Graph g;
+  auto as_default = g.AsDefault();
+  ops::FIFOQueue files(4, {DT_STRING}, {.shapes = {PartialTensorShape({})}});
+  Operation add = files.Enqueue({ops::Const(path)});
+  ops::TFRecordReader reader;
+  Output label = ops::ParseSingleExample(reader.Read(files).second,
+                                         {{"label", ops::FixedLenFeature{DT_INT64, TensorShape({})}}})
+                     .dense.at("label");
+  Session sess(g);
+  sess.Run({}, {}, {add});
+  EXPECT_EQ(label.Eval(sess).scalar<int64_t>(), 0);
+  testing::ExpectInvalidArgument([&] { label.Eval(sess); },
+                                 {"Name: record 1 of " + path, "Feature: label.  Data types don't match"});
 }
 
 }  // namespace
