@@ -349,7 +349,10 @@ class MapDataset : public DatasetBase {
         call.slot->error = error;
         call.slot->done = true;
         --in_flight_;
+        // Notified after unlocking, so that the caller does not wake only to wait for mu_.
+        lock.unlock();
         cv_.notify_all();
+        lock.lock();
       }
     }
 
