@@ -93,6 +93,7 @@ void Worker::Shutdown() {
     CancelStepsLocked(nullptr);
   }
   watchdog_cv_.notify_all();
+  watchdog_.join();
 }
 
 void Worker::CancelStepsLocked(const Partition* partition) {

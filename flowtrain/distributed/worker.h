@@ -32,7 +32,7 @@ class Worker final : public WorkerService::Service {
   Worker(ClusterSpec cluster, std::string job_name, int task_index, int intra_op_threads);
   ~Worker() override;
 
-  // Cancels every step in flight and refuses new ones; idempotent.
+  // Cancels every step in flight, refuses new ones and joins the watchdog; idempotent.
   void Shutdown();
   void UpdateCluster(const ClusterSpec& cluster);
   ClusterSpec cluster() const;
