@@ -3,6 +3,7 @@
 // it resumes from the latest checkpoint. Data: Debian's dataset-fashion-mnist package.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstring>
 
 #include "fashion_mnist_model.h"
 
@@ -53,12 +54,20 @@ int main(int argc, char** argv) {
   opts.save_checkpoint_steps = int64_t{500};
   opts.log_step_count_steps = std::nullopt;  // the progress bar shows steps/s
   auto stop = std::make_shared<ft::train::StopAtStepHook>(ft::train::NumSteps{steps});
-  opts.hooks = {stop, std::make_shared<ft::train::ProgressBarHook>(
+  // Ctrl-C or a scheduler's SIGTERM ends the run after the step in flight, with a checkpoint.
+  auto stop_on_signal = std::make_shared<ft::train::StopOnSignalHook>(
+      ft::train::StopOnSignalHook::Options{.signals = {SIGINT, SIGTERM}});
+  opts.hooks = {stop, stop_on_signal, std::make_shared<ft::train::ProgressBarHook>(
                           ft::train::ProgressBarHook::Options{.num_steps = steps, .tensors = {{"loss", loss}}})};
   {
     auto sess = ft::train::MonitoredTrainingSession(opts);
     while (!sess->ShouldStop()) sess->Run({train_op});
   }  // closing saves the final checkpoint
+  if (auto signal = stop_on_signal->signal()) {
+    std::printf("\nStopped by %s; saved %s, run again to resume\n", strsignal(*signal),
+                ft::train::LatestCheckpoint(model_dir)->c_str());
+    return 128 + *signal;
+  }
 
   // Test accuracy, from the final checkpoint in a fresh session (feeding the images directly).
   ft::Session eval(g);

@@ -39,6 +39,7 @@
 #include "flowtrain/ops/variable_scope.h"
 #include "flowtrain/ops/variables.h"
 #include "flowtrain/runtime/session.h"
+#include "flowtrain/runtime/session_factory.h"
 #include "flowtrain/summary/event_accumulator.h"
 #include "flowtrain/summary/file_writer.h"
 #include "flowtrain/summary/file_writer_cache.h"

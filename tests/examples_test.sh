@@ -8,7 +8,7 @@ data_dir=/usr/share/datasets/fashion-mnist
 [ -f "$data_dir/t10k-labels-idx1-ubyte.gz" ] ||
   { echo "examples_test: $data_dir is missing (scripts/setup installs dataset-fashion-mnist)" >&2; exit 1; }
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+trap 'kill -9 $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
 expect() {  # expect <file> <text>: the file contains the text
   grep -qF -- "$2" "$1" || { echo "examples_test: expected '$2' in $1:" >&2; cat "$1" >&2; exit 1; }
 }
@@ -39,4 +39,65 @@ expect "$work/train2.out" "Resuming from $work/cnn/model.ckpt-30"
 expect "$work/train2.out" "Test accuracy after step 40"
 "$bin/evaluate_fashion_mnist" --model-dir "$work/cnn" --once > "$work/eval2.out" 2>&1
 expect "$work/eval2.out" "model.ckpt-40: step 40, accuracy"
+# SIGTERM mid-run (a scheduler preempting the job): the trainer stops after the step in flight,
+# saves, exits with 128 + 15, and the next run resumes from there.
+"$bin/fashion_mnist" --steps 100000 --model-dir "$work/preempt" > "$work/preempt.out" 2>&1 &
+trainer=$!
+for _ in $(seq 600); do
+  grep -q "model.ckpt-0" "$work/preempt/checkpoint" 2>/dev/null && break
+  sleep 0.1
+done
+sleep 1
+kill -TERM "$trainer"
+status=0
+wait "$trainer" || status=$?
+[ "$status" -eq 143 ] || { echo "examples_test: preempted trainer exited with $status, expected 143" >&2; cat "$work/preempt.out" >&2; exit 1; }
+expect "$work/preempt.out" "Stopped by Terminated; saved $work/preempt/model.ckpt-"
+saved="$(sed -n 's/^model_checkpoint_path: "\(.*\)"$/\1/p' "$work/preempt/checkpoint")"
+[ "$saved" != "$work/preempt/model.ckpt-0" ] || { echo "examples_test: no step was saved at the stop" >&2; exit 1; }
+"$bin/fashion_mnist" --steps 5 --model-dir "$work/preempt" > "$work/preempt2.out" 2>&1
+expect "$work/preempt2.out" "Resuming from $saved"
+
+# Distributed: a ps task (`flowtrain server`) and two workers on loopback ports. The chief
+# trains with a worker beside it; then the ps is killed with SIGKILL mid-run and restarted,
+# and the chief recovers by itself: it restores the latest checkpoint into the new ps and
+# finishes. Then SIGTERM stops the ps cleanly.
+free_port() {  # a port nothing listens on (bash's /dev/tcp connects, so failure means free)
+  local port
+  while :; do
+    port=$((20000 + RANDOM % 40000))
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || { echo "$port"; return; }
+  done
+}
+flowtrain="$bin/../tools/flowtrain"
+cluster="ps=localhost:$(free_port);worker=localhost:$(free_port),localhost:$(free_port)"
+"$flowtrain" server --cluster "$cluster" --job ps --task 0 > "$work/ps.out" 2>&1 &
+ps=$!
+"$bin/distributed_fashion_mnist" --cluster "$cluster" --task 1 --steps 40 > "$work/worker1.out" 2>&1 &
+worker1=$!
+"$bin/distributed_fashion_mnist" --cluster "$cluster" --task 0 --steps 40 --model-dir "$work/dist" \
+  > "$work/worker0.out" 2>&1
+wait "$worker1"
+expect "$work/worker0.out" "Test accuracy at global step"
+expect "$work/worker1.out" "Worker 1 ran"
+expect "$work/dist/checkpoint" "model_checkpoint_path:"
+
+"$bin/distributed_fashion_mnist" --cluster "$cluster" --task 0 --steps 400 --model-dir "$work/dist" \
+  > "$work/recover.out" 2>&1 &
+chief=$!
+# Kill the ps once the chief has saved a checkpoint beyond the first run's.
+for _ in $(seq 600); do
+  grep -q "model.ckpt-[2-9][0-9][0-9]" "$work/dist/checkpoint" 2>/dev/null && break
+  sleep 0.1
+done
+kill -9 "$ps"
+wait "$ps" 2>/dev/null || true
+sleep 1
+"$flowtrain" server --cluster "$cluster" --job ps --task 0 > "$work/ps2.out" 2>&1 &
+ps=$!
+wait "$chief"
+expect "$work/recover.out" "Test accuracy at global step 400"
+kill -TERM "$ps"
+wait "$ps"
+expect "$work/ps2.out" "Stopping server for /job:ps/task:0 (SIGTERM)"
 echo "examples_test: all examples ran"

@@ -16,6 +16,7 @@ std::vector<AddCommand> AllCommands() {
       AddVersionCommand,
       AddInspectCheckpointCommand,
       AddEventsCommand,
+      AddServerCommand,
   };
 }
 

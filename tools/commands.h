@@ -25,6 +25,7 @@ std::vector<AddCommand> AllCommands();
 void AddVersionCommand(CLI::App& app);
 void AddInspectCheckpointCommand(CLI::App& app);
 void AddEventsCommand(CLI::App& app);
+void AddServerCommand(CLI::App& app);
 
 }  // namespace flowtrain::tools
 

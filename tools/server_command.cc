@@ -1,0 +1,90 @@
+// `flowtrain server --cluster SPEC --job NAME --task INDEX`: runs one task of a cluster (TF's
+// tf.train.Server as a program), typically a parameter server that holds the variables the
+// workers train. It serves until SIGINT or SIGTERM, then stops cleanly: in-flight steps are
+// cancelled and the port is released.
+//
+//   $ flowtrain server --cluster "ps=localhost:2222;worker=localhost:2223" --job ps --task 0
+//   Started server for /job:ps/task:0 at grpc://localhost:2222
+//
+// TF's flag style works too: --ps-hosts localhost:2222 --worker-hosts localhost:2223
+// --job-name ps --task-index 0.
+#include <csignal>
+#include <cstdio>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "flowtrain/core/error.h"
+#include "flowtrain/core/str_util.h"
+#include "flowtrain/distributed/cluster_spec.h"
+#include "flowtrain/distributed/server.h"
+#include "tools/commands.h"
+
+namespace flowtrain::tools {
+namespace {
+
+struct ServerFlags {
+  std::string cluster;
+  std::string ps_hosts;
+  std::string worker_hosts;
+  std::string job;
+  int task = 0;
+};
+
+distributed::ClusterSpec ClusterFromFlags(const ServerFlags& flags) {
+  if (!flags.cluster.empty()) {
+    if (!flags.ps_hosts.empty() || !flags.worker_hosts.empty()) {
+      InvalidArgument("flowtrain server: give either --cluster or --ps-hosts/--worker-hosts, not both");
+    }
+    return distributed::ClusterSpec::Parse(flags.cluster);
+  }
+  std::string spec;
+  if (!flags.ps_hosts.empty()) spec = StrCat("ps=", flags.ps_hosts);
+  if (!flags.worker_hosts.empty()) {
+    spec = spec.empty() ? StrCat("worker=", flags.worker_hosts) : StrCat(spec, ";worker=", flags.worker_hosts);
+  }
+  if (spec.empty()) InvalidArgument("flowtrain server: no cluster given (--cluster or --ps-hosts/--worker-hosts)");
+  return distributed::ClusterSpec::Parse(spec);
+}
+
+// Waits for SIGINT or SIGTERM. The signals are blocked in every thread (the server's threads
+// inherit the mask from this one), so the wait here is the only place they are delivered.
+int WaitForStopSignal(const sigset_t& signals) {
+  int received = 0;
+  while (sigwait(&signals, &received) != 0) {
+  }
+  return received;
+}
+
+}  // namespace
+
+void AddServerCommand(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand(
+      "server", "Run one task of a cluster (a parameter server or a worker's server) until SIGINT/SIGTERM");
+  auto flags = std::make_shared<ServerFlags>();
+  cmd->add_option("--cluster", flags->cluster,
+                  "The cluster: jobs and their task addresses, e.g. \"ps=localhost:2222;worker=localhost:2223,localhost:2224\"");
+  cmd->add_option("--ps-hosts", flags->ps_hosts, "Comma-separated ps addresses (TF's flag style)");
+  cmd->add_option("--worker-hosts", flags->worker_hosts, "Comma-separated worker addresses (TF's flag style)");
+  cmd->add_option("--job,--job-name", flags->job, "This task's job, e.g. ps")->required();
+  cmd->add_option("--task,--task-index", flags->task, "This task's index in its job")->check(CLI::NonNegativeNumber);
+  cmd->callback([flags] {
+    const distributed::ClusterSpec cluster = ClusterFromFlags(*flags);
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    distributed::Server server({.cluster = cluster, .job_name = flags->job, .task_index = flags->task});
+    std::printf("Started server for /job:%s/task:%d at %s\n", flags->job.c_str(), flags->task,
+                server.target().c_str());
+    std::fflush(stdout);
+    const int signal = WaitForStopSignal(signals);
+    std::printf("Stopping server for /job:%s/task:%d (%s)\n", flags->job.c_str(), flags->task,
+                signal == SIGINT ? "SIGINT" : "SIGTERM");
+    std::fflush(stdout);
+    server.Stop();
+  });
+}
+
+}  // namespace flowtrain::tools
