@@ -5,7 +5,8 @@
 // the matching [rows*cols*in_depth, out_depth] matrix), so each block is one GEMM. Blocks are
 // sized to stay in cache and claimed one at a time by the intra-op pool's threads, each with
 // its own scratch.
-// A 1x1 stride-1 convolution skips im2col: the input is already the patch matrix.
+// A 1x1 stride-1 convolution skips im2col: the input is already the patch matrix. One-channel
+// convolutions with unit strides (first layers) run on direct AVX-512 kernels instead.
 #include <algorithm>
 #include <atomic>
 #include <limits>
@@ -13,6 +14,10 @@
 #include <vector>
 
 #include <Eigen/Core>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
@@ -211,6 +216,144 @@ void Col2ImAddAndClear(const ConvDims& d, T* patches, int64_t begin, int64_t end
   });
 }
 
+#if defined(__AVX512F__)
+// One-channel convolutions with unit strides (an image model's first layer) computed directly
+// instead of through im2col: their patches are a few floats per filter row, so gathering them
+// costs as much as the product. Both kernels walk output rows (row = image * out_rows + oh)
+// with the window's input rows at hand, and skip taps over padded rows. They need
+// out_depth % 16 == 0: 32 (or 16) output channels are two (one) AVX-512 vectors.
+bool DirectSingleChannel(const ConvDims& d) {
+  return d.in_depth == 1 && d.stride_rows == 1 && d.stride_cols == 1 && d.out_depth % 16 == 0;
+}
+
+// The input rows under the window of one output row, zero-padded on both sides: tap (fr, fc)
+// of output column ow reads at(fr)[ow + fc]; has(fr) is false for rows in the padding.
+class WindowRows {
+ public:
+  static constexpr int64_t kPixels = 8;  // output columns a kernel computes at a time
+
+  explicit WindowRows(const ConvDims& d)
+      : d_(d),
+        width_((d.out_cols + kPixels - 1) / kPixels * kPixels + d.window_cols),
+        padded_(d.window_rows * width_, 0.0f),
+        inside_(d.window_rows, 0) {}
+
+  void Load(const float* input, int64_t row) {
+    const int64_t n = row / d_.out_rows, oh = row % d_.out_rows;
+    for (int64_t fr = 0; fr < d_.window_rows; ++fr) {
+      // Input column x sits at x + pad_cols; the rest stays zero (cleared on the way).
+      if (inside_[fr]) std::fill_n(padded_.data() + fr * width_, width_, 0.0f);
+      const int64_t ih = oh - d_.pad_rows + fr;
+      inside_[fr] = ih >= 0 && ih < d_.in_rows;
+      if (!inside_[fr]) continue;
+      const float* src = input + (n * d_.in_rows + ih) * d_.in_cols;
+      std::copy(src, src + std::min(d_.in_cols, width_ - d_.pad_cols), padded_.data() + fr * width_ + d_.pad_cols);
+    }
+  }
+  bool has(int64_t fr) const { return inside_[fr] != 0; }
+  const float* at(int64_t fr) const { return padded_.data() + fr * width_; }
+
+ private:
+  const ConvDims& d_;
+  const int64_t width_;
+  std::vector<float> padded_;
+  std::vector<char> inside_;
+};
+
+// Conv2D for output rows [first_row, last_row): 8 neighbouring outputs of a row and 32 output
+// channels at a time stay in registers while every tap adds its input pixel (broadcast) times
+// the tap's filter row.
+void SingleChannelConv(const ConvDims& d, const float* input, const float* filter, float* out, int64_t first_row,
+                       int64_t last_row) {
+  constexpr int64_t kPixels = WindowRows::kPixels;
+  WindowRows window(d);
+  for (int64_t row = first_row; row < last_row; ++row) {
+    window.Load(input, row);
+    float* out_row = out + row * d.out_cols * d.out_depth;
+    for (int64_t ow0 = 0; ow0 < d.out_cols; ow0 += kPixels) {
+      const int64_t pixels = std::min(kPixels, d.out_cols - ow0);
+      for (int64_t c0 = 0; c0 < d.out_depth; c0 += 32) {
+        const bool two = d.out_depth - c0 >= 32;
+        // Loops over the accumulators are fully unrolled, so that they stay in registers.
+        __m512 acc[kPixels][2];
+#pragma GCC unroll 8
+        for (int64_t i = 0; i < kPixels; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+        for (int64_t fr = 0; fr < d.window_rows; ++fr) {
+          if (!window.has(fr)) continue;
+          const float* pixel = window.at(fr) + ow0;
+          for (int64_t fc = 0; fc < d.window_cols; ++fc) {
+            const float* w = filter + (fr * d.window_cols + fc) * d.out_depth + c0;
+            const __m512 w0 = _mm512_loadu_ps(w), w1 = two ? _mm512_loadu_ps(w + 16) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+            for (int64_t i = 0; i < kPixels; ++i) {
+              const __m512 x = _mm512_set1_ps(pixel[i + fc]);
+              acc[i][0] = _mm512_fmadd_ps(x, w0, acc[i][0]);
+              acc[i][1] = _mm512_fmadd_ps(x, w1, acc[i][1]);
+            }
+          }
+        }
+#pragma GCC unroll 8
+        for (int64_t i = 0; i < kPixels; ++i) {
+          if (i >= pixels) break;
+          float* o = out_row + (ow0 + i) * d.out_depth + c0;
+          _mm512_storeu_ps(o, acc[i][0]);
+          if (two) _mm512_storeu_ps(o + 16, acc[i][1]);
+        }
+      }
+    }
+  }
+}
+
+// Conv2DBackpropFilter for output rows [first_row, last_row): dw (the [rows, cols, 1,
+// out_depth] filter gradient) = the sum over their outputs of the tap's input pixel times the
+// output gradient. For each output row and filter row, one filter row of 32 output channels
+// (up to 16 vectors) is accumulated in registers along the row.
+void SingleChannelFilterGrad(const ConvDims& d, const float* input, const float* grad, float* dw, int64_t first_row,
+                             int64_t last_row) {
+  constexpr int64_t kMaxCols = 8;  // filter columns held in registers
+  std::fill_n(dw, d.window_rows * d.window_cols * d.out_depth, 0.0f);
+  WindowRows window(d);
+  for (int64_t row = first_row; row < last_row; ++row) {
+    window.Load(input, row);
+    const float* grad_row = grad + row * d.out_cols * d.out_depth;
+    for (int64_t fr = 0; fr < d.window_rows; ++fr) {
+      if (!window.has(fr)) continue;
+      const float* pixel = window.at(fr);
+      for (int64_t c0 = 0; c0 < d.out_depth; c0 += 32) {
+        const bool two = d.out_depth - c0 >= 32;
+        for (int64_t fc0 = 0; fc0 < d.window_cols; fc0 += kMaxCols) {
+          const int64_t cols = std::min(kMaxCols, d.window_cols - fc0);
+          float* w = dw + (fr * d.window_cols + fc0) * d.out_depth + c0;
+          __m512 acc[kMaxCols][2];
+#pragma GCC unroll 8
+          for (int64_t j = 0; j < kMaxCols; ++j) {
+            acc[j][0] = acc[j][1] = _mm512_setzero_ps();
+          }
+          for (int64_t ow = 0; ow < d.out_cols; ++ow) {
+            const float* g = grad_row + ow * d.out_depth + c0;
+            const __m512 g0 = _mm512_loadu_ps(g), g1 = two ? _mm512_loadu_ps(g + 16) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+            for (int64_t j = 0; j < kMaxCols; ++j) {
+              if (j >= cols) break;
+              const __m512 x = _mm512_set1_ps(pixel[ow + fc0 + j]);
+              acc[j][0] = _mm512_fmadd_ps(x, g0, acc[j][0]);
+              acc[j][1] = _mm512_fmadd_ps(x, g1, acc[j][1]);
+            }
+          }
+#pragma GCC unroll 8
+          for (int64_t j = 0; j < kMaxCols; ++j) {
+            if (j >= cols) break;
+            float* o = w + j * d.out_depth;
+            _mm512_storeu_ps(o, _mm512_add_ps(_mm512_loadu_ps(o), acc[j][0]));
+            if (two) _mm512_storeu_ps(o + 16, _mm512_add_ps(_mm512_loadu_ps(o + 16), acc[j][1]));
+          }
+        }
+      }
+    }
+  }
+}
+#endif  // __AVX512F__
+
 // The attrs every convolution kernel reads.
 class ConvKernelBase : public OpKernel {
  public:
@@ -263,6 +406,20 @@ class Conv2DOp : public ConvKernelBase {
       Gemm<T>(ctx, product(input.data<T>(), 0, positions));
       return;
     }
+#if defined(__AVX512F__)
+    if constexpr (std::is_same_v<T, float>) {
+      if (DirectSingleChannel(d)) {
+        const int64_t rows = d.batch * d.out_rows;
+        const int shards = NumShards(ctx, positions * k * d.out_depth, 1 << 18);
+        const int64_t chunks = shards == 1 ? 1 : std::min<int64_t>(rows, 4 * shards);
+        ClaimUnits(ctx, shards, chunks, [&](int, int64_t chunk) {
+          const auto [first, last] = ShardRange(rows, static_cast<int>(chunks), static_cast<int>(chunk));
+          SingleChannelConv(d, input.data<float>(), filter.data<float>(), po, first, last);
+        });
+        return;
+      }
+    }
+#endif
     const int64_t block = d.block_positions();
     const int64_t blocks = (positions + block - 1) / block;
     const int shards = std::min<int>(NumShards(ctx, positions * k * d.out_depth, 1 << 18), static_cast<int>(blocks));
@@ -366,6 +523,29 @@ class Conv2DBackpropFilterOp : public ConvKernelBase {
       Gemm<T>(ctx, product(input.data<T>(), 0, positions, pw, false));
       return;
     }
+#if defined(__AVX512F__)
+    if constexpr (std::is_same_v<T, float>) {
+      if (DirectSingleChannel(d)) {
+        // Runs of output rows claimed one at a time, each summed into a partial of its own
+        // (the first into the output), added in order at the end.
+        const int64_t rows = d.batch * d.out_rows;
+        const int shards = NumShards(ctx, positions * k * d.out_depth, 1 << 18);
+        const int64_t runs = shards == 1 ? 1 : std::min<int64_t>(rows, 4 * shards);
+        const int64_t size = k * d.out_depth;
+        Tensor partials(DT_FLOAT, TensorShape({runs - 1, size}));
+        ClaimUnits(ctx, shards, runs, [&](int, int64_t run) {
+          const auto [first, last] = ShardRange(rows, static_cast<int>(runs), static_cast<int>(run));
+          SingleChannelFilterGrad(d, input.data<float>(), pg, run == 0 ? pw : partials.data<float>() + (run - 1) * size,
+                                  first, last);
+        });
+        ArrayMap<float> total(pw, size);
+        for (int64_t run = 1; run < runs; ++run) {
+          total += ArrayMap<float>(partials.data<float>() + (run - 1) * size, size);
+        }
+        return;
+      }
+    }
+#endif
     const int64_t block = d.block_positions();
     const int64_t blocks = (positions + block - 1) / block;
     const int shards = std::min<int>(NumShards(ctx, positions * k * d.out_depth, 1 << 18), static_cast<int>(blocks));

@@ -340,6 +340,10 @@ TEST_F(NnOpsTest, Conv2DMatchesNaiveLoopsForwardAndBackward) {
       // GEMM depth block (800 > 512) and a one-channel first layer.
       {{2, 14, 14, 32}, {5, 5, 32, 9}, 1, 1, "SAME", {2, 14, 14, 9}},
       {{3, 28, 28, 1}, {5, 5, 1, 8}, 1, 1, "SAME", {3, 28, 28, 8}},
+      // One channel, unit strides, output depth a multiple of 16: the direct kernel.
+      {{2, 28, 28, 1}, {5, 5, 1, 32}, 1, 1, "SAME", {2, 28, 28, 32}},
+      {{2, 9, 11, 1}, {3, 4, 1, 16}, 1, 1, "VALID", {2, 7, 8, 16}},
+      {{3, 6, 5, 1}, {4, 5, 1, 48}, 1, 1, "SAME", {3, 6, 5, 48}},
   };
   uint64_t seed = 100;
   for (const ConvCase& c : cases) {
