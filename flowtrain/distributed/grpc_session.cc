@@ -160,9 +160,16 @@ std::shared_ptr<const GrpcSession::Impl::Plan> GrpcSession::Impl::Register(const
     for (auto& [task, partition] : partitions.partitions) {
       TaskConnection& connection = connections.at(task);
       grpc::ClientContext context;
+      // A task not up yet (a ps started after its workers) is waited for, as TF's master
+      // waits for the devices of a new session; for a while only, and then it is lost.
+      context.set_wait_for_ready(true);
       context.set_deadline(Clock::now() + kControlCallTimeout);
       RegisterGraphResponse response;
       const grpc::Status status = connection.stub->RegisterGraph(&context, partition.request, &response);
+      if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && status.error_details().empty()) {
+        Unavailable(TaskPeer(task.name(), connection.address), " did not become reachable within ",
+                    std::chrono::duration_cast<std::chrono::seconds>(kControlCallTimeout).count(), " s");
+      }
       if (!status.ok()) ThrowRpcError(status, TaskPeer(task.name(), connection.address));
       plan->tasks.push_back(TaskRun{task, &connection, response.handle(), std::move(partition.feed_indices)});
     }

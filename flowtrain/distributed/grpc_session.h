@@ -9,10 +9,11 @@
 //   sess->Run({{x, batch}}, {loss}, {train_op});
 //
 // NewSession builds one for any "grpc://" target (the factory registers itself).
-// Errors: a task that cannot be reached raises Unavailable naming it and its address; a task
-// that restarted or dropped the graph raises Aborted (a monitored session recovers from
-// both); a kernel's error on any task arrives with its code and message. Close() cancels
-// the steps in flight and releases the partitions on their tasks.
+// The first run of a signature waits up to 60 s for its tasks to come up (workers may start
+// before their ps). Errors: a task that cannot be reached raises Unavailable naming it and
+// its address; a task that restarted or dropped the graph raises Aborted (a monitored
+// session recovers from both); a kernel's error on any task arrives with its code and
+// message. Close() cancels the steps in flight and releases the partitions on their tasks.
 #ifndef FLOWTRAIN_DISTRIBUTED_GRPC_SESSION_H_
 #define FLOWTRAIN_DISTRIBUTED_GRPC_SESSION_H_
 
