@@ -61,6 +61,7 @@
 #include "flowtrain/train/saver.h"
 
 #include "flowtrain/train/basic_session_run_hooks.h"
+#include "flowtrain/train/divergence_guard_hook.h"
 #include "flowtrain/train/early_stopping_hook.h"
 #include "flowtrain/train/monitored_session.h"
 #include "flowtrain/train/monitored_training_session.h"
