@@ -34,19 +34,36 @@ namespace {
 // small enough to stay in L2.
 constexpr int64_t kBlockElements = 1 << 17;
 
-// Calls fn(shard, unit) for every unit in [0, units), the units claimed one at a time by
-// `shards` threads of the pool: a thread the machine delays (other processes share the cores)
-// leaves its remaining units to the others instead of holding up the kernel, as a fixed
-// split would. fn may keep per-shard state (scratch, partial sums) indexed by `shard`.
+// Calls fn(shard, first, last, run) for runs [first, last) of consecutive units covering
+// [0, units): one run on a single shard, else four per shard, claimed one at a time by
+// `shards` threads of the pool. A thread the machine delays (other processes share the cores)
+// leaves its remaining runs to the others instead of holding up the kernel, as a fixed split
+// would. fn may keep per-shard state (scratch) indexed by `shard`, or per-run state by `run`.
 template <typename Fn>
-void ClaimUnits(OpKernelContext* ctx, int shards, int64_t units, const Fn& fn) {
+void ClaimRuns(OpKernelContext* ctx, int shards, int64_t units, const Fn& fn) {
+  const int64_t runs = shards <= 1 ? 1 : std::min<int64_t>(units, 4 * shards);
   std::atomic<int64_t> next{0};
   ParallelShards(ctx, shards, [&](int s) {
-    for (int64_t u = next.fetch_add(1, std::memory_order_relaxed); u < units;
-         u = next.fetch_add(1, std::memory_order_relaxed)) {
-      fn(s, u);
+    for (int64_t run = next.fetch_add(1, std::memory_order_relaxed); run < runs;
+         run = next.fetch_add(1, std::memory_order_relaxed)) {
+      const auto [first, last] = ShardRange(units, static_cast<int>(runs), static_cast<int>(run));
+      fn(s, first, last, run);
     }
   });
+}
+
+// out[0, size) = the sum of what fn(shard, first, last, acc) writes (not adds) to acc for the
+// runs of ClaimRuns: the first run writes to out, the others to partials of their own, added
+// in order at the end, so the sum does not depend on which thread ran which run.
+template <typename T, typename Fn>
+void SumOverRuns(OpKernelContext* ctx, int shards, int64_t units, T* out, int64_t size, const Fn& fn) {
+  const int64_t runs = shards <= 1 ? 1 : std::min<int64_t>(units, 4 * shards);
+  Tensor partials(DataTypeToEnum<T>::value, TensorShape({runs - 1, size}));
+  ClaimRuns(ctx, shards, units, [&](int s, int64_t first, int64_t last, int64_t run) {
+    fn(s, first, last, run == 0 ? out : partials.data<T>() + (run - 1) * size);
+  });
+  ArrayMap<T> total(out, size);
+  for (int64_t run = 1; run < runs; ++run) total += ArrayMap<T>(partials.data<T>() + (run - 1) * size, size);
 }
 
 // A shape given as a 1-D int32/int64 tensor of 4 elements (input_sizes, filter_sizes, ...).
@@ -409,13 +426,10 @@ class Conv2DOp : public ConvKernelBase {
 #if defined(__AVX512F__)
     if constexpr (std::is_same_v<T, float>) {
       if (DirectSingleChannel(d)) {
-        const int64_t rows = d.batch * d.out_rows;
-        const int shards = NumShards(ctx, positions * k * d.out_depth, 1 << 18);
-        const int64_t chunks = shards == 1 ? 1 : std::min<int64_t>(rows, 4 * shards);
-        ClaimUnits(ctx, shards, chunks, [&](int, int64_t chunk) {
-          const auto [first, last] = ShardRange(rows, static_cast<int>(chunks), static_cast<int>(chunk));
-          SingleChannelConv(d, input.data<float>(), filter.data<float>(), po, first, last);
-        });
+        ClaimRuns(ctx, NumShards(ctx, positions * k * d.out_depth, 1 << 18), d.batch * d.out_rows,
+                  [&](int, int64_t first, int64_t last, int64_t) {
+                    SingleChannelConv(d, input.data<float>(), filter.data<float>(), po, first, last);
+                  });
         return;
       }
     }
@@ -424,12 +438,14 @@ class Conv2DOp : public ConvKernelBase {
     const int64_t blocks = (positions + block - 1) / block;
     const int shards = std::min<int>(NumShards(ctx, positions * k * d.out_depth, 1 << 18), static_cast<int>(blocks));
     Tensor scratch(input.dtype(), TensorShape({shards, block * k}));
-    ClaimUnits(ctx, shards, blocks, [&](int s, int64_t b) {
+    ClaimRuns(ctx, shards, blocks, [&](int s, int64_t first, int64_t last, int64_t) {
       T* patches = scratch.data<T>() + s * block * k;
-      const int64_t begin = b * block;
-      const int64_t end = std::min(positions, begin + block);
-      Im2Col(d, input.data<T>(), begin, end, patches);
-      GemmOnThisThread<T>(product(patches, begin, end));
+      for (int64_t b = first; b < last; ++b) {
+        const int64_t begin = b * block;
+        const int64_t end = std::min(positions, begin + block);
+        Im2Col(d, input.data<T>(), begin, end, patches);
+        GemmOnThisThread<T>(product(patches, begin, end));
+      }
     });
   }
 };
@@ -470,15 +486,15 @@ class Conv2DBackpropInputOp : public ConvKernelBase {
       return;
     }
     std::fill_n(pi, out->NumElements(), T(0));
-    // Threads claim whole images, so their scatter-adds never overlap.
+    // Threads claim runs of whole images, so their scatter-adds never overlap.
     const int64_t block = d.block_positions();
     const int shards = std::min<int>(NumShards(ctx, d.positions() * k * d.out_depth, 1 << 18), static_cast<int>(d.batch));
     Tensor scratch(grad.dtype(), TensorShape({shards, block * k}));
     std::fill_n(scratch.data<T>(), shards * block * k, T(0));  // kept zero between blocks by Col2ImAddAndClear
-    ClaimUnits(ctx, shards, d.batch, [&](int s, int64_t image) {
+    ClaimRuns(ctx, shards, d.batch, [&](int s, int64_t first_image, int64_t last_image, int64_t) {
       T* patches = scratch.data<T>() + s * block * k;
-      const int64_t stop = (image + 1) * d.positions_per_image();
-      for (int64_t begin = image * d.positions_per_image(); begin < stop; begin += block) {
+      const int64_t stop = last_image * d.positions_per_image();
+      for (int64_t begin = first_image * d.positions_per_image(); begin < stop; begin += block) {
         const int64_t end = std::min(stop, begin + block);
         GemmOnThisThread<T>(product(patches, begin, end, /*accumulate=*/true));
         Col2ImAddAndClear(d, patches, begin, end, pi);
@@ -526,22 +542,10 @@ class Conv2DBackpropFilterOp : public ConvKernelBase {
 #if defined(__AVX512F__)
     if constexpr (std::is_same_v<T, float>) {
       if (DirectSingleChannel(d)) {
-        // Runs of output rows claimed one at a time, each summed into a partial of its own
-        // (the first into the output), added in order at the end.
-        const int64_t rows = d.batch * d.out_rows;
-        const int shards = NumShards(ctx, positions * k * d.out_depth, 1 << 18);
-        const int64_t runs = shards == 1 ? 1 : std::min<int64_t>(rows, 4 * shards);
-        const int64_t size = k * d.out_depth;
-        Tensor partials(DT_FLOAT, TensorShape({runs - 1, size}));
-        ClaimUnits(ctx, shards, runs, [&](int, int64_t run) {
-          const auto [first, last] = ShardRange(rows, static_cast<int>(runs), static_cast<int>(run));
-          SingleChannelFilterGrad(d, input.data<float>(), pg, run == 0 ? pw : partials.data<float>() + (run - 1) * size,
-                                  first, last);
-        });
-        ArrayMap<float> total(pw, size);
-        for (int64_t run = 1; run < runs; ++run) {
-          total += ArrayMap<float>(partials.data<float>() + (run - 1) * size, size);
-        }
+        SumOverRuns(ctx, NumShards(ctx, positions * k * d.out_depth, 1 << 18), d.batch * d.out_rows, pw,
+                    k * d.out_depth, [&](int, int64_t first, int64_t last, float* acc) {
+                      SingleChannelFilterGrad(d, input.data<float>(), pg, acc, first, last);
+                    });
         return;
       }
     }
@@ -549,16 +553,9 @@ class Conv2DBackpropFilterOp : public ConvKernelBase {
     const int64_t block = d.block_positions();
     const int64_t blocks = (positions + block - 1) / block;
     const int shards = std::min<int>(NumShards(ctx, positions * k * d.out_depth, 1 << 18), static_cast<int>(blocks));
-    // Runs of consecutive blocks, claimed one at a time, each summed into a partial of its own
-    // (the first into the output); the partials are added in order at the end, so the sum
-    // does not depend on which thread ran which run.
-    const int64_t runs = shards == 1 ? 1 : std::min<int64_t>(blocks, 4 * shards);
-    Tensor partials(input.dtype(), TensorShape({runs - 1, k * d.out_depth}));
     Tensor scratch(input.dtype(), TensorShape({shards, block * k}));
-    ClaimUnits(ctx, shards, runs, [&](int s, int64_t run) {
-      T* acc = run == 0 ? pw : partials.data<T>() + (run - 1) * k * d.out_depth;
+    SumOverRuns(ctx, shards, blocks, pw, k * d.out_depth, [&](int s, int64_t first, int64_t last, T* acc) {
       T* patches = scratch.data<T>() + s * block * k;
-      const auto [first, last] = ShardRange(blocks, static_cast<int>(runs), static_cast<int>(run));
       for (int64_t b = first; b < last; ++b) {
         const int64_t begin = b * block;
         const int64_t end = std::min(positions, begin + block);
@@ -566,10 +563,6 @@ class Conv2DBackpropFilterOp : public ConvKernelBase {
         GemmOnThisThread<T>(product(patches, begin, end, acc, b != first));
       }
     });
-    ArrayMap<T> total(pw, k * d.out_depth);
-    for (int64_t run = 1; run < runs; ++run) {
-      total += ArrayMap<T>(partials.data<T>() + (run - 1) * k * d.out_depth, k * d.out_depth);
-    }
   }
 };
 FT_REGISTER_KERNEL("Conv2DBackpropFilter", Conv2DBackpropFilterOp);
