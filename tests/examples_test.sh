@@ -8,7 +8,7 @@ data_dir=/usr/share/datasets/fashion-mnist
 [ -f "$data_dir/t10k-labels-idx1-ubyte.gz" ] ||
   { echo "examples_test: $data_dir is missing (scripts/setup installs dataset-fashion-mnist)" >&2; exit 1; }
 work="$(mktemp -d)"
-trap 'kill -9 $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill -9 $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 expect() {  # expect <file> <text>: the file contains the text
   grep -qF -- "$2" "$1" || { echo "examples_test: expected '$2' in $1:" >&2; cat "$1" >&2; exit 1; }
 }
