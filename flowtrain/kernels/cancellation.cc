@@ -17,9 +17,16 @@ void CancellationManager::StartCancel() {
     std::lock_guard<std::mutex> lock(mu_);
     if (cancelled_.load()) return;
     cancelled_.store(true, std::memory_order_release);
+    cancelling_ = true;
+    cancelling_thread_ = std::this_thread::get_id();
     callbacks.swap(callbacks_);
   }
   for (auto& [token, callback] : callbacks) callback();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancelling_ = false;
+  }
+  callbacks_done_.notify_all();
 }
 
 std::optional<CancellationManager::Token> CancellationManager::RegisterCallback(
@@ -32,10 +39,17 @@ std::optional<CancellationManager::Token> CancellationManager::RegisterCallback(
 }
 
 bool CancellationManager::DeregisterCallback(Token token) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (cancelled_.load()) return false;
-  callbacks_.erase(token);
-  return true;
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!cancelled_.load()) {
+    callbacks_.erase(token);
+    return true;
+  }
+  // The callback may be running on the cancelling thread right now: wait for it, unless this
+  // is that thread (a callback deregistering another would wait for itself).
+  if (cancelling_ && cancelling_thread_ != std::this_thread::get_id()) {
+    callbacks_done_.wait(lock, [this] { return !cancelling_; });
+  }
+  return false;
 }
 
 }  // namespace flowtrain

@@ -11,11 +11,13 @@
 #define FLOWTRAIN_KERNELS_CANCELLATION_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 namespace flowtrain {
 
@@ -34,12 +36,17 @@ class CancellationManager {
   bool IsCancelled() const { return cancelled_.load(std::memory_order_acquire); }
   // nullopt if already cancelled (the callback is not run then).
   std::optional<Token> RegisterCallback(std::function<void()> callback);
-  // Returns false if cancellation has started (the callback may be running or have run).
+  // Removes the callback; returns false if cancellation has started. Then, unless called from
+  // inside a callback, it first waits until every callback has run, so that what a callback
+  // touches may be destroyed as soon as this returns (as TF's DeregisterCallback).
   bool DeregisterCallback(Token token);
 
  private:
   mutable std::mutex mu_;
+  std::condition_variable callbacks_done_;
   std::atomic<bool> cancelled_{false};
+  bool cancelling_ = false;              // StartCancel is running the callbacks
+  std::thread::id cancelling_thread_;    // ... on this thread
   Token next_token_ = 0;
   std::map<Token, std::function<void()>> callbacks_;
   CancellationManager* parent_ = nullptr;
