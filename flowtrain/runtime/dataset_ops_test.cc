@@ -299,7 +299,10 @@ TEST(Dataset, RestoredIteratorContinuesWithTheNextUnseenElement) {
   first_run.Run({}, {}, {it1.initializer()});
   std::vector<int64_t> seen;
   for (int i = 0; i < 11; ++i) {  // into the second epoch
-    for (int64_t v : first_run.Run({}, next1)[0].flat<int64_t>()) seen.push_back(v);
+    // Held in a local: a range-for over Run(...)[0].flat() would read the batch after the
+    // temporary Tensor released it (the prefetch thread reuses the memory for the next batch).
+    const Tensor batch = first_run.Run({}, next1)[0];
+    for (int64_t v : batch.flat<int64_t>()) seen.push_back(v);
   }
   const Tensor state = first_run.Run({}, {save1})[0];
   EXPECT_EQ(state.dtype(), DT_STRING);
