@@ -30,7 +30,8 @@
 // won most workloads for libtorch. A configuration counts for a workload only if its result
 // matches the peer's reference configuration (1 thread, machine environment; tolerances in
 // ops_bench_data.h); flowtrain is compared with the fastest counting one. Each round runs
-// flowtrain and every peer configuration (flowtrain first, then last, in turn), and every
+// flowtrain and every peer configuration, each in a fresh process (flowtrain first, then last,
+// in turn; `--flowtrain-child` is how this program runs itself for that), and every
 // figure is the median over the rounds (shared machines are noisy); no round starts that
 // would likely end past --budget-seconds, and a peer run taking over a minute is dropped.
 //
@@ -448,15 +449,10 @@ PeerPrograms FindPeers() {
 
 constexpr int kPeerTimeoutSeconds = 60;
 
-// Runs a peer configuration as a child process; nullopt when it fails (its stderr says why).
-std::optional<Figures> RunPeer(const PeerPrograms& programs, const PeerConfig& config, const std::string& only,
-                               bool echo_info) {
-  // A peer stalled by a busy machine (spinning OpenMP threads) is dropped, not waited for.
-  std::string command = "timeout -k 5 " + std::to_string(kPeerTimeoutSeconds) + " env";
-  if (config.unset_openblas_env) command += " -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE";
-  const std::string threads = std::to_string(config.threads);
-  command += " OMP_NUM_THREADS=" + threads + " " + programs.Command(config.peer) + " --threads " + threads;
-  if (!only.empty()) command += " --only " + ShellQuote(only);
+// Runs `command` as a child process and collects the RESULT lines it prints; nullopt when it
+// fails (its stderr says why). `label` names it in messages; `echo_info` passes its "# ..."
+// lines on to stderr.
+std::optional<Figures> RunChild(const std::string& command, const std::string& label, bool echo_info) {
   const auto start = Clock::now();
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return std::nullopt;
@@ -470,21 +466,53 @@ std::optional<Figures> RunPeer(const PeerPrograms& programs, const PeerConfig& c
     if (tag == "RESULT" && (in >> workload >> system >> metric >> value)) {
       figures[{workload, metric}] = value;
     } else if (tag == "#" && echo_info) {
-      std::fprintf(stderr, "  %s: %s", config.Label().c_str(), line + 2);
+      std::fprintf(stderr, "  %s: %s", label.c_str(), line + 2);
     }
   }
   const int status = ::pclose(pipe);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 124) {
     std::fprintf(stderr, "ops_bench: %s ran out of its %d s (a busy machine?); its figures are dropped\n",
-                 config.Label().c_str(), kPeerTimeoutSeconds);
+                 label.c_str(), kPeerTimeoutSeconds);
     return std::nullopt;
   }
   if (status != 0) {
-    std::fprintf(stderr, "ops_bench: %s failed (status %d); its figures are dropped\n", config.Label().c_str(), status);
+    std::fprintf(stderr, "ops_bench: %s failed (status %d); its figures are dropped\n", label.c_str(), status);
     return std::nullopt;
   }
-  if (echo_info) std::fprintf(stderr, "  %s: ran %.0f s\n", config.Label().c_str(), SecondsSince(start));
+  if (echo_info) std::fprintf(stderr, "  %s: ran %.0f s\n", label.c_str(), SecondsSince(start));
   return figures;
+}
+
+// Runs a peer configuration as a child process; nullopt when it fails (its stderr says why).
+std::optional<Figures> RunPeer(const PeerPrograms& programs, const PeerConfig& config, const std::string& only,
+                               bool echo_info) {
+  // A peer stalled by a busy machine (spinning OpenMP threads) is dropped, not waited for.
+  std::string command = "timeout -k 5 " + std::to_string(kPeerTimeoutSeconds) + " env";
+  if (config.unset_openblas_env) command += " -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE";
+  const std::string threads = std::to_string(config.threads);
+  command += " OMP_NUM_THREADS=" + threads + " " + programs.Command(config.peer) + " --threads " + threads;
+  if (!only.empty()) command += " --only " + ShellQuote(only);
+  return RunChild(command, config.Label(), echo_info);
+}
+
+// flowtrain's figures and Eigen's of one round, measured in a fresh process as the peers are:
+// a process that sat idle while the peers ran measured up to a quarter slower afterwards on
+// this virtual machine (which reclaims idle memory), so no system carries state between rounds.
+std::optional<std::pair<Figures, Figures>> MeasureFlowtrainInChild(const std::string& self, const std::string& only) {
+  std::string command = ShellQuote(self) + " --flowtrain-child";
+  if (!only.empty()) command += " --only " + ShellQuote(only);
+  std::optional<Figures> all = RunChild(command, "flowtrain", false);
+  if (!all) return std::nullopt;
+  // The child prints Eigen's figures under the workload name with an "eigen:" metric prefix.
+  Figures flowtrain, eigen;
+  for (const auto& [key, value] : *all) {
+    if (key.second.rfind("eigen:", 0) == 0) {
+      eigen[{key.first, key.second.substr(6)}] = value;
+    } else {
+      flowtrain[key] = value;
+    }
+  }
+  return std::make_pair(flowtrain, eigen);
 }
 
 // ---- Results -------------------------------------------------------------------------------
@@ -682,6 +710,7 @@ int main(int argc, char** argv) {
   int rounds = 3;
   double budget_seconds = 150;
   bool peers = true;
+  bool flowtrain_child = false;  // internal: measure flowtrain once and print its figures
   std::string only_arg;
   std::set<std::string> only;
   for (int i = 1; i < argc; ++i) {
@@ -695,6 +724,8 @@ int main(int argc, char** argv) {
       for (std::string w; std::getline(list, w, ',');) only.insert(w);
     } else if (std::strcmp(argv[i], "--no-peers") == 0) {
       peers = false;
+    } else if (std::strcmp(argv[i], "--flowtrain-child") == 0) {
+      flowtrain_child = true;
     } else {
       std::fprintf(stderr,
                    "usage: %s [--rounds N] [--budget-seconds S] [--only W1,W2,W2b,W3,W4,CNN,GEMM] [--no-peers]\n",
@@ -702,6 +733,14 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (flowtrain_child) {
+    FlowtrainBench flowtrain(only);
+    auto [ours, eigen] = flowtrain.Measure();
+    for (const auto& [key, value] : ours) std::printf("RESULT %s flowtrain %s %.9g\n", key.first.c_str(), key.second.c_str(), value);
+    for (const auto& [key, value] : eigen) std::printf("RESULT %s eigen eigen:%s %.9g\n", key.first.c_str(), key.second.c_str(), value);
+    return 0;
+  }
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   std::vector<std::string> workloads;
   for (const std::string& w : kWorkloads) {
     if (!only.empty() && only.count(w) == 0) continue;
@@ -722,7 +761,6 @@ int main(int argc, char** argv) {
       }
     }
   }
-  FlowtrainBench flowtrain(only);
   Runs runs;
   const auto start = Clock::now();
   double longest_round = 0;
@@ -736,9 +774,10 @@ int main(int argc, char** argv) {
     // flowtrain goes first in even rounds and last in odd ones, so that a busy stretch of the
     // machine does not always fall on the same side.
     auto measure_flowtrain = [&] {
-      auto [ours, eigen] = flowtrain.Measure();
-      runs.Add("flowtrain", ours);
-      runs.Add("eigen", eigen);
+      if (auto figures = MeasureFlowtrainInChild(self, only_arg)) {
+        runs.Add("flowtrain", figures->first);
+        runs.Add("eigen", figures->second);
+      }
     };
     if (done % 2 == 0) measure_flowtrain();
     for (size_t c = 0; c < configs.size(); ++c) {
