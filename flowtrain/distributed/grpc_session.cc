@@ -26,10 +26,6 @@ constexpr auto kControlCallTimeout = std::chrono::seconds(60);
 // DeadlineExceeded (naming what timed out) arrives before the transport's.
 constexpr auto kStepDeadlineGrace = std::chrono::seconds(5);
 
-int64_t EndpointKey(const Node* node, int index) {
-  return (static_cast<int64_t>(node->id()) << 16) | index;
-}
-
 const bool kRegistered = [] {
   RegisterSessionFactory(kScheme, [](Graph& graph, const SessionOptions& options) {
     return std::unique_ptr<SessionInterface>(std::make_unique<GrpcSession>(graph, options));
@@ -128,13 +124,7 @@ int64_t GrpcSession::Impl::NextStepId() {
 }
 
 std::shared_ptr<const GrpcSession::Impl::Plan> GrpcSession::Impl::GetOrCompile(const RunArguments& args) {
-  std::vector<int64_t> key;
-  key.reserve(args.feeds.size() + args.fetches.size() + args.targets.size() + 2);
-  for (const Endpoint& e : args.feeds) key.push_back(EndpointKey(e.node, e.index));
-  key.push_back(-1);
-  for (const Endpoint& e : args.fetches) key.push_back(EndpointKey(e.node, e.index));
-  key.push_back(-2);
-  for (const Node* n : args.targets) key.push_back(EndpointKey(n, 0));
+  std::vector<int64_t> key = RunSignatureKey(args.feeds, args.fetches, args.targets);
   std::lock_guard<std::mutex> lock(plans_mu);
   auto it = plans.find(key);
   if (it != plans.end()) return it->second;
@@ -197,9 +187,6 @@ std::vector<Tensor> GrpcSession::Run(const FeedList& feeds, const std::vector<Ou
                                      const RunOptions* run_options, RunMetadata* run_metadata) {
   Impl& s = *impl_;
   if (s.closed.load()) FailedPrecondition("Attempted to use a closed Session.");
-  if (s.graph.num_nodes() == 0) {
-    FailedPrecondition("The Session graph is empty.  Add operations to the graph before calling run().");
-  }
   const RunArguments args = CheckRunArguments(s.graph, feeds, fetches, targets);
   {
     std::lock_guard<std::mutex> lock(s.calls_mu);
@@ -214,8 +201,7 @@ std::vector<Tensor> GrpcSession::Run(const FeedList& feeds, const std::vector<Ou
   } guard{&s};
   const std::shared_ptr<const Impl::Plan> plan = s.GetOrCompile(args);
 
-  int64_t timeout_ms = s.options.config.operation_timeout_in_ms;
-  if (run_options != nullptr && run_options->timeout_in_ms > 0) timeout_ms = run_options->timeout_in_ms;
+  const int64_t timeout_ms = RunTimeoutMs(s.options, run_options);
   const int64_t step_id = s.NextStepId();
   const bool trace = run_options != nullptr && run_options->trace_level != RunOptions::kNoTrace &&
                      run_metadata != nullptr;

@@ -10,11 +10,18 @@ std::string OperationRepr(const Operation& op) {
   return StrCat("name: \"", op.name(), "\" op: \"", op.type(), "\"");
 }
 
+int64_t EndpointKey(const Node* node, int index) {
+  return (static_cast<int64_t>(node->id()) << 16) | index;
+}
+
 }  // namespace
 
 RunArguments CheckRunArguments(const Graph& graph, const FeedList& feeds,
                                const std::vector<Output>& fetches,
                                const std::vector<Operation>& targets) {
+  if (graph.num_nodes() == 0) {
+    FailedPrecondition("The Session graph is empty.  Add operations to the graph before calling run().");
+  }
   RunArguments args;
   args.feeds.reserve(feeds.size());
   args.feed_values.reserve(feeds.size());
@@ -57,6 +64,23 @@ RunArguments CheckRunArguments(const Graph& graph, const FeedList& feeds,
     args.targets.push_back(op.node());
   }
   return args;
+}
+
+std::vector<int64_t> RunSignatureKey(const std::vector<Endpoint>& feeds, const std::vector<Endpoint>& fetches,
+                                     const std::vector<const Node*>& targets) {
+  std::vector<int64_t> key;
+  key.reserve(feeds.size() + fetches.size() + targets.size() + 2);
+  for (const Endpoint& e : feeds) key.push_back(EndpointKey(e.node, e.index));
+  key.push_back(-1);
+  for (const Endpoint& e : fetches) key.push_back(EndpointKey(e.node, e.index));
+  key.push_back(-2);
+  for (const Node* n : targets) key.push_back(EndpointKey(n, 0));
+  return key;
+}
+
+int64_t RunTimeoutMs(const SessionOptions& options, const RunOptions* run_options) {
+  if (run_options != nullptr && run_options->timeout_in_ms > 0) return run_options->timeout_in_ms;
+  return options.config.operation_timeout_in_ms;
 }
 
 }  // namespace flowtrain

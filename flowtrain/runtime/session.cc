@@ -11,10 +11,6 @@ namespace {
 
 int ThreadCount(int requested) { return requested > 0 ? requested : NumSchedulableCPUs(); }
 
-int64_t EndpointKey(const Node* node, int index) {
-  return (static_cast<int64_t>(node->id()) << 16) | index;
-}
-
 }  // namespace
 
 Session::Session(Graph& graph, SessionOptions options)
@@ -90,13 +86,7 @@ OpKernel* Session::GetKernel(const Node* node) {
 const Executor& Session::GetOrCompile(const std::vector<Endpoint>& feeds,
                                       const std::vector<Endpoint>& fetches,
                                       const std::vector<const Node*>& targets) {
-  std::vector<int64_t> key;
-  key.reserve(feeds.size() + fetches.size() + targets.size() + 2);
-  for (const Endpoint& e : feeds) key.push_back(EndpointKey(e.node, e.index));
-  key.push_back(-1);
-  for (const Endpoint& e : fetches) key.push_back(EndpointKey(e.node, e.index));
-  key.push_back(-2);
-  for (const Node* n : targets) key.push_back(EndpointKey(n, 0));
+  std::vector<int64_t> key = RunSignatureKey(feeds, fetches, targets);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = executors_.find(key);
   if (it != executors_.end()) return *it->second;
@@ -115,18 +105,13 @@ std::vector<Tensor> Session::Run(const FeedList& feeds, const std::vector<Output
                                  const std::vector<Operation>& targets,
                                  const RunOptions* run_options, RunMetadata* run_metadata) {
   if (closed_.load()) FailedPrecondition("Attempted to use a closed Session.");
-  if (graph_.num_nodes() == 0) {
-    FailedPrecondition(
-        "The Session graph is empty.  Add operations to the graph before calling run().");
-  }
   const RunArguments checked = CheckRunArguments(graph_, feeds, fetches, targets);
   const Executor& executor = GetOrCompile(checked.feeds, checked.fetches, checked.targets);
 
   ExecutorRunArgs args;
   args.cancellation = &cancellation_;
   args.step_id = next_step_id_.fetch_add(1, std::memory_order_relaxed);
-  int64_t timeout_ms = options_.config.operation_timeout_in_ms;
-  if (run_options != nullptr && run_options->timeout_in_ms > 0) timeout_ms = run_options->timeout_in_ms;
+  const int64_t timeout_ms = RunTimeoutMs(options_, run_options);
   if (timeout_ms > 0) {
     args.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   }
