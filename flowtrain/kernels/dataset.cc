@@ -49,7 +49,7 @@ std::unordered_map<const void*, Delivered>& DeliveredByOwner() {
 
 }  // namespace
 
-const RecordOrigins& IteratorBase::origins() const {
+const RecordOrigins& NoOrigins() {
   static const RecordOrigins* none = new RecordOrigins;
   return *none;
 }

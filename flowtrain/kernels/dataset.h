@@ -59,6 +59,9 @@ struct IteratorContext {
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
+// The origins of an element that was not read from files: none.
+const RecordOrigins& NoOrigins();
+
 class IteratorBase {
  public:
   explicit IteratorBase(std::string prefix) : prefix_(std::move(prefix)) {}
@@ -70,9 +73,9 @@ class IteratorBase {
   // thread-safe: the iterator resource serializes calls.
   virtual bool GetNext(IteratorContext& ctx, std::vector<Tensor>* out) = 0;
   // Where the element GetNext last returned was read from: one origin per record it holds
-  // (per row of a batch), or none when it was not read from files (or after a restore).
-  // Valid until the next GetNext.
-  virtual const RecordOrigins& origins() const;
+  // (per row of a batch), or none (NoOrigins()) when it was not read from files (or after a
+  // restore). Valid until the next GetNext.
+  virtual const RecordOrigins& origins() const { return NoOrigins(); }
   virtual void Save(IteratorState& state) = 0;
   virtual void Restore(IteratorState& state) = 0;
 

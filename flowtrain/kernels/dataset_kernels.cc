@@ -215,10 +215,7 @@ class MapDataset : public DatasetBase {
 
   // The origins of a mapped element: a single record's output still comes from that record;
   // the rows of a mapped batch need not match the input's, so they have none.
-  static const RecordOrigins& KeptOrigins(const RecordOrigins& in) {
-    static const RecordOrigins* none = new RecordOrigins;
-    return in.size() == 1 ? in : *none;
-  }
+  static const RecordOrigins& KeptOrigins(const RecordOrigins& in) { return in.size() == 1 ? in : NoOrigins(); }
 
   class SequentialIter : public IteratorBase {
    public:
@@ -533,7 +530,7 @@ class RepeatDataset : public DatasetBase {
       }
     }
     const RecordOrigins& origins() const override {
-      return input_ != nullptr ? input_->origins() : IteratorBase::origins();
+      return input_ != nullptr ? input_->origins() : NoOrigins();
     }
     void Save(IteratorState& state) override {
       state.WriteInt(Key("epoch"), epoch_);

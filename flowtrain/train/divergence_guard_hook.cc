@@ -45,7 +45,6 @@ void DivergenceGuardHook::AfterRun(SessionRunContext& context, const SessionRunV
   const std::optional<double> diverged = loss.dtype() == DT_FLOAT ? FirstDiverged<float>(loss, options_.max_loss)
                                                                   : FirstDiverged<double>(loss, options_.max_loss);
   if (!diverged) return;
-  Rollback rollback{.rollbacks = rollbacks_ + 1, .loss = *diverged};
   if (rollbacks_ >= options_.max_rollbacks) {
     FT_LOG(ERROR) << "Model diverged with loss = " << *diverged << " after " << rollbacks_
                   << " rollbacks (max_rollbacks " << options_.max_rollbacks << ")";
@@ -58,11 +57,13 @@ void DivergenceGuardHook::AfterRun(SessionRunContext& context, const SessionRunV
     throw NanLossDuringTrainingError();
   }
   options_.saver->Restore(context.session(), *latest);
-  rollbacks_ = rollback.rollbacks;
-  rollback.restored_checkpoint = *latest;
+  ++rollbacks_;
   FT_LOG(WARNING) << "Model diverged with loss = " << *diverged << "; restored " << *latest << " (rollback " << rollbacks_ << " of at most "
                   << options_.max_rollbacks << ")";
-  if (options_.on_rollback) options_.on_rollback(context.session(), rollback);
+  if (options_.on_rollback) {
+    options_.on_rollback(context.session(),
+                         Rollback{.rollbacks = rollbacks_, .loss = *diverged, .restored_checkpoint = *latest});
+  }
 }
 
 }  // namespace flowtrain::train
