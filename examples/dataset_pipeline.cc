@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
                 .Shuffle(10000)
                 .Repeat(epochs)
                 .Batch(batch_size)
-                .Prefetch(2)
+                .Prefetch(ft::data::kAutotune)
                 .MakeInitializableIterator();
   Output serialized = it.GetNext()[0];  // [batch] strings
   ops::ParsedExample example = ops::ParseExample(

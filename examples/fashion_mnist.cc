@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
   Output all_images = ft::ops::Placeholder(ft::DT_FLOAT, {-1, 28, 28, 1}, "all_images");
   Output all_labels = ft::ops::Placeholder(ft::DT_INT64, {-1}, "all_labels");
   auto it = ft::data::Dataset::FromTensorSlices({all_images, all_labels})
-                .Shuffle(10000).Repeat().Batch(batch_size).Prefetch(2)
+                .Shuffle(10000).Repeat().Batch(batch_size).Prefetch(ft::data::kAutotune)
                 .MakeInitializableIterator();
   std::vector<Output> batch = it.GetNext();
   Output images = batch[0], labels = batch[1];

@@ -7,7 +7,7 @@
 //                 .Map([](const std::vector<Tensor>& e) { return Normalize(e); },
 //                      {.num_parallel_calls = 2})
 //                 .Batch(64)
-//                 .Prefetch(2);
+//                 .Prefetch(data::kAutotune);
 //   data::Iterator it = ds.MakeInitializableIterator();
 //   std::vector<Output> next = it.GetNext();                          // [?,784], [?]
 //   sess.Run({}, {}, {it.initializer()});
@@ -31,6 +31,9 @@
 #include "flowtrain/ops/saveable_object.h"
 
 namespace flowtrain::data {
+
+// tf.data.experimental.AUTOTUNE: as a prefetch buffer size, lets the pipeline choose it.
+inline constexpr int64_t kAutotune = -1;
 
 class Iterator;
 
@@ -68,7 +71,10 @@ class Dataset {
   // `count` passes over the input; -1 repeats forever.
   Dataset Repeat(int64_t count = -1) const;
   Dataset Batch(int64_t batch_size, bool drop_remainder = false) const;
-  // Produces up to `buffer_size` elements ahead on a background thread.
+  // Produces up to `buffer_size` elements ahead on a background thread, refilling the buffer
+  // in bursts once half of it has been taken. kAutotune (or 0) chooses the size: up to 16
+  // elements, at most 64 MB of them (TF grows its autotuned buffer only when the consumer finds
+  // it empty, which keeps it at 1-2 and wakes the producer for every element).
   Dataset Prefetch(int64_t buffer_size) const;
   Dataset Take(int64_t count) const;
   Dataset Skip(int64_t count) const;

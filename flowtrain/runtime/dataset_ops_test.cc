@@ -122,6 +122,71 @@ TEST(Dataset, ParallelMapKeepsOrderAndPrefetchRunsAhead) {
   for (int i = 0; i < 90; ++i) ASSERT_EQ(rest[i], 1010 + i);
 }
 
+// Waits (up to 10 s, for loaded machines) until `count` reaches `expected`.
+bool EventuallyEquals(const std::atomic<int>& count, int expected) {
+  for (int i = 0; i < 1000 && count.load() < expected; ++i) std::this_thread::sleep_for(10ms);
+  return count.load() == expected;
+}
+
+TEST(Dataset, PrefetchRefillsOnceHalfTheBufferIsTaken) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  std::atomic<int> calls{0};
+  Dataset ds = Dataset::FromTensorSlices(std::vector<Tensor>{Range(100)})
+                   .Map([&](const std::vector<Tensor>& e) {
+                     ++calls;
+                     return e;
+                   })
+                   .Prefetch(8);
+  Iterator it = ds.MakeInitializableIterator();
+  auto next = it.GetNext();
+  Session sess(g);
+  sess.Run({}, {}, {it.initializer()});
+  int64_t taken = 0;
+  EXPECT_EQ(sess.Run({}, next)[0].scalar<int64_t>(), taken++);
+  // The buffer fills up (8, or 9 produced if the first was taken before it was full).
+  ASSERT_TRUE(EventuallyEquals(calls, 8) || calls.load() == 9);
+  std::this_thread::sleep_for(30ms);
+  const int produced = calls.load();
+  // Taking elements while more than half of the buffer is left wakes no producer...
+  while (produced - taken > 5) {
+    EXPECT_EQ(sess.Run({}, next)[0].scalar<int64_t>(), taken++);
+    std::this_thread::sleep_for(5ms);
+    EXPECT_EQ(calls.load(), produced);
+  }
+  // ...taking the one that leaves half refills it to 8.
+  EXPECT_EQ(sess.Run({}, next)[0].scalar<int64_t>(), taken++);
+  EXPECT_TRUE(EventuallyEquals(calls, static_cast<int>(taken) + 8));
+  std::vector<int64_t> rest = Drain(sess, next);
+  ASSERT_EQ(rest.size(), static_cast<size_t>(100 - taken));
+  for (size_t i = 0; i < rest.size(); ++i) ASSERT_EQ(rest[i], taken + static_cast<int64_t>(i));
+}
+
+TEST(Dataset, AutotunedPrefetchKeepsOrderAndBadBufferSizesAreRejected) {
+  for (int64_t buffer_size : {kAutotune, int64_t{0}}) {
+    Graph g;
+    auto as_default = g.AsDefault();
+    Iterator it = Dataset::FromTensorSlices(std::vector<Tensor>{Range(50)}).Batch(4).Prefetch(buffer_size)
+                      .MakeInitializableIterator();
+    auto next = it.GetNext();
+    Session sess(g);
+    sess.Run({}, {}, {it.initializer()});
+    std::vector<int64_t> all = Drain(sess, next);
+    ASSERT_EQ(all.size(), 50u);
+    for (int i = 0; i < 50; ++i) ASSERT_EQ(all[i], i);
+  }
+  Graph g;
+  auto as_default = g.AsDefault();
+  Iterator it = Dataset::FromTensorSlices(std::vector<Tensor>{Range(5)}).Prefetch(-2).MakeInitializableIterator();
+  Session sess(g);
+  try {
+    sess.Run({}, {}, {it.initializer()});
+    FAIL() << "a buffer size of -2 was accepted";
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("buffer_size must be >= 0"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Dataset, MapExceptionReachesSessionRunThroughPrefetch) {
   for (int parallel_calls : {1, 3}) {  // MapDataset and ParallelMapDataset
     SCOPED_TRACE(parallel_calls);
