@@ -705,9 +705,19 @@ class PrefetchDataset : public DatasetBase {
       const int64_t n = state.ReadInt(Key("buffer_size"));
       for (int64_t i = 0; i < n; ++i) buffer_.push_back(RestoreElement(state, Key(StrCat("buffer.", i))));
       origins_buffer_.assign(buffer_.size(), {});  // origins are not saved
+      if (!buffer_.empty()) SizeAutotunedBuffer(buffer_.front());
     }
 
    private:
+    // An autotuned buffer's capacity, from the size of the first element (mu_ held).
+    void SizeAutotunedBuffer(const Element& first) {
+      if (!autotune_ || sized_) return;
+      sized_ = true;
+      size_t bytes = 1;
+      for (const Tensor& t : first) bytes += t.TotalBytes();
+      capacity_ = std::clamp<int64_t>(kAutotuneMaxBytes / static_cast<int64_t>(bytes), 1, kAutotuneMaxElements);
+    }
+
     void Produce() {
       IteratorContext ctx{.cancellation = &cancellation_};
       for (;;) {
@@ -734,12 +744,7 @@ class PrefetchDataset : public DatasetBase {
         {
           std::lock_guard<std::mutex> lock(mu_);
           if (got) {
-            if (autotune_ && !sized_) {
-              sized_ = true;
-              size_t bytes = 1;
-              for (const Tensor& t : e) bytes += t.TotalBytes();
-              capacity_ = std::clamp<int64_t>(kAutotuneMaxBytes / static_cast<int64_t>(bytes), 1, kAutotuneMaxElements);
-            }
+            SizeAutotunedBuffer(e);
             buffer_.push_back(std::move(e));
             origins_buffer_.push_back(std::move(origins));
           } else {
