@@ -1,0 +1,495 @@
+#include "flowtrain/kernels/winograd_conv.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "flowtrain/kernels/work_sharder.h"
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+namespace flowtrain {
+namespace {
+
+// F(2x2, 5x5): 2x2 outputs ("a tile") from a 6x6 input patch, 36 transformed positions.
+constexpr int kOutTile = 2;
+constexpr int kInTile = kOutTile + kWinogradFilterSize - 1;
+constexpr int kPositions = kInTile * kInTile;
+// Channels one transform call handles, as one AVX-512 vector (or two AVX2 ones).
+constexpr int kLanes = 16;
+
+// The transforms, Cook-Toom at the points 0, 1, -1, 2, -2 and infinity (derived by solving
+// sum_j A^T[i][j] G[j][k] B^T[j][s] = [s == i + k] for B given A and G; the test checks
+// that identity in exact arithmetic's float64 image):
+//   A^T[i][j] = p_j^i (and 1 at infinity for the last row),
+//   G[j][k] = p_j^k / prod_{l != j} (p_j - p_l) (and 1 at infinity for the last column),
+//   B^T = [[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0],
+//          [0, -2, -1, 2, 1, 0], [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]].
+// B^T and A^T are applied as the explicit sums below; G (fractions) as a table.
+constexpr double kG[kInTile][kWinogradFilterSize] = {
+    {1.0 / 4, 0, 0, 0, 0},
+    {-1.0 / 6, -1.0 / 6, -1.0 / 6, -1.0 / 6, -1.0 / 6},
+    {-1.0 / 6, 1.0 / 6, -1.0 / 6, 1.0 / 6, -1.0 / 6},
+    {1.0 / 24, 1.0 / 12, 1.0 / 6, 1.0 / 3, 2.0 / 3},
+    {1.0 / 24, -1.0 / 12, 1.0 / 6, -1.0 / 3, 2.0 / 3},
+    {0, 0, 0, 0, 1},
+};
+
+// kLanes floats as one value (GCC/Clang vector extension: one AVX-512 register, or two AVX
+// ones). The transforms below are written on it: loops over lanes with run-time strides are
+// left scalar by the compilers.
+typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float)), aligned(alignof(float)), may_alias));
+
+inline Lanes Load(const float* p) { return *reinterpret_cast<const Lanes*>(p); }
+inline void Store(float* p, Lanes v) { *reinterpret_cast<Lanes*>(p) = v; }
+
+// out[i * os] = sum_s B^T[i][s] * in[s * is], kLanes lanes each.
+inline void ApplyBt(const float* in, int64_t is, float* out, int64_t os) {
+  const Lanes d0 = Load(in), d1 = Load(in + is), d2 = Load(in + 2 * is), d3 = Load(in + 3 * is),
+              d4 = Load(in + 4 * is), d5 = Load(in + 5 * is);
+  Store(out, 4.0f * d0 - 5.0f * d2 + d4);
+  Store(out + os, (d3 + d4) - 4.0f * (d1 + d2));
+  Store(out + 2 * os, (d4 - d3) + 4.0f * (d1 - d2));
+  Store(out + 3 * os, (d4 - d2) + 2.0f * (d3 - d1));
+  Store(out + 4 * os, (d4 - d2) + 2.0f * (d1 - d3));
+  Store(out + 5 * os, 4.0f * d1 - 5.0f * d3 + d5);
+}
+
+// out[i * os] = sum_s A^T[i][s] * in[s * is] (6 inputs, 2 outputs).
+inline void ApplyAt(const float* in, int64_t is, float* out, int64_t os) {
+  const Lanes m0 = Load(in), m1 = Load(in + is), m2 = Load(in + 2 * is), m3 = Load(in + 3 * is),
+              m4 = Load(in + 4 * is), m5 = Load(in + 5 * is);
+  Store(out, m0 + (m1 + m2) + (m3 + m4));
+  Store(out + os, (m1 - m2) + 2.0f * (m3 - m4) + m5);
+}
+
+// out[a * os] = sum_i A[a][i] * in[i * is], the transpose of ApplyAt (2 inputs, 6 outputs),
+// for the output gradient in the filter gradient.
+inline void ApplyA(const float* in, int64_t is, float* out, int64_t os) {
+  const Lanes y0 = Load(in), y1 = Load(in + is);
+  Store(out, y0);
+  Store(out + os, y0 + y1);
+  Store(out + 2 * os, y0 - y1);
+  Store(out + 3 * os, y0 + 2.0f * y1);
+  Store(out + 4 * os, y0 - 2.0f * y1);
+  Store(out + 5 * os, y1);
+}
+
+// acc + x * b, fused where the build targets AVX-512 (ISO C++ mode does not contract a * b + c).
+inline Lanes MultiplyAdd(float x, Lanes b, Lanes acc) {
+#if defined(__AVX512F__)
+  return reinterpret_cast<Lanes>(_mm512_fmadd_ps(_mm512_set1_ps(x), reinterpret_cast<__m512>(b),
+                                                 reinterpret_cast<__m512>(acc)));
+#else
+  return acc + x * b;
+#endif
+}
+
+// The products of the 36 positions: c[r, 0:kVecs*kLanes] (+)= sum_k a(r, k) * b[k, same],
+// for r < kRows, with a(r, k) = a[r * a_row + k * a_step] (so a's [rows, depth] matrix may be
+// stored either way round) and b, c row-major. kRows x kVecs accumulators stay in registers;
+// each step loads one row of b and broadcasts one element of a per row. The operands need no
+// packing: a block's V and M rows, and U's rows, are already whole vectors wide.
+template <int kRows, int kVecs>
+void ProductTile(int64_t depth, const float* a, int64_t a_row, int64_t a_step, const float* b, int64_t ldb, float* c,
+                 int64_t ldc, bool accumulate) {
+  Lanes acc[kRows][kVecs];
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 4
+    for (int j = 0; j < kVecs; ++j) acc[r][j] = accumulate ? Load(c + r * ldc + j * kLanes) : Lanes{};
+  }
+  for (int64_t k = 0; k < depth; ++k) {
+    Lanes row[kVecs];
+#pragma GCC unroll 4
+    for (int j = 0; j < kVecs; ++j) row[j] = Load(b + k * ldb + j * kLanes);
+    const float* column = a + k * a_step;
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) {
+      const float x = column[r * a_row];
+#pragma GCC unroll 4
+      for (int j = 0; j < kVecs; ++j) acc[r][j] = MultiplyAdd(x, row[j], acc[r][j]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 4
+    for (int j = 0; j < kVecs; ++j) Store(c + r * ldc + j * kLanes, acc[r][j]);
+  }
+}
+
+// Rows per tile for kVecs vectors of columns: about 24 accumulators of the 32 registers.
+constexpr int kMaxVecs = 4;
+constexpr int TileRows(int vecs) { return vecs >= 4 ? 6 : vecs == 3 ? 8 : 12; }
+
+using ProductTileFn = void (*)(int64_t, const float*, int64_t, int64_t, const float*, int64_t, float*, int64_t, bool);
+
+template <int kVecs, int... kRows>
+constexpr std::array<ProductTileFn, sizeof...(kRows)> ProductTiles(std::integer_sequence<int, kRows...>) {
+  return {&ProductTile<kRows + 1, kVecs>...};
+}
+
+// c [rows, cols] (+)= a(rows, depth) * b [depth, cols], as ProductTile; cols a multiple of
+// kLanes.
+void Product(int64_t rows, int64_t cols, int64_t depth, const float* a, int64_t a_row, int64_t a_step, const float* b,
+             int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+  static constexpr auto kTiles1 = ProductTiles<1>(std::make_integer_sequence<int, TileRows(1)>());
+  static constexpr auto kTiles2 = ProductTiles<2>(std::make_integer_sequence<int, TileRows(2)>());
+  static constexpr auto kTiles3 = ProductTiles<3>(std::make_integer_sequence<int, TileRows(3)>());
+  static constexpr auto kTiles4 = ProductTiles<4>(std::make_integer_sequence<int, TileRows(4)>());
+  static constexpr const ProductTileFn* kTiles[kMaxVecs] = {kTiles1.data(), kTiles2.data(), kTiles3.data(),
+                                                             kTiles4.data()};
+  for (int64_t j0 = 0; j0 < cols; j0 += kMaxVecs * kLanes) {
+    const int vecs = static_cast<int>(std::min<int64_t>(kMaxVecs, (cols - j0) / kLanes));
+    const int tile_rows = TileRows(vecs);
+    for (int64_t r0 = 0; r0 < rows; r0 += tile_rows) {
+      const int64_t n = std::min<int64_t>(tile_rows, rows - r0);
+      kTiles[vecs - 1][n - 1](depth, a + r0 * a_row, a_row, a_step, b + j0, ldb, c + r0 * ldc + j0, ldc, accumulate);
+    }
+  }
+}
+
+int64_t RoundUp(int64_t x, int64_t multiple) { return (x + multiple - 1) / multiple * multiple; }
+
+// The output's 2x2 tiles, numbered image by image, row-major within an image.
+struct TileGrid {
+  explicit TileGrid(const WinogradConvDims& d)
+      : rows((d.out_rows + kOutTile - 1) / kOutTile),
+        cols((d.out_cols + kOutTile - 1) / kOutTile),
+        total(d.batch * rows * cols) {}
+  int64_t image(int64_t t) const { return t / (rows * cols); }
+  int64_t out_row(int64_t t) const { return t / cols % rows * kOutTile; }
+  int64_t out_col(int64_t t) const { return t % cols * kOutTile; }
+
+  int64_t rows, cols, total;
+};
+
+// Bytes of transformed tiles (input and output side) a block keeps: they stay in L2 across
+// the 36 products and the transforms around them.
+constexpr int64_t kBlockBytes = 1 << 20;
+
+// How a call lays out its transformed data: a block of `tiles` tiles is, per position, a
+// [tiles, in] matrix V (row stride ld_in) and a [tiles, out] matrix M (row stride ld_out);
+// the strides round channels up to whole transform vectors.
+struct BlockLayout {
+  BlockLayout(const WinogradConvDims& d, const TileGrid& grid)
+      : ld_in(RoundUp(d.in_depth, kLanes)), ld_out(RoundUp(d.out_depth, kLanes)) {
+    const int64_t per_tile = kPositions * (ld_in + ld_out) * int64_t{sizeof(float)};
+    tiles = std::clamp<int64_t>(kBlockBytes / per_tile / 8 * 8, 8, std::max<int64_t>(RoundUp(grid.total, 8), 8));
+    blocks = (grid.total + tiles - 1) / tiles;
+  }
+  int64_t v_size() const { return kPositions * tiles * ld_in; }
+  int64_t m_size() const { return kPositions * tiles * ld_out; }
+
+  int64_t ld_in, ld_out, tiles, blocks;
+};
+
+// Growable scratch each thread keeps between calls (fresh pages are slow to touch here).
+float* ThreadScratch(int64_t elements) {
+  struct Free {
+    void operator()(float* p) const { std::free(p); }
+  };
+  thread_local std::unique_ptr<float, Free> data;
+  thread_local int64_t capacity = 0;
+  if (elements > capacity) {
+    data.reset(static_cast<float*>(std::aligned_alloc(64, RoundUp(elements * int64_t{sizeof(float)}, 64))));
+    capacity = data == nullptr ? 0 : elements;
+    if (data == nullptr) throw std::bad_alloc();
+  }
+  return data.get();
+}
+
+// Calls fn(first_block, last_block, run) for `runs` runs of consecutive blocks covering
+// [0, blocks), claimed one at a time by up to `shards` threads of the pool (the caller
+// included), so a thread the machine delays leaves its remaining runs to the others.
+template <typename Fn>
+void ClaimBlockRuns(ThreadPool* pool, int shards, int64_t blocks, int64_t runs, const Fn& fn) {
+  std::atomic<int64_t> next{0};
+  auto work = [&](int) {
+    for (int64_t run = next.fetch_add(1, std::memory_order_relaxed); run < runs;
+         run = next.fetch_add(1, std::memory_order_relaxed)) {
+      const auto [first, last] = ShardRange(blocks, static_cast<int>(runs), static_cast<int>(run));
+      fn(first, last, run);
+    }
+  };
+  if (shards <= 1 || pool == nullptr) {
+    work(0);
+  } else {
+    sharder_internal::RunClaimingShards(pool, shards, sharder_internal::ShardFn(work));
+  }
+}
+
+// Threads worth using for a call of `macs` multiply-adds (after the transforms).
+int ShardsFor(ThreadPool* pool, int64_t macs, int64_t blocks) {
+  const int64_t threads = pool == nullptr ? 1 : std::max(pool->NumThreads(), 1);
+  return static_cast<int>(std::clamp<int64_t>(std::min(threads, macs / (1 << 20)), 1, std::max<int64_t>(blocks, 1)));
+}
+
+// v[p * stride + c] (p = 6 * row + col, c < ld_in) = B^T x B for the 6x6 input patch x under
+// tile t, channel by channel; x is zero outside the input.
+void TransformInputTile(const WinogradConvDims& d, const TileGrid& grid, const float* input, int64_t t, float* v,
+                        int64_t stride) {
+  alignas(64) float patch[kPositions][kLanes];
+  alignas(64) float rows[kPositions][kLanes];
+  const int64_t n = grid.image(t);
+  const int64_t ih0 = grid.out_row(t) - d.pad_rows, iw0 = grid.out_col(t) - d.pad_cols;
+  const bool inside = ih0 >= 0 && ih0 + kInTile <= d.in_rows && iw0 >= 0 && iw0 + kInTile <= d.in_cols;
+  const int64_t row_stride = d.in_cols * d.in_depth;
+  // The patch's top-left pixel, maybe outside the input (an offset: no pointer may point there).
+  const int64_t corner = ((n * d.in_rows + ih0) * d.in_cols + iw0) * d.in_depth;
+  for (int64_t c0 = 0; c0 < d.in_depth; c0 += kLanes) {
+    const int64_t width = std::min<int64_t>(kLanes, d.in_depth - c0);
+    if (inside && width == kLanes) {  // B^T along the rows straight from the input
+      for (int col = 0; col < kInTile; ++col) {
+        ApplyBt(input + corner + col * d.in_depth + c0, row_stride, rows[col], kInTile * kLanes);
+      }
+    } else {
+      for (int r = 0; r < kInTile; ++r) {
+        const int64_t ih = ih0 + r;
+        for (int col = 0; col < kInTile; ++col) {
+          const int64_t iw = iw0 + col;
+          float* dst = patch[r * kInTile + col];
+          if (ih < 0 || ih >= d.in_rows || iw < 0 || iw >= d.in_cols) {
+            Store(dst, Lanes{});
+          } else if (width == kLanes) {
+            Store(dst, Load(input + corner + r * row_stride + col * d.in_depth + c0));
+          } else {
+            Store(dst, Lanes{});
+            std::copy_n(input + corner + r * row_stride + col * d.in_depth + c0, width, dst);
+          }
+        }
+      }
+      for (int col = 0; col < kInTile; ++col) ApplyBt(patch[col], kInTile * kLanes, rows[col], kInTile * kLanes);
+    }
+    for (int i = 0; i < kInTile; ++i) ApplyBt(rows[i * kInTile], kLanes, v + i * kInTile * stride + c0, stride);
+  }
+}
+
+// The 2x2 outputs of tile t = A^T m A, m[p * stride + c] its 36 transformed products; writes
+// the outputs inside the image.
+void TransformOutputTile(const WinogradConvDims& d, const TileGrid& grid, const float* m, int64_t stride, int64_t t,
+                         float* output) {
+  alignas(64) float rows[kOutTile * kInTile][kLanes];
+  alignas(64) float y[kOutTile * kOutTile][kLanes];
+  const int64_t n = grid.image(t), oh0 = grid.out_row(t), ow0 = grid.out_col(t);
+  for (int64_t c0 = 0; c0 < d.out_depth; c0 += kLanes) {
+    const int64_t width = std::min<int64_t>(kLanes, d.out_depth - c0);
+    for (int col = 0; col < kInTile; ++col) ApplyAt(m + col * stride + c0, kInTile * stride, rows[col], kInTile * kLanes);
+    for (int i = 0; i < kOutTile; ++i) ApplyAt(rows[i * kInTile], kLanes, y[i * kOutTile], kLanes);
+    for (int i = 0; i < kOutTile; ++i) {
+      if (oh0 + i >= d.out_rows) break;
+      for (int j = 0; j < kOutTile; ++j) {
+        if (ow0 + j >= d.out_cols) break;
+        float* dst = output + ((n * d.out_rows + oh0 + i) * d.out_cols + ow0 + j) * d.out_depth + c0;
+        if (width == kLanes) {
+          Store(dst, Load(y[i * kOutTile + j]));
+        } else {
+          std::copy_n(y[i * kOutTile + j], width, dst);
+        }
+      }
+    }
+  }
+}
+
+// z[p * stride + c] (c < ld_out) = A g A^T for the 2x2 output gradient g of tile t (zero for
+// outputs past the image's edge).
+void TransformGradTile(const WinogradConvDims& d, const TileGrid& grid, const float* grad, int64_t t, float* z,
+                       int64_t stride) {
+  alignas(64) float g[kOutTile * kOutTile][kLanes];
+  alignas(64) float rows[kInTile * kOutTile][kLanes];
+  const int64_t n = grid.image(t), oh0 = grid.out_row(t), ow0 = grid.out_col(t);
+  for (int64_t c0 = 0; c0 < d.out_depth; c0 += kLanes) {
+    const int64_t width = std::min<int64_t>(kLanes, d.out_depth - c0);
+    for (int i = 0; i < kOutTile; ++i) {
+      for (int j = 0; j < kOutTile; ++j) {
+        float* dst = g[i * kOutTile + j];
+        Store(dst, Lanes{});
+        if (oh0 + i < d.out_rows && ow0 + j < d.out_cols) {
+          const float* src = grad + ((n * d.out_rows + oh0 + i) * d.out_cols + ow0 + j) * d.out_depth + c0;
+          if (width == kLanes) {
+            Store(dst, Load(src));
+          } else {
+            std::copy_n(src, width, dst);
+          }
+        }
+      }
+    }
+    for (int j = 0; j < kOutTile; ++j) ApplyA(g[j], kOutTile * kLanes, rows[j], kOutTile * kLanes);
+    for (int a = 0; a < kInTile; ++a) ApplyA(rows[a * kOutTile], kLanes, z + a * kInTile * stride + c0, stride);
+  }
+}
+
+// u[p][ci][co] = (G w G^T)[p] for every channel pair of the HWIO filter w, in float64; rows
+// of ld_out >= out_depth, zero past out_depth.
+std::vector<float> TransformFilter(const float* filter, int64_t in_depth, int64_t out_depth, int64_t ld_out) {
+  constexpr int kR = kWinogradFilterSize;
+  std::vector<float> u(kPositions * in_depth * ld_out, 0.0f);
+  std::vector<double> half(kInTile * kR * out_depth);  // (G w)[a][fc], a row of channels
+  for (int64_t ci = 0; ci < in_depth; ++ci) {
+    std::fill(half.begin(), half.end(), 0.0);
+    for (int a = 0; a < kInTile; ++a) {
+      for (int fr = 0; fr < kR; ++fr) {
+        if (kG[a][fr] == 0) continue;
+        for (int fc = 0; fc < kR; ++fc) {
+          const float* w = filter + ((fr * kR + fc) * in_depth + ci) * out_depth;
+          double* h = half.data() + (a * kR + fc) * out_depth;
+          for (int64_t co = 0; co < out_depth; ++co) h[co] += kG[a][fr] * w[co];
+        }
+      }
+    }
+    for (int a = 0; a < kInTile; ++a) {
+      for (int b = 0; b < kInTile; ++b) {
+        float* dst = u.data() + ((a * kInTile + b) * in_depth + ci) * ld_out;
+        for (int64_t co = 0; co < out_depth; ++co) {
+          double sum = 0;
+          for (int fc = 0; fc < kR; ++fc) sum += half[(a * kR + fc) * out_depth + co] * kG[b][fc];
+          dst[co] = static_cast<float>(sum);
+        }
+      }
+    }
+  }
+  return u;
+}
+
+bool Enabled() {
+  static const bool enabled = [] {
+    const char* value = std::getenv("TF_ENABLE_WINOGRAD_NONFUSED");
+    if (value == nullptr) return true;
+    const std::string_view v(value);
+    return !(v == "0" || v == "false" || v == "False" || v == "FALSE");
+  }();
+  return enabled;
+}
+
+}  // namespace
+
+bool WinogradConvApplies(int64_t filter_rows, int64_t filter_cols, int64_t in_depth, int64_t out_depth) {
+  // Below 16 channels on either side the products are too thin for the GEMM to run near peak
+  // and the transforms' share of the work grows; im2col is as fast there.
+  constexpr int64_t kMinDepth = 16;
+  return filter_rows == kWinogradFilterSize && filter_cols == kWinogradFilterSize && in_depth >= kMinDepth &&
+         out_depth >= kMinDepth && Enabled();
+}
+
+void WinogradConv2D(ThreadPool* pool, const WinogradConvDims& d, const float* input, const float* filter,
+                    float* output) {
+  const TileGrid grid(d);
+  if (grid.total == 0 || d.out_depth == 0) return;
+  const BlockLayout layout(d, grid);
+  const std::vector<float> u = TransformFilter(filter, d.in_depth, d.out_depth, layout.ld_out);
+  const int shards = ShardsFor(pool, grid.total * kPositions * d.in_depth * d.out_depth, layout.blocks);
+  const int64_t runs = shards <= 1 ? 1 : std::min<int64_t>(layout.blocks, 4 * shards);
+  ClaimBlockRuns(pool, shards, layout.blocks, runs, [&](int64_t first, int64_t last, int64_t) {
+    float* v = ThreadScratch(layout.v_size() + layout.m_size());
+    float* m = v + layout.v_size();
+    for (int64_t b = first; b < last; ++b) {
+      const int64_t t0 = b * layout.tiles;
+      const int64_t tiles = std::min(layout.tiles, grid.total - t0);
+      const int64_t v_stride = tiles * layout.ld_in, m_stride = tiles * layout.ld_out;
+      for (int64_t t = 0; t < tiles; ++t) TransformInputTile(d, grid, input, t0 + t, v + t * layout.ld_in, v_stride);
+      for (int p = 0; p < kPositions; ++p) {
+        Product(tiles, layout.ld_out, d.in_depth, v + p * v_stride, layout.ld_in, 1,
+                u.data() + p * d.in_depth * layout.ld_out, layout.ld_out, m + p * m_stride, layout.ld_out, false);
+      }
+      for (int64_t t = 0; t < tiles; ++t) TransformOutputTile(d, grid, m + t * layout.ld_out, m_stride, t0 + t, output);
+    }
+  });
+}
+
+void WinogradConv2DBackpropInput(ThreadPool* pool, const WinogradConvDims& d, const float* filter,
+                                 const float* out_backprop, float* in_backprop) {
+  // For stride 1, in_backprop[ih] = sum_f out_backprop[ih + pad - f] w[f]
+  //                              = sum_f' out_backprop[ih - (4 - pad) + f'] w[4 - f']:
+  // the forward convolution of out_backprop with the filter turned 180 degrees, its in and
+  // out channels swapped, padded by 4 - pad.
+  constexpr int64_t kR = kWinogradFilterSize;
+  std::vector<float> turned(kR * kR * d.in_depth * d.out_depth);
+  for (int64_t fr = 0; fr < kR; ++fr) {
+    for (int64_t fc = 0; fc < kR; ++fc) {
+      const float* src = filter + ((kR - 1 - fr) * kR + (kR - 1 - fc)) * d.in_depth * d.out_depth;
+      float* dst = turned.data() + (fr * kR + fc) * d.in_depth * d.out_depth;
+      for (int64_t ci = 0; ci < d.in_depth; ++ci) {
+        for (int64_t co = 0; co < d.out_depth; ++co) dst[co * d.in_depth + ci] = src[ci * d.out_depth + co];
+      }
+    }
+  }
+  const WinogradConvDims swapped{.batch = d.batch, .in_rows = d.out_rows, .in_cols = d.out_cols,
+                                 .in_depth = d.out_depth, .out_rows = d.in_rows, .out_cols = d.in_cols,
+                                 .out_depth = d.in_depth, .pad_rows = kR - 1 - d.pad_rows,
+                                 .pad_cols = kR - 1 - d.pad_cols};
+  WinogradConv2D(pool, swapped, out_backprop, turned.data(), in_backprop);
+}
+
+void WinogradConv2DBackpropFilter(ThreadPool* pool, const WinogradConvDims& d, const float* input,
+                                  const float* out_backprop, float* filter_backprop) {
+  constexpr int kR = kWinogradFilterSize;
+  const TileGrid grid(d);
+  if (grid.total == 0 || d.in_depth == 0 || d.out_depth == 0) {
+    std::fill_n(filter_backprop, kR * kR * d.in_depth * d.out_depth, 0.0f);
+    return;
+  }
+  const BlockLayout layout(d, grid);
+  const int64_t size = kPositions * d.in_depth * layout.ld_out;  // one transformed gradient
+  const int shards = ShardsFor(pool, grid.total * kPositions * d.in_depth * d.out_depth, layout.blocks);
+  const int64_t runs = shards <= 1 ? 1 : std::min<int64_t>(layout.blocks, 4 * shards);
+  // Each run sums its tiles' products into a partial of its own, added in run order at the
+  // end, so the result does not depend on which thread ran which run.
+  std::unique_ptr<float[]> partials(new float[runs * size]);
+  ClaimBlockRuns(pool, shards, layout.blocks, runs, [&](int64_t first, int64_t last, int64_t run) {
+    float* v = ThreadScratch(layout.v_size() + layout.m_size());
+    float* z = v + layout.v_size();
+    float* acc = partials.get() + run * size;
+    for (int64_t b = first; b < last; ++b) {
+      const int64_t t0 = b * layout.tiles;
+      const int64_t tiles = std::min(layout.tiles, grid.total - t0);
+      const int64_t v_stride = tiles * layout.ld_in, z_stride = tiles * layout.ld_out;
+      for (int64_t t = 0; t < tiles; ++t) {
+        TransformInputTile(d, grid, input, t0 + t, v + t * layout.ld_in, v_stride);
+        TransformGradTile(d, grid, out_backprop, t0 + t, z + t * layout.ld_out, z_stride);
+      }
+      for (int p = 0; p < kPositions; ++p) {
+        Product(d.in_depth, layout.ld_out, tiles, v + p * v_stride, 1, layout.ld_in, z + p * z_stride, layout.ld_out,
+                acc + p * d.in_depth * layout.ld_out, layout.ld_out, b != first);
+      }
+    }
+  });
+  // filter_backprop[fr][fc] = sum_{a,b} G[a][fr] P[a][b] G[b][fc], P the sum of the partials.
+  std::vector<double> total(size);
+  for (int64_t run = 0; run < runs; ++run) {
+    const float* partial = partials.get() + run * size;
+    for (int64_t i = 0; i < size; ++i) total[i] += partial[i];
+  }
+  const int64_t channels = d.in_depth * layout.ld_out;  // of a position, as the partials pad them
+  std::vector<double> half(kR * kInTile * channels);   // (G^T P)[fr][b]
+  for (int fr = 0; fr < kR; ++fr) {
+    for (int a = 0; a < kInTile; ++a) {
+      if (kG[a][fr] == 0) continue;
+      for (int b = 0; b < kInTile; ++b) {
+        const double* src = total.data() + (a * kInTile + b) * channels;
+        double* dst = half.data() + (fr * kInTile + b) * channels;
+        for (int64_t i = 0; i < channels; ++i) dst[i] += kG[a][fr] * src[i];
+      }
+    }
+  }
+  for (int fr = 0; fr < kR; ++fr) {
+    for (int fc = 0; fc < kR; ++fc) {
+      for (int64_t ci = 0; ci < d.in_depth; ++ci) {
+        float* dst = filter_backprop + ((fr * kR + fc) * d.in_depth + ci) * d.out_depth;
+        for (int64_t co = 0; co < d.out_depth; ++co) {
+          double sum = 0;
+          for (int b = 0; b < kInTile; ++b) sum += half[(fr * kInTile + b) * channels + ci * layout.ld_out + co] * kG[b][fc];
+          dst[co] = static_cast<float>(sum);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace flowtrain

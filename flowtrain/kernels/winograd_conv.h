@@ -1,0 +1,65 @@
+// Stride-1 float32 NHWC convolutions with 5x5 filters by Winograd's minimal filtering
+// F(2x2, 5x5) (Lavin & Gray 2015, "Fast Algorithms for Convolutional Neural Networks"):
+// each 2x2 block of outputs ("tile") is computed from its 6x6 input patch with 36 multiplies
+// per input/output channel pair instead of 100, 2.78x fewer than im2col + GEMM. The filter is
+// transformed once per call to 36 [in, out] matrices U; blocks of tiles sized for L2 have
+// their input patches transformed to 36 [tiles, in] matrices V, multiplied position by
+// position (GEMM, gemm.h), and transformed back. The intra-op pool's threads claim blocks.
+// The filter gradient runs the adjoint of that map: per position the [in, out] product
+// V^T * (A dY A^T) summed over all tiles, then transformed back to 5x5 once.
+//
+// Accuracy: the transforms use the interpolation points 0, +-1, +-2 and infinity; their
+// largest coefficients (5 in B, 4 after scaling) cost a few bits over a direct float32 sum,
+// about 1e-6..1e-5 relative to the sum of |terms| (winograd_conv_test.cc bounds it).
+//
+// conv_kernels.cc calls these where they win (WinogradConvApplies); everything else stays on
+// im2col. TF_ENABLE_WINOGRAD_NONFUSED=0 (or "false") in the environment turns them off, as the
+// same variable turns off TF's (GPU) Winograd convolutions.
+//
+//   WinogradConvDims d{.batch = 64, .in_rows = 14, .in_cols = 14, .in_depth = 32,
+//                      .out_rows = 14, .out_cols = 14, .out_depth = 64, .pad_rows = 2, .pad_cols = 2};
+//   WinogradConv2D(ctx->intra_op_pool(), d, input, filter, output);  // "SAME" 5x5
+#ifndef FLOWTRAIN_KERNELS_WINOGRAD_CONV_H_
+#define FLOWTRAIN_KERNELS_WINOGRAD_CONV_H_
+
+#include <cstdint>
+
+#include "flowtrain/core/thread_pool.h"
+
+namespace flowtrain {
+
+// The filter size the Winograd kernels handle (rows and columns).
+inline constexpr int64_t kWinogradFilterSize = 5;
+
+// A stride-1 convolution of an NHWC input [batch, in_rows, in_cols, in_depth] with an HWIO
+// filter [5, 5, in_depth, out_depth] giving [batch, out_rows, out_cols, out_depth]: output
+// (oh, ow) reads input rows oh - pad_rows + [0, 5) and columns ow - pad_cols + [0, 5), zero
+// outside the input ("SAME" pads by 2, "VALID" by 0).
+struct WinogradConvDims {
+  int64_t batch = 0;
+  int64_t in_rows = 0, in_cols = 0, in_depth = 0;
+  int64_t out_rows = 0, out_cols = 0, out_depth = 0;
+  int64_t pad_rows = 0, pad_cols = 0;
+};
+
+// Whether a stride-1, undilated float32 convolution with this filter and these channel counts
+// is faster through the Winograd kernels (and they are enabled).
+bool WinogradConvApplies(int64_t filter_rows, int64_t filter_cols, int64_t in_depth, int64_t out_depth);
+
+// output = the convolution of `input` with `filter` (Conv2D).
+void WinogradConv2D(ThreadPool* pool, const WinogradConvDims& d, const float* input, const float* filter,
+                    float* output);
+
+// in_backprop [batch, in_rows, in_cols, in_depth] = the gradient of the convolution d with
+// respect to its input, given `out_backprop` (Conv2DBackpropInput).
+void WinogradConv2DBackpropInput(ThreadPool* pool, const WinogradConvDims& d, const float* filter,
+                                 const float* out_backprop, float* in_backprop);
+
+// filter_backprop [5, 5, in_depth, out_depth] = the gradient of the convolution d with
+// respect to its filter (Conv2DBackpropFilter).
+void WinogradConv2DBackpropFilter(ThreadPool* pool, const WinogradConvDims& d, const float* input,
+                                  const float* out_backprop, float* filter_backprop);
+
+}  // namespace flowtrain
+
+#endif  // FLOWTRAIN_KERNELS_WINOGRAD_CONV_H_
