@@ -143,6 +143,10 @@ namespace avx512 {
 constexpr int64_t kRows = 8;     // rows of c per tile
 constexpr int64_t kCols = 32;    // columns of c per tile: two 16-float vectors
 constexpr int64_t kDepth = 512;  // k per packed block
+constexpr int64_t kGroupRows = 64;  // rows of op(a) packed together (a multiple of kRows)
+// Bytes of a packed block of op(b) that the rows of a group pass over before the next slice:
+// with the group of op(a), well inside the 1-2 MB L2 of the cores this is tuned for.
+constexpr int64_t kSliceBytes = 512 * 1024;
 
 // Lanes [0, count) of a 16-float vector, clamped to [0, 16].
 inline __mmask16 FirstLanes(int64_t count) {
@@ -233,29 +237,53 @@ void PackLines(const float* src, int64_t ld, int64_t lines, int64_t kc, int64_t 
   }
 }
 
-// A panel from lines that run across it: dst[kk * width + j] = src[kk * ld + j] for j < count,
-// 0 for count <= j < width (8, 16 or 32).
+// Panels from lines that run across them, several side by side: line kk of src (src + kk * ld)
+// spans `count` values, which go to panel p = j / width as dst[p * width * kc + kk * width +
+// j % width], zero-padded to whole panels (width 8, 16 or 32). Each source line is read once
+// from start to end: reading one panel's span of every line, then the next panel's, fetched
+// every line again (lines lie a whole matrix row apart, so they evict one another in L1/L2).
 void PackSpans(const float* src, int64_t ld, int64_t count, int64_t kc, int64_t width, float* dst) {
+  const int64_t panels = (count + width - 1) / width;
   if (width == 8) {
-    const __mmask8 valid = static_cast<__mmask8>(FirstLanes(std::min<int64_t>(count, 8)));
-    for (int64_t kk = 0; kk < kc; ++kk) _mm256_store_ps(dst + kk * 8, _mm256_maskz_loadu_ps(valid, src + kk * ld));
+    for (int64_t kk = 0; kk < kc; ++kk) {
+      const float* s = src + kk * ld;
+      float* d = dst + kk * 8;
+      for (int64_t p = 0; p < panels; ++p) {
+        if (count - 8 * p >= 8) {
+          _mm256_store_ps(d + p * 8 * kc, _mm256_loadu_ps(s + 8 * p));
+        } else {
+          const __mmask8 valid = static_cast<__mmask8>(FirstLanes(count - 8 * p));
+          _mm256_store_ps(d + p * 8 * kc, _mm256_maskz_loadu_ps(valid, s + 8 * p));
+        }
+      }
+    }
     return;
   }
-  for (int64_t v = 0; v < width / 16; ++v) {
-    const __mmask16 valid = FirstLanes(count - 16 * v);
-    for (int64_t kk = 0; kk < kc; ++kk) {
-      _mm512_store_ps(dst + kk * width + 16 * v, _mm512_maskz_loadu_ps(valid, src + kk * ld + 16 * v));
+  for (int64_t kk = 0; kk < kc; ++kk) {
+    const float* s = src + kk * ld;
+    float* d = dst + kk * width;
+    for (int64_t v = 0; v < panels * width / 16; ++v) {
+      const int64_t j = 16 * v;  // the vector's first column
+      float* out = d + (j / width) * width * kc + j % width;
+      if (j + 16 <= count) {
+        _mm512_store_ps(out, _mm512_loadu_ps(s + j));
+      } else {
+        _mm512_store_ps(out, _mm512_maskz_loadu_ps(FirstLanes(count - j), s + j));
+      }
     }
   }
 }
 
-// The panel of op(a) at rows [row, row + rows) and depth [depth_begin, depth_begin + depth)
-// as dst[kk * kRows + i] (zero for i >= rows).
-void PackPanelOfA(const GemmArgs<float>& g, int64_t row, int64_t rows, int64_t depth_begin, int64_t depth, float* dst) {
+// Rows [row, row + rows) of op(a) at depth [depth_begin, depth_begin + depth), as panels of
+// kRows rows: panel p at dst + p * kRows * depth, as dst[kk * kRows + i] (zero for rows past
+// the end).
+void PackRowsOfA(const GemmArgs<float>& g, int64_t row, int64_t rows, int64_t depth_begin, int64_t depth, float* dst) {
   if (g.transpose_a) {
     PackSpans(g.a + depth_begin * g.lda + row, g.lda, rows, depth, kRows, dst);
-  } else {
-    PackLines(g.a + row * g.lda + depth_begin, g.lda, rows, depth, kRows, dst);
+    return;
+  }
+  for (int64_t i0 = 0; i0 < rows; i0 += kRows) {
+    PackLines(g.a + (row + i0) * g.lda + depth_begin, g.lda, std::min(kRows, rows - i0), depth, kRows, dst + i0 * depth);
   }
 }
 
@@ -264,15 +292,20 @@ void PackPanelOfA(const GemmArgs<float>& g, int64_t row, int64_t rows, int64_t d
 int64_t PanelWidth(const GemmArgs<float>& g, int64_t j0) { return g.n - j0 > 16 ? kCols : int64_t{16}; }
 
 // The block of op(b) at depth [depth_begin, depth_begin + depth), every column, as panels:
-// the one at column j0 at dst + j0 * depth (every earlier panel is kCols wide).
+// the one at column j0 at dst + j0 * depth (every earlier panel is kCols wide; the last is
+// PanelWidth wide).
 void PackBlockOfB(const GemmArgs<float>& g, int64_t depth_begin, int64_t depth, float* dst) {
+  if (!g.transpose_b) {
+    // Whole kCols panels, then a narrower last one, each source line read once across them.
+    const int64_t last = (g.n - 1) / kCols * kCols;  // the last panel's first column
+    const int64_t wide = PanelWidth(g, last) == kCols ? g.n : last;
+    const float* src = g.b + depth_begin * g.ldb;
+    if (wide > 0) PackSpans(src, g.ldb, wide, depth, kCols, dst);
+    if (wide < g.n) PackSpans(src + wide, g.ldb, g.n - wide, depth, 16, dst + wide * depth);
+    return;
+  }
   for (int64_t j0 = 0; j0 < g.n; j0 += kCols) {
-    const int64_t cols = std::min(kCols, g.n - j0);
-    if (g.transpose_b) {
-      PackLines(g.b + j0 * g.ldb + depth_begin, g.ldb, cols, depth, PanelWidth(g, j0), dst + j0 * depth);
-    } else {
-      PackSpans(g.b + depth_begin * g.ldb + j0, g.ldb, cols, depth, PanelWidth(g, j0), dst + j0 * depth);
-    }
+    PackLines(g.b + j0 * g.ldb + depth_begin, g.ldb, std::min(kCols, g.n - j0), depth, PanelWidth(g, j0), dst + j0 * depth);
   }
 }
 
@@ -284,8 +317,8 @@ int64_t PaddedCols(int64_t n) { return (n + kCols - 1) / kCols * kCols; }
 void PackWholeA(const GemmArgs<float>& g, float* dst) {
   for (int64_t pc = 0; pc < g.k; pc += kDepth) {
     const int64_t kc = std::min(kDepth, g.k - pc);
-    for (int64_t i0 = 0; i0 < g.m; i0 += kRows) {
-      PackPanelOfA(g, i0, std::min(kRows, g.m - i0), pc, kc, dst + pc * PaddedRows(g.m) + i0 * kc);
+    for (int64_t i0 = 0; i0 < g.m; i0 += kGroupRows) {
+      PackRowsOfA(g, i0, std::min(kGroupRows, g.m - i0), pc, kc, dst + pc * PaddedRows(g.m) + i0 * kc);
     }
   }
 }
@@ -296,14 +329,17 @@ void PackWholeB(const GemmArgs<float>& g, float* dst) {
   for (int64_t pc = 0; pc < g.k; pc += kDepth) PackBlockOfB(g, pc, std::min(kDepth, g.k - pc), dst + pc * PaddedCols(g.n));
 }
 
-// c = op(a) * op(b). The blocks of op(b) at one depth are packed first (or taken from
-// `whole_b`, PackWholeB's copy); then each panel of op(a) is packed into L1-sized storage (or
-// taken from `whole_a`, PackWholeA's) and multiplied with all of them.
+// c = op(a) * op(b) in GotoBLAS's loop order. Per depth block: the block of op(b) is packed
+// (or taken from `whole_b`, PackWholeB's copy); op(a) is packed kGroupRows rows at a time
+// (or taken from `whole_a`, PackWholeA's), and that group is multiplied with the block of op(b)
+// a slice of columns at a time, so the slice (<= kSliceBytes) stays in L2 while every row
+// panel of the group (each in L1 while in use) passes over it.
 void Sgemm(const GemmArgs<float>& g, const float* whole_a, const float* whole_b) {
-  const int64_t row_panels = (g.m + kRows - 1) / kRows;
   const int64_t depth = std::min(kDepth, g.k);
-  float* packed_b = whole_b != nullptr ? nullptr : PackBuffersOfThisThread<float>().rhs.Get(PaddedCols(g.n) * depth);
-  alignas(64) float packed_a[kRows * kDepth];
+  PackBuffers<float>& buffers = PackBuffersOfThisThread<float>();
+  float* packed_b = whole_b != nullptr ? nullptr : buffers.rhs.Get(PaddedCols(g.n) * depth);
+  float* packed_a = whole_a != nullptr ? nullptr : buffers.lhs.Get(kGroupRows * depth);
+  const int64_t slice_cols = std::max<int64_t>(kCols, kSliceBytes / (4 * depth) / kCols * kCols);
   for (int64_t pc = 0; pc < g.k; pc += kDepth) {
     const int64_t kc = std::min(kDepth, g.k - pc);
     const float* b_block = packed_b;
@@ -314,28 +350,35 @@ void Sgemm(const GemmArgs<float>& g, const float* whole_a, const float* whole_b)
     }
     // The first block overwrites c unless the caller accumulates: no separate zeroing pass.
     const bool store = pc == 0 && !g.accumulate;
-    for (int64_t ip = 0; ip < row_panels; ++ip) {
-      const int64_t i0 = ip * kRows, rows = std::min(kRows, g.m - i0);
-      const float* a = packed_a;
+    for (int64_t group = 0; group < g.m; group += kGroupRows) {
+      const int64_t group_rows = std::min(kGroupRows, g.m - group);
+      const float* a_group = packed_a;
       if (whole_a != nullptr) {
-        a = whole_a + pc * PaddedRows(g.m) + i0 * kc;
+        a_group = whole_a + pc * PaddedRows(g.m) + group * kc;
       } else {
-        PackPanelOfA(g, i0, rows, pc, kc, packed_a);
+        PackRowsOfA(g, group, group_rows, pc, kc, packed_a);
       }
-      for (int64_t j0 = 0; j0 < g.n; j0 += kCols) {
-        const int64_t cols = std::min(kCols, g.n - j0);
-        const float* b = b_block + j0 * kc;
-        float* c = g.c + i0 * g.ldc + j0;
-        if (PanelWidth(g, j0) == kCols) {
-          if (store) {
-            MicroKernel<2, true>(kc, a, b, c, g.ldc, rows, cols);
-          } else {
-            MicroKernel<2, false>(kc, a, b, c, g.ldc, rows, cols);
+      for (int64_t slice = 0; slice < g.n; slice += slice_cols) {
+        const int64_t slice_end = std::min(g.n, slice + slice_cols);
+        for (int64_t i0 = 0; i0 < group_rows; i0 += kRows) {
+          const int64_t rows = std::min(kRows, group_rows - i0);
+          const float* a = a_group + i0 * kc;
+          float* c_row = g.c + (group + i0) * g.ldc;
+          for (int64_t j0 = slice; j0 < slice_end; j0 += kCols) {
+            const int64_t cols = std::min(kCols, g.n - j0);
+            const float* b = b_block + j0 * kc;
+            if (PanelWidth(g, j0) == kCols) {
+              if (store) {
+                MicroKernel<2, true>(kc, a, b, c_row + j0, g.ldc, rows, cols);
+              } else {
+                MicroKernel<2, false>(kc, a, b, c_row + j0, g.ldc, rows, cols);
+              }
+            } else if (store) {
+              MicroKernel<1, true>(kc, a, b, c_row + j0, g.ldc, rows, cols);
+            } else {
+              MicroKernel<1, false>(kc, a, b, c_row + j0, g.ldc, rows, cols);
+            }
           }
-        } else if (store) {
-          MicroKernel<1, true>(kc, a, b, c, g.ldc, rows, cols);
-        } else {
-          MicroKernel<1, false>(kc, a, b, c, g.ldc, rows, cols);
         }
       }
     }

@@ -1,6 +1,7 @@
 // GemmOnThisThread against a float64 reference: every transpose combination, sizes around
-// the tile and packing-block edges (8 x 32 tiles, depth blocks of 512), leading dimensions
-// wider than the matrices, accumulation, and the matrix-vector shapes.
+// the tile and packing-block edges (8 x 32 tiles, depth blocks of 512, groups of 64 rows,
+// slices of columns), leading dimensions wider than the matrices, accumulation, and the
+// matrix-vector shapes.
 #include "flowtrain/kernels/gemm.h"
 
 #include <cmath>
@@ -63,6 +64,24 @@ TEST(GemmTest, MatchesReferenceAcrossShapesAndLayouts) {
           CheckProduct<float>(s.m, s.n, s.k, ta, tb, acc, seed++);
           CheckProduct<double>(s.m, s.n, s.k, ta, tb, acc, seed++);
         }
+      }
+    }
+  }
+}
+
+// Products spanning several row groups of op(a) (64 rows, the last one partial) and several
+// column slices of a packed block of op(b) (kept to 512 KB: 256 columns at depth 512, 512 at
+// depth 256), with a last column panel of 16 or of 32 columns.
+TEST(GemmTest, MatchesReferenceAcrossRowGroupsAndColumnSlices) {
+  struct Shape {
+    int64_t m, n, k;
+  };
+  const Shape shapes[] = {{130, 300, 600}, {72, 530, 256}, {65, 1040, 520}};
+  uint64_t seed = 200;
+  for (const Shape& s : shapes) {
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        CheckProduct<float>(s.m, s.n, s.k, ta, tb, /*accumulate=*/s.m == 72, seed++);
       }
     }
   }
