@@ -173,7 +173,7 @@ struct TileGrid {
 
 // Bytes of transformed tiles (input and output side) a block keeps: they stay in L2 across
 // the 36 products and the transforms around them.
-constexpr int64_t kBlockBytes = 1 << 20;
+constexpr int64_t kBlockBytes = 1 << 19;
 
 // How a call lays out its transformed data: a block of `tiles` tiles is, per position, a
 // [tiles, in] matrix V (row stride ld_in) and a [tiles, out] matrix M (row stride ld_out);
@@ -185,25 +185,40 @@ struct BlockLayout {
     tiles = std::clamp<int64_t>(kBlockBytes / per_tile / 8 * 8, 8, std::max<int64_t>(RoundUp(grid.total, 8), 8));
     blocks = (grid.total + tiles - 1) / tiles;
   }
-  int64_t v_size() const { return kPositions * tiles * ld_in; }
-  int64_t m_size() const { return kPositions * tiles * ld_out; }
+  // Elements between consecutive positions' matrices of a block of `block_tiles` tiles: one
+  // vector more than they take, so that the 36 rows a tile's transform reads or writes do not
+  // all fall into the same cache sets (a power-of-two stride, 4 KiB for 32 tiles of 32
+  // channels, made them evict each other).
+  int64_t v_stride(int64_t block_tiles) const { return block_tiles * ld_in + kLanes; }
+  int64_t m_stride(int64_t block_tiles) const { return block_tiles * ld_out + kLanes; }
+  int64_t v_size() const { return kPositions * v_stride(tiles); }
+  int64_t m_size() const { return kPositions * m_stride(tiles); }
 
   int64_t ld_in, ld_out, tiles, blocks;
 };
 
-// Growable scratch each thread keeps between calls (fresh pages are slow to touch here).
-float* ThreadScratch(int64_t elements) {
+// What a thread keeps scratch memory for, from call to call (fresh pages are slow to touch on
+// these machines): its blocks' transformed tiles, and as the thread calling a kernel, the
+// transformed filter, the turned filter of the input gradient, the filter gradient's partials.
+enum class Scratch { kTiles, kFilter, kTurnedFilter, kPartials, kCount };
+
+// At least `elements` floats of this thread's scratch for `use`, 64-byte aligned.
+float* ThreadScratch(Scratch use, int64_t elements) {
   struct Free {
     void operator()(float* p) const { std::free(p); }
   };
-  thread_local std::unique_ptr<float, Free> data;
-  thread_local int64_t capacity = 0;
-  if (elements > capacity) {
-    data.reset(static_cast<float*>(std::aligned_alloc(64, RoundUp(elements * int64_t{sizeof(float)}, 64))));
-    capacity = data == nullptr ? 0 : elements;
-    if (data == nullptr) throw std::bad_alloc();
+  struct Buffer {
+    std::unique_ptr<float, Free> data;
+    int64_t capacity = 0;
+  };
+  thread_local Buffer buffers[static_cast<int>(Scratch::kCount)];
+  Buffer& buffer = buffers[static_cast<int>(use)];
+  if (elements > buffer.capacity) {
+    buffer.data.reset(static_cast<float*>(std::aligned_alloc(64, RoundUp(elements * int64_t{sizeof(float)}, 64))));
+    buffer.capacity = buffer.data == nullptr ? 0 : elements;
+    if (buffer.data == nullptr) throw std::bad_alloc();
   }
-  return data.get();
+  return buffer.data.get();
 }
 
 // Calls fn(first_block, last_block, run) for `runs` runs of consecutive blocks covering
@@ -326,13 +341,13 @@ void TransformGradTile(const WinogradConvDims& d, const TileGrid& grid, const fl
   }
 }
 
-// u[p][ci][co] = (G w G^T)[p] for every channel pair of the HWIO filter w, in float64; rows
-// of ld_out >= out_depth, zero past out_depth.
-std::vector<float> TransformFilter(const float* filter, int64_t in_depth, int64_t out_depth, int64_t ld_out) {
+// u[p][ci][co] = (G w G^T)[p] for the input channels ci in [ci_begin, ci_end) of the HWIO
+// filter w, in float64; u's rows are ld_out >= out_depth wide, zero past out_depth.
+void TransformFilter(const float* filter, int64_t in_depth, int64_t out_depth, int64_t ld_out, int64_t ci_begin,
+                     int64_t ci_end, float* u) {
   constexpr int kR = kWinogradFilterSize;
-  std::vector<float> u(kPositions * in_depth * ld_out, 0.0f);
   std::vector<double> half(kInTile * kR * out_depth);  // (G w)[a][fc], a row of channels
-  for (int64_t ci = 0; ci < in_depth; ++ci) {
+  for (int64_t ci = ci_begin; ci < ci_end; ++ci) {
     std::fill(half.begin(), half.end(), 0.0);
     for (int a = 0; a < kInTile; ++a) {
       for (int fr = 0; fr < kR; ++fr) {
@@ -346,16 +361,16 @@ std::vector<float> TransformFilter(const float* filter, int64_t in_depth, int64_
     }
     for (int a = 0; a < kInTile; ++a) {
       for (int b = 0; b < kInTile; ++b) {
-        float* dst = u.data() + ((a * kInTile + b) * in_depth + ci) * ld_out;
+        float* dst = u + ((a * kInTile + b) * in_depth + ci) * ld_out;
         for (int64_t co = 0; co < out_depth; ++co) {
           double sum = 0;
           for (int fc = 0; fc < kR; ++fc) sum += half[(a * kR + fc) * out_depth + co] * kG[b][fc];
           dst[co] = static_cast<float>(sum);
         }
+        std::fill(dst + out_depth, dst + ld_out, 0.0f);
       }
     }
   }
-  return u;
 }
 
 bool Enabled() {
@@ -383,20 +398,23 @@ void WinogradConv2D(ThreadPool* pool, const WinogradConvDims& d, const float* in
   const TileGrid grid(d);
   if (grid.total == 0 || d.out_depth == 0) return;
   const BlockLayout layout(d, grid);
-  const std::vector<float> u = TransformFilter(filter, d.in_depth, d.out_depth, layout.ld_out);
   const int shards = ShardsFor(pool, grid.total * kPositions * d.in_depth * d.out_depth, layout.blocks);
+  float* u = ThreadScratch(Scratch::kFilter, kPositions * d.in_depth * layout.ld_out);
+  ClaimBlockRuns(pool, shards, d.in_depth, shards, [&](int64_t first, int64_t last, int64_t) {
+    TransformFilter(filter, d.in_depth, d.out_depth, layout.ld_out, first, last, u);
+  });
   const int64_t runs = shards <= 1 ? 1 : std::min<int64_t>(layout.blocks, 4 * shards);
   ClaimBlockRuns(pool, shards, layout.blocks, runs, [&](int64_t first, int64_t last, int64_t) {
-    float* v = ThreadScratch(layout.v_size() + layout.m_size());
+    float* v = ThreadScratch(Scratch::kTiles, layout.v_size() + layout.m_size());
     float* m = v + layout.v_size();
     for (int64_t b = first; b < last; ++b) {
       const int64_t t0 = b * layout.tiles;
       const int64_t tiles = std::min(layout.tiles, grid.total - t0);
-      const int64_t v_stride = tiles * layout.ld_in, m_stride = tiles * layout.ld_out;
+      const int64_t v_stride = layout.v_stride(tiles), m_stride = layout.m_stride(tiles);
       for (int64_t t = 0; t < tiles; ++t) TransformInputTile(d, grid, input, t0 + t, v + t * layout.ld_in, v_stride);
       for (int p = 0; p < kPositions; ++p) {
         Product(tiles, layout.ld_out, d.in_depth, v + p * v_stride, layout.ld_in, 1,
-                u.data() + p * d.in_depth * layout.ld_out, layout.ld_out, m + p * m_stride, layout.ld_out, false);
+                u + p * d.in_depth * layout.ld_out, layout.ld_out, m + p * m_stride, layout.ld_out, false);
       }
       for (int64_t t = 0; t < tiles; ++t) TransformOutputTile(d, grid, m + t * layout.ld_out, m_stride, t0 + t, output);
     }
@@ -410,11 +428,11 @@ void WinogradConv2DBackpropInput(ThreadPool* pool, const WinogradConvDims& d, co
   // the forward convolution of out_backprop with the filter turned 180 degrees, its in and
   // out channels swapped, padded by 4 - pad.
   constexpr int64_t kR = kWinogradFilterSize;
-  std::vector<float> turned(kR * kR * d.in_depth * d.out_depth);
+  float* turned = ThreadScratch(Scratch::kTurnedFilter, kR * kR * d.in_depth * d.out_depth);
   for (int64_t fr = 0; fr < kR; ++fr) {
     for (int64_t fc = 0; fc < kR; ++fc) {
       const float* src = filter + ((kR - 1 - fr) * kR + (kR - 1 - fc)) * d.in_depth * d.out_depth;
-      float* dst = turned.data() + (fr * kR + fc) * d.in_depth * d.out_depth;
+      float* dst = turned + (fr * kR + fc) * d.in_depth * d.out_depth;
       for (int64_t ci = 0; ci < d.in_depth; ++ci) {
         for (int64_t co = 0; co < d.out_depth; ++co) dst[co * d.in_depth + ci] = src[ci * d.out_depth + co];
       }
@@ -424,7 +442,7 @@ void WinogradConv2DBackpropInput(ThreadPool* pool, const WinogradConvDims& d, co
                                  .in_depth = d.out_depth, .out_rows = d.in_rows, .out_cols = d.in_cols,
                                  .out_depth = d.in_depth, .pad_rows = kR - 1 - d.pad_rows,
                                  .pad_cols = kR - 1 - d.pad_cols};
-  WinogradConv2D(pool, swapped, out_backprop, turned.data(), in_backprop);
+  WinogradConv2D(pool, swapped, out_backprop, turned, in_backprop);
 }
 
 void WinogradConv2DBackpropFilter(ThreadPool* pool, const WinogradConvDims& d, const float* input,
@@ -441,15 +459,15 @@ void WinogradConv2DBackpropFilter(ThreadPool* pool, const WinogradConvDims& d, c
   const int64_t runs = shards <= 1 ? 1 : std::min<int64_t>(layout.blocks, 4 * shards);
   // Each run sums its tiles' products into a partial of its own, added in run order at the
   // end, so the result does not depend on which thread ran which run.
-  std::unique_ptr<float[]> partials(new float[runs * size]);
+  float* partials = ThreadScratch(Scratch::kPartials, runs * size);
   ClaimBlockRuns(pool, shards, layout.blocks, runs, [&](int64_t first, int64_t last, int64_t run) {
-    float* v = ThreadScratch(layout.v_size() + layout.m_size());
+    float* v = ThreadScratch(Scratch::kTiles, layout.v_size() + layout.m_size());
     float* z = v + layout.v_size();
-    float* acc = partials.get() + run * size;
+    float* acc = partials + run * size;
     for (int64_t b = first; b < last; ++b) {
       const int64_t t0 = b * layout.tiles;
       const int64_t tiles = std::min(layout.tiles, grid.total - t0);
-      const int64_t v_stride = tiles * layout.ld_in, z_stride = tiles * layout.ld_out;
+      const int64_t v_stride = layout.v_stride(tiles), z_stride = layout.m_stride(tiles);
       for (int64_t t = 0; t < tiles; ++t) {
         TransformInputTile(d, grid, input, t0 + t, v + t * layout.ld_in, v_stride);
         TransformGradTile(d, grid, out_backprop, t0 + t, z + t * layout.ld_out, z_stride);
@@ -460,36 +478,43 @@ void WinogradConv2DBackpropFilter(ThreadPool* pool, const WinogradConvDims& d, c
       }
     }
   });
-  // filter_backprop[fr][fc] = sum_{a,b} G[a][fr] P[a][b] G[b][fc], P the sum of the partials.
-  std::vector<double> total(size);
-  for (int64_t run = 0; run < runs; ++run) {
-    const float* partial = partials.get() + run * size;
-    for (int64_t i = 0; i < size; ++i) total[i] += partial[i];
-  }
-  const int64_t channels = d.in_depth * layout.ld_out;  // of a position, as the partials pad them
-  std::vector<double> half(kR * kInTile * channels);   // (G^T P)[fr][b]
-  for (int fr = 0; fr < kR; ++fr) {
-    for (int a = 0; a < kInTile; ++a) {
-      if (kG[a][fr] == 0) continue;
-      for (int b = 0; b < kInTile; ++b) {
-        const double* src = total.data() + (a * kInTile + b) * channels;
-        double* dst = half.data() + (fr * kInTile + b) * channels;
-        for (int64_t i = 0; i < channels; ++i) dst[i] += kG[a][fr] * src[i];
+  // filter_backprop[fr][fc] = sum_{a,b} G[a][fr] P[a][b] G[b][fc], P the sum of the partials,
+  // in float64, split over the input channels.
+  ClaimBlockRuns(pool, shards, d.in_depth, shards, [&](int64_t first, int64_t last, int64_t) {
+    std::vector<double> total(kPositions * d.out_depth);    // P[a][b] of one input channel
+    std::vector<double> half(kR * kInTile * d.out_depth);  // (G^T P)[fr][b]
+    for (int64_t ci = first; ci < last; ++ci) {
+      std::fill(total.begin(), total.end(), 0.0);
+      for (int64_t run = 0; run < runs; ++run) {
+        for (int p = 0; p < kPositions; ++p) {
+          const float* partial = partials + run * size + (p * d.in_depth + ci) * layout.ld_out;
+          double* sum = total.data() + p * d.out_depth;
+          for (int64_t co = 0; co < d.out_depth; ++co) sum[co] += partial[co];
+        }
       }
-    }
-  }
-  for (int fr = 0; fr < kR; ++fr) {
-    for (int fc = 0; fc < kR; ++fc) {
-      for (int64_t ci = 0; ci < d.in_depth; ++ci) {
-        float* dst = filter_backprop + ((fr * kR + fc) * d.in_depth + ci) * d.out_depth;
-        for (int64_t co = 0; co < d.out_depth; ++co) {
-          double sum = 0;
-          for (int b = 0; b < kInTile; ++b) sum += half[(fr * kInTile + b) * channels + ci * layout.ld_out + co] * kG[b][fc];
-          dst[co] = static_cast<float>(sum);
+      std::fill(half.begin(), half.end(), 0.0);
+      for (int fr = 0; fr < kR; ++fr) {
+        for (int a = 0; a < kInTile; ++a) {
+          if (kG[a][fr] == 0) continue;
+          for (int b = 0; b < kInTile; ++b) {
+            const double* src = total.data() + (a * kInTile + b) * d.out_depth;
+            double* dst = half.data() + (fr * kInTile + b) * d.out_depth;
+            for (int64_t co = 0; co < d.out_depth; ++co) dst[co] += kG[a][fr] * src[co];
+          }
+        }
+      }
+      for (int fr = 0; fr < kR; ++fr) {
+        for (int fc = 0; fc < kR; ++fc) {
+          float* dst = filter_backprop + ((fr * kR + fc) * d.in_depth + ci) * d.out_depth;
+          for (int64_t co = 0; co < d.out_depth; ++co) {
+            double sum = 0;
+            for (int b = 0; b < kInTile; ++b) sum += half[(fr * kInTile + b) * d.out_depth + co] * kG[b][fc];
+            dst[co] = static_cast<float>(sum);
+          }
         }
       }
     }
-  }
+  });
 }
 
 }  // namespace flowtrain
