@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <memory>
 #include <new>
+#include <optional>
+#include <thread>
 #include <type_traits>
 
 #include <Eigen/Core>
@@ -237,6 +239,8 @@ void PackLines(const float* src, int64_t ld, int64_t lines, int64_t kc, int64_t 
   }
 }
 
+constexpr int64_t kPrefetchLines = 8;
+
 // Panels from lines that run across them, several side by side: line kk of src (src + kk * ld)
 // spans `count` values, which go to panel p = j / width as dst[p * width * kc + kk * width +
 // j % width], zero-padded to whole panels (width 8, 16 or 32). Each source line is read once
@@ -262,8 +266,12 @@ void PackSpans(const float* src, int64_t ld, int64_t count, int64_t kc, int64_t 
   for (int64_t kk = 0; kk < kc; ++kk) {
     const float* s = src + kk * ld;
     float* d = dst + kk * width;
+    // Lines a matrix row apart (often a page or more) defeat the hardware prefetchers, which
+    // follow streams within a page: fetch kPrefetchLines ahead by hand.
+    const float* ahead = kk + kPrefetchLines < kc ? s + kPrefetchLines * ld : nullptr;
     for (int64_t v = 0; v < panels * width / 16; ++v) {
       const int64_t j = 16 * v;  // the vector's first column
+      if (ahead != nullptr && j < count) _mm_prefetch(reinterpret_cast<const char*>(ahead + j), _MM_HINT_T0);
       float* out = d + (j / width) * width * kc + j % width;
       if (j + 16 <= count) {
         _mm512_store_ps(out, _mm512_loadu_ps(s + j));
@@ -291,20 +299,23 @@ void PackRowsOfA(const GemmArgs<float>& g, int64_t row, int64_t rows, int64_t de
 // such as 10 classes), which is 16 wide and multiplied by the one-vector kernel.
 int64_t PanelWidth(const GemmArgs<float>& g, int64_t j0) { return g.n - j0 > 16 ? kCols : int64_t{16}; }
 
-// The block of op(b) at depth [depth_begin, depth_begin + depth), every column, as panels:
-// the one at column j0 at dst + j0 * depth (every earlier panel is kCols wide; the last is
-// PanelWidth wide).
-void PackBlockOfB(const GemmArgs<float>& g, int64_t depth_begin, int64_t depth, float* dst) {
+// The block of op(b) at depth [depth_begin, depth_begin + depth), columns [first, end) (first
+// a multiple of kCols; by default every column), as panels: the one at column j0 at
+// dst + j0 * depth (every earlier panel is kCols wide; the last is PanelWidth wide).
+void PackBlockOfB(const GemmArgs<float>& g, int64_t depth_begin, int64_t depth, float* dst, int64_t first = 0,
+                  int64_t end = -1) {
+  if (end < 0) end = g.n;
   if (!g.transpose_b) {
     // Whole kCols panels, then a narrower last one, each source line read once across them.
     const int64_t last = (g.n - 1) / kCols * kCols;  // the last panel's first column
-    const int64_t wide = PanelWidth(g, last) == kCols ? g.n : last;
+    const int64_t wide_end = std::min(end, PanelWidth(g, last) == kCols ? g.n : last);
     const float* src = g.b + depth_begin * g.ldb;
-    if (wide > 0) PackSpans(src, g.ldb, wide, depth, kCols, dst);
-    if (wide < g.n) PackSpans(src + wide, g.ldb, g.n - wide, depth, 16, dst + wide * depth);
+    if (wide_end > first) PackSpans(src + first, g.ldb, wide_end - first, depth, kCols, dst + first * depth);
+    const int64_t narrow = std::max(first, wide_end);
+    if (end > narrow) PackSpans(src + narrow, g.ldb, end - narrow, depth, 16, dst + narrow * depth);
     return;
   }
-  for (int64_t j0 = 0; j0 < g.n; j0 += kCols) {
+  for (int64_t j0 = first; j0 < end; j0 += kCols) {
     PackLines(g.b + j0 * g.ldb + depth_begin, g.ldb, std::min(kCols, g.n - j0), depth, PanelWidth(g, j0), dst + j0 * depth);
   }
 }
@@ -312,26 +323,62 @@ void PackBlockOfB(const GemmArgs<float>& g, int64_t depth_begin, int64_t depth, 
 int64_t PaddedRows(int64_t m) { return (m + kRows - 1) / kRows * kRows; }
 int64_t PaddedCols(int64_t n) { return (n + kCols - 1) / kCols * kCols; }
 
-// All of op(a), every depth block, packed: block pc at dst + pc * PaddedRows(m), its panel
-// ip at + ip * kRows * kc. For a thread multiplying it with several column chunks of op(b).
-void PackWholeA(const GemmArgs<float>& g, float* dst) {
-  for (int64_t pc = 0; pc < g.k; pc += kDepth) {
-    const int64_t kc = std::min(kDepth, g.k - pc);
-    for (int64_t i0 = 0; i0 < g.m; i0 += kGroupRows) {
-      PackRowsOfA(g, i0, std::min(kGroupRows, g.m - i0), pc, kc, dst + pc * PaddedRows(g.m) + i0 * kc);
+// A whole operand packed for a product split into chunks that all share it: op(a) (all rows,
+// every depth block: block pc at dst + pc * PaddedRows(m), rows from i0 at + i0 * kc) when
+// the chunks are column ranges, op(b) (block pc at dst + pc * PaddedCols(n), columns from j0
+// at + j0 * kc) when they are row ranges. It is packed in pieces (a group of kGroupRows rows
+// or kPieceCols columns of one depth block) that the threads claim in turn, so the threads
+// share the packing instead of each packing it all.
+class WholeOperand {
+ public:
+  static constexpr int64_t kPieceCols = 8 * kCols;
+
+  WholeOperand(const GemmArgs<float>& g, bool of_a, float* dst)
+      : g_(g), of_a_(of_a), dst_(dst), per_block_(of_a ? (g.m + kGroupRows - 1) / kGroupRows : (g.n + kPieceCols - 1) / kPieceCols),
+        pieces_(per_block_ * ((g.k + kDepth - 1) / kDepth)) {}
+
+  static int64_t Elements(const GemmArgs<float>& g, bool of_a) { return (of_a ? PaddedRows(g.m) : PaddedCols(g.n)) * g.k; }
+
+  // Packs unclaimed pieces, then waits until the other threads' pieces are packed too (at
+  // most the time of one piece: they are claimed only by threads already packing).
+  const float* Packed() {
+    for (int64_t p = next_.fetch_add(1, std::memory_order_relaxed); p < pieces_;
+         p = next_.fetch_add(1, std::memory_order_relaxed)) {
+      Pack(p);
+      done_.fetch_add(1, std::memory_order_release);
+    }
+    for (int spins = 0; done_.load(std::memory_order_acquire) < pieces_; ++spins) {
+      if (spins < 4096) {
+        _mm_pause();
+      } else {
+        std::this_thread::yield();  // the packing thread lost its core (a loaded machine)
+      }
+    }
+    return dst_;
+  }
+
+ private:
+  void Pack(int64_t piece) const {
+    const int64_t pc = piece / per_block_ * kDepth, kc = std::min(kDepth, g_.k - pc);
+    if (of_a_) {
+      const int64_t i0 = piece % per_block_ * kGroupRows;
+      PackRowsOfA(g_, i0, std::min(kGroupRows, g_.m - i0), pc, kc, dst_ + pc * PaddedRows(g_.m) + i0 * kc);
+    } else {
+      const int64_t j0 = piece % per_block_ * kPieceCols;
+      PackBlockOfB(g_, pc, kc, dst_ + pc * PaddedCols(g_.n), j0, std::min(g_.n, j0 + kPieceCols));
     }
   }
-}
 
-// All of op(b), every depth block, packed: block pc at dst + pc * PaddedCols(n). For a
-// thread multiplying several row chunks of op(a) with it.
-void PackWholeB(const GemmArgs<float>& g, float* dst) {
-  for (int64_t pc = 0; pc < g.k; pc += kDepth) PackBlockOfB(g, pc, std::min(kDepth, g.k - pc), dst + pc * PaddedCols(g.n));
-}
+  const GemmArgs<float>& g_;
+  const bool of_a_;
+  float* const dst_;
+  const int64_t per_block_, pieces_;
+  std::atomic<int64_t> next_{0}, done_{0};
+};
 
 // c = op(a) * op(b) in GotoBLAS's loop order. Per depth block: the block of op(b) is packed
-// (or taken from `whole_b`, PackWholeB's copy); op(a) is packed kGroupRows rows at a time
-// (or taken from `whole_a`, PackWholeA's), and that group is multiplied with the block of op(b)
+// (or taken from `whole_b`, a WholeOperand's copy); op(a) is packed kGroupRows rows at a time
+// (or taken from `whole_a`, a WholeOperand's), and that group is multiplied with the block of op(b)
 // a slice of columns at a time, so the slice (<= kSliceBytes) stays in L2 while every row
 // panel of the group (each in L1 while in use) passes over it.
 void Sgemm(const GemmArgs<float>& g, const float* whole_a, const float* whole_b) {
@@ -429,7 +476,7 @@ void Gemm(OpKernelContext* ctx, const GemmArgs<T>& g) {
   if (g.m <= 0 || g.n <= 0) return;
   ThreadPool* pool = ctx->intra_op_pool();
   const int threads = pool == nullptr ? 1 : pool->NumThreads();
-  // Split the bigger of op(a) and op(b) (each thread packs all of the other, once): by row
+  // Split the bigger of op(a) and op(b) (the threads share the other, packed once): by row
   // panels of c, or by column panels, which are whole cache lines, so two threads never write
   // one line.
   const bool by_rows = g.m >= g.n;
@@ -451,8 +498,18 @@ void Gemm(OpKernelContext* ctx, const GemmArgs<T>& g) {
   // up the product, as a fixed split would.
   const int64_t chunks = std::min<int64_t>(units, 4 * shards);
   std::atomic<int64_t> next_chunk{0};
+#if defined(__AVX512F__) && defined(__AVX512VL__)
+  // float32 on the AVX-512 kernel: the operand every chunk shares is packed once, by the
+  // threads together, into the calling thread's buffer (it outlives the shards).
+  std::optional<avx512::WholeOperand> whole;
+  if constexpr (std::is_same_v<T, float>) {
+    if (!matrix_vector && g.k > 0) {
+      whole.emplace(g, !by_rows, PackBuffersOfThisThread<float>().whole.Get(avx512::WholeOperand::Elements(g, !by_rows)));
+    }
+  }
+#endif
   ParallelShards(ctx, shards, [&](int) {
-    const T* whole = nullptr;  // this thread's packed copy of the operand all chunks share
+    const T* packed = nullptr;  // the shared operand, once this thread has helped pack it
     for (int64_t chunk = next_chunk.fetch_add(1, std::memory_order_relaxed); chunk < chunks;
          chunk = next_chunk.fetch_add(1, std::memory_order_relaxed)) {
       const auto [begin, end] = ShardRange(units, static_cast<int>(chunks), static_cast<int>(chunk));
@@ -470,18 +527,9 @@ void Gemm(OpKernelContext* ctx, const GemmArgs<T>& g) {
       }
 #if defined(__AVX512F__) && defined(__AVX512VL__)
       if constexpr (std::is_same_v<T, float>) {
-        if (!matrix_vector && g.k > 0) {
-          if (whole == nullptr) {
-            float* dst = PackBuffersOfThisThread<float>().whole.Get(
-                (by_rows ? avx512::PaddedCols(g.n) : avx512::PaddedRows(g.m)) * g.k);
-            if (by_rows) {
-              avx512::PackWholeB(g, dst);
-            } else {
-              avx512::PackWholeA(g, dst);
-            }
-            whole = dst;
-          }
-          avx512::Sgemm(part, by_rows ? nullptr : whole, by_rows ? whole : nullptr);
+        if (whole.has_value()) {
+          if (packed == nullptr) packed = whole->Packed();
+          avx512::Sgemm(part, by_rows ? nullptr : packed, by_rows ? packed : nullptr);
           continue;
         }
       }

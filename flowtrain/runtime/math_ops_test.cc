@@ -280,10 +280,11 @@ TEST_F(MathOpsTest, ArgMaxArgMin) {
 
 // ---- MatMul split over the intra-op pool ----
 
-// Products big enough for Gemm to split into chunks claimed by two threads (each packing the
-// shared operand once): by rows (m >= n) and by column panels (op(a) packed in several row
-// groups), depth over one packing block, every transpose combination, against a float64
-// reference.
+// Products big enough for Gemm to split into chunks claimed by two threads (sharing the
+// operand every chunk needs, packed once in pieces the threads claim): by rows (m >= n; op(b)
+// in several pieces of columns, the last one a narrow panel) and by column panels (op(a) in
+// several row groups), depth over one packing block, every transpose combination, against a
+// float64 reference.
 TEST_F(MathOpsTest, MatMulSplitOverThreadsMatchesReference) {
   struct Shape {
     int64_t m, n, k;
@@ -292,8 +293,8 @@ TEST_F(MathOpsTest, MatMulSplitOverThreadsMatchesReference) {
   options.config.intra_op_parallelism_threads = 2;
   std::mt19937_64 rng(7);
   std::uniform_real_distribution<float> dist(-1, 1);
-  for (const Shape& s : {Shape{203, 70, 600}, Shape{30, 517, 530}, Shape{130, 600, 530}, Shape{13, 1000, 130},
-                         Shape{260, 10, 700}}) {
+  for (const Shape& s : {Shape{203, 70, 600}, Shape{700, 520, 600}, Shape{30, 517, 530}, Shape{130, 600, 530},
+                         Shape{13, 1000, 130}, Shape{260, 10, 700}}) {
     for (bool ta : {false, true}) {
       for (bool tb : {false, true}) {
         SCOPED_TRACE(StrCat(s.m, "x", s.n, "x", s.k, ta ? " A^T" : "", tb ? " B^T" : ""));
