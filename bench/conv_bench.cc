@@ -1,12 +1,13 @@
 // The three convolution ops of the CNN workload's second layer (ops_bench CNN: 64 images of
 // 14x14x32, a 5x5x32x64 filter, SAME, stride 1), each timed alone in a Session on 2 threads:
 //
-//   conv_bench [--reps 50]
+//   conv_bench [--reps 50] [--size 14] [--in 32] [--out 64]
 //   TF_ENABLE_WINOGRAD_NONFUSED=0 conv_bench    # the same on im2col + GEMM
 //
 // Prints `RESULT conv_layer2 flowtrain <op>_ms <median>` and the equivalent GFLOP/s of a
 // direct convolution (2 * 642M flops per op), so that the Winograd kernels (which do fewer
-// flops) compare with the machine's FMA peak and with im2col.
+// flops) compare with the machine's FMA peak and with im2col. --size/--in/--out change the
+// image side and channel counts (where Winograd starts to win).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -33,11 +34,16 @@ ft::Tensor RandomTensor(const ft::TensorShape& shape, uint64_t seed) {
 
 int main(int argc, char** argv) {
   int reps = 50;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) reps = std::atoi(argv[++i]);
+  int64_t size = 14, in = 32, out = 64;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], "--reps") == 0) reps = std::atoi(argv[++i]);
+    else if (std::strcmp(argv[i], "--size") == 0) size = std::atoi(argv[++i]);
+    else if (std::strcmp(argv[i], "--in") == 0) in = std::atoi(argv[++i]);
+    else if (std::strcmp(argv[i], "--out") == 0) out = std::atoi(argv[++i]);
   }
-  const ft::TensorShape input_shape({64, 14, 14, 32}), filter_shape({5, 5, 32, 64}), output_shape({64, 14, 14, 64});
-  const double flops = 2.0 * 64 * 14 * 14 * 64 * 32 * 25;
+  const ft::TensorShape input_shape({64, size, size, in}), filter_shape({5, 5, in, out}),
+      output_shape({64, size, size, out});
+  const double flops = 2.0 * 64 * size * size * out * in * 25;
   ft::Graph graph;
   ft::Output y, dx, dw, x, w, dy;
   {
@@ -46,8 +52,12 @@ int main(int argc, char** argv) {
     w = ft::ops::Placeholder(ft::DT_FLOAT, ft::PartialTensorShape(filter_shape), "w");
     dy = ft::ops::Placeholder(ft::DT_FLOAT, ft::PartialTensorShape(output_shape), "dy");
     y = ft::ops::Conv2D(x, w, {1, 1, 1, 1}, "SAME");
-    dx = ft::ops::Conv2DBackpropInput(ft::ops::Const<int32_t>({64, 14, 14, 32}), w, dy, {1, 1, 1, 1}, "SAME");
-    dw = ft::ops::Conv2DBackpropFilter(x, ft::ops::Const<int32_t>({5, 5, 32, 64}), dy, {1, 1, 1, 1}, "SAME");
+    auto dims = [](const ft::TensorShape& shape) {
+      return ft::ops::Const(ft::Tensor::FromVector<int32_t>(
+          std::vector<int32_t>(shape.dim_sizes().begin(), shape.dim_sizes().end())));
+    };
+    dx = ft::ops::Conv2DBackpropInput(dims(input_shape), w, dy, {1, 1, 1, 1}, "SAME");
+    dw = ft::ops::Conv2DBackpropFilter(x, dims(filter_shape), dy, {1, 1, 1, 1}, "SAME");
   }
   ft::SessionOptions options;
   options.config.intra_op_parallelism_threads = 2;
