@@ -1,46 +1,21 @@
-// Kernels of the random ops. Each kernel owns a Philox generator seeded from its (seed, seed2)
-// attrs (random seeds when both are 0) and, per run, reserves a stretch of the generator's
+// Kernels of the random ops. Each kernel has a Philox generator seeded from its (seed, seed2)
+// attrs (random seeds when both are 0; kept in the session's RandomOpStates, so that its
+// position can be checkpointed) and, per run, reserves a stretch of the generator's
 // counter space for that run's output; the output is then filled in parallel, every shard
 // jumping straight to its own counters, so the numbers depend only on the seeds and on how
 // many runs came before — never on the thread count.
 #include <algorithm>
-#include <mutex>
-#include <random>
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/kernels/op_kernel.h"
 #include "flowtrain/kernels/philox_random.h"
+#include "flowtrain/kernels/random_op_states.h"
 
 namespace flowtrain {
 namespace {
 
 using random::PhiloxRandom;
-
-// The generator of one kernel (TF's GuardedPhiloxRandom).
-class GuardedPhilox {
- public:
-  void Init(int64_t seed, int64_t seed2) {
-    if (seed == 0 && seed2 == 0) {
-      std::random_device device;
-      auto word = [&] { return (static_cast<uint64_t>(device()) << 32) | device(); };
-      generator_ = PhiloxRandom(word(), word());
-    } else {
-      generator_ = PhiloxRandom(static_cast<uint64_t>(seed), static_cast<uint64_t>(seed2));
-    }
-  }
-  // A generator positioned at the start of `blocks` fresh 128-bit blocks.
-  PhiloxRandom Reserve(uint64_t blocks) {
-    std::lock_guard<std::mutex> lock(mu_);
-    PhiloxRandom local = generator_;
-    generator_.Skip(blocks);
-    return local;
-  }
-
- private:
-  std::mutex mu_;
-  PhiloxRandom generator_;
-};
 
 // TF reserves 256 blocks per output element, which leaves room for rejection sampling.
 constexpr uint64_t kReservedBlocksPerElement = 256;
@@ -174,14 +149,12 @@ enum class Distribution { kUniform, kNormal, kTruncatedNormal };
 template <Distribution kDist>
 class RandomFloatOp : public OpKernel {
  public:
-  explicit RandomFloatOp(OpKernelConstruction& c) : OpKernel(c) {
-    generator_.Init(c.GetAttr<int64_t>("seed"), c.GetAttr<int64_t>("seed2"));
-  }
+  explicit RandomFloatOp(OpKernelConstruction& c) : OpKernel(c), generator_(c) {}
   void Compute(OpKernelContext* ctx) override {
     const TensorShape shape = ShapeFromInput(ctx->input(0), type_string());
     Tensor* output = ctx->allocate_output(0, shape);
     const int64_t n = shape.num_elements();
-    const PhiloxRandom base = generator_.Reserve(static_cast<uint64_t>(n) * kReservedBlocksPerElement);
+    const PhiloxRandom base = generator_.Get(ctx).Reserve(static_cast<uint64_t>(n) * kReservedBlocksPerElement);
     if (n == 0) return;
     switch (output->dtype()) {
       case DT_FLOAT: FillTyped<float>(ctx, base, output->data<float>(), n); break;
@@ -204,7 +177,7 @@ class RandomFloatOp : public OpKernel {
     }
   }
 
-  GuardedPhilox generator_;
+  RandomKernelGenerator generator_;
 };
 FT_REGISTER_KERNEL("RandomUniform", RandomFloatOp<Distribution::kUniform>);
 FT_REGISTER_KERNEL("RandomStandardNormal", RandomFloatOp<Distribution::kNormal>);
@@ -212,9 +185,7 @@ FT_REGISTER_KERNEL("TruncatedNormal", RandomFloatOp<Distribution::kTruncatedNorm
 
 class RandomUniformIntOp : public OpKernel {
  public:
-  explicit RandomUniformIntOp(OpKernelConstruction& c) : OpKernel(c) {
-    generator_.Init(c.GetAttr<int64_t>("seed"), c.GetAttr<int64_t>("seed2"));
-  }
+  explicit RandomUniformIntOp(OpKernelConstruction& c) : OpKernel(c), generator_(c) {}
   void Compute(OpKernelContext* ctx) override {
     const TensorShape shape = ShapeFromInput(ctx->input(0), type_string());
     const Tensor& minval = ctx->input(1);
@@ -225,7 +196,7 @@ class RandomUniformIntOp : public OpKernel {
     }
     Tensor* output = ctx->allocate_output(0, shape);
     const int64_t n = shape.num_elements();
-    const PhiloxRandom base = generator_.Reserve(static_cast<uint64_t>(n) * kReservedBlocksPerElement);
+    const PhiloxRandom base = generator_.Get(ctx).Reserve(static_cast<uint64_t>(n) * kReservedBlocksPerElement);
     if (output->dtype() == DT_INT32) {
       FillInts<int32_t>(ctx, base, minval.scalar<int32_t>(), maxval.scalar<int32_t>(),
                         output->data<int32_t>(), n);
@@ -263,15 +234,13 @@ class RandomUniformIntOp : public OpKernel {
     });
   }
 
-  GuardedPhilox generator_;
+  RandomKernelGenerator generator_;
 };
 FT_REGISTER_KERNEL("RandomUniformInt", RandomUniformIntOp);
 
 class RandomShuffleOp : public OpKernel {
  public:
-  explicit RandomShuffleOp(OpKernelConstruction& c) : OpKernel(c) {
-    generator_.Init(c.GetAttr<int64_t>("seed"), c.GetAttr<int64_t>("seed2"));
-  }
+  explicit RandomShuffleOp(OpKernelConstruction& c) : OpKernel(c), generator_(c) {}
   void Compute(OpKernelContext* ctx) override {
     const Tensor& input = ctx->input(0);
     if (input.dims() == 0 || input.dim_size(0) <= 1) {
@@ -279,7 +248,7 @@ class RandomShuffleOp : public OpKernel {
       return;
     }
     const int64_t n = input.dim_size(0);
-    PhiloxRandom gen = generator_.Reserve(static_cast<uint64_t>(n));
+    PhiloxRandom gen = generator_.Get(ctx).Reserve(static_cast<uint64_t>(n));
     random::SingleSampleAdapter single(&gen);
     // Fisher-Yates over the first dimension.
     std::vector<int64_t> perm(n);
@@ -302,7 +271,7 @@ class RandomShuffleOp : public OpKernel {
   }
 
  private:
-  GuardedPhilox generator_;
+  RandomKernelGenerator generator_;
 };
 FT_REGISTER_KERNEL("RandomShuffle", RandomShuffleOp);
 

@@ -84,6 +84,9 @@ FT_REGISTER_OP("RandomShuffle")
     .SetIsStateful()
     .SetShapeFn(shape_fns::UnchangedShape);
 
+FT_REGISTER_OP("RandomOpStates").Output("states: string").SetIsStateful().SetShapeFn(shape_fns::ScalarShape);
+FT_REGISTER_OP("RestoreRandomOpStates").Input("states: string").SetIsStateful();
+
 FT_REGISTER_NO_GRADIENT("RandomUniform");
 FT_REGISTER_NO_GRADIENT("RandomStandardNormal");
 FT_REGISTER_NO_GRADIENT("TruncatedNormal");
@@ -227,5 +230,19 @@ Output Shuffle(Output value, std::optional<int64_t> seed, std::string_view name)
 }
 
 }  // namespace random
+
+std::shared_ptr<SaveableObject> MakeSaveableRandomOpStates(Graph* graph) {
+  Graph& g = graph != nullptr ? *graph : GetDefaultGraph();
+  auto as_default = g.AsDefault();
+  auto saveable = std::make_shared<SaveableObject>();
+  saveable->op = NodeBuilder("RandomOpStates", "RandomOpStates").Finalize();
+  saveable->name = saveable->op.name();
+  saveable->specs = {{Output(saveable->op), saveable->name}};
+  saveable->restore = [](const std::vector<Output>& restored) {
+    return NodeBuilder("RestoreRandomOpStates", "RestoreRandomOpStates").Input(restored[0]).Finalize();
+  };
+  return saveable;
+}
+
 }  // namespace ops
 }  // namespace flowtrain

@@ -20,11 +20,13 @@
 #define FLOWTRAIN_OPS_RANDOM_OPS_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <vector>
 
 #include "flowtrain/graph/graph.h"
+#include "flowtrain/ops/saveable_object.h"
 
 namespace flowtrain::ops {
 
@@ -75,6 +77,17 @@ Output Shuffle(Output value, std::optional<int64_t> seed = std::nullopt,
                std::string_view name = "RandomShuffle");
 
 }  // namespace random
+
+// Beyond TF: the positions of the session's random generators in checkpoints. With this in the
+// SAVEABLE_OBJECTS collection, a Saver (and so a monitored session) saves how far every random
+// op of the session has drawn, under the key "RandomOpStates", and a restore puts them back:
+// a resumed run then draws the dropout masks an uninterrupted run would have drawn (TF 1.x
+// restarts every op from its seeds). Ops RandomOpStates (a string scalar) and
+// RestoreRandomOpStates; on a cluster, the states of the task that runs the save.
+//
+//   graph.AddToCollection(GraphKeys::kSaveableObjects, ops::MakeSaveableRandomOpStates());
+std::shared_ptr<SaveableObject> MakeSaveableRandomOpStates(Graph* graph = nullptr);
+
 }  // namespace flowtrain::ops
 
 #endif  // FLOWTRAIN_OPS_RANDOM_OPS_H_

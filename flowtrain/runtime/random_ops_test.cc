@@ -328,5 +328,62 @@ TEST(RandomOpsTest, ShuffleIsAPermutationOfRows) {
   EXPECT_NE(again, std::vector<int32_t>(out[0].flat<int32_t>().begin(), out[0].flat<int32_t>().end()));
 }
 
+// ---- Generator positions in checkpoints ----
+
+TEST(RandomOpStatesTest, RestoredPositionsContinueTheSequence) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  g.set_seed(3);
+  Output u = ops::random::Uniform({100});
+  Output n = ops::random::Normal({5});
+  auto saveable = ops::MakeSaveableRandomOpStates();
+  Output states = saveable->specs[0].tensor;
+  EXPECT_EQ(saveable->specs[0].name, "RandomOpStates");
+  Output restored = ops::Placeholder(DT_STRING, PartialTensorShape({}));
+  Operation restore = saveable->restore({restored});
+
+  Session first(g);
+  for (int i = 0; i < 3; ++i) first.Run({}, {u, n});
+  const Tensor saved = first.Run({}, {states})[0];
+  const std::vector<Tensor> next = first.Run({}, {u, n});
+
+  // Restored before the kernels first run, and after they ran (and drew) already.
+  for (bool run_first : {false, true}) {
+    SCOPED_TRACE(run_first ? "after a run" : "before any run");
+    Session second(g);
+    if (run_first) second.Run({}, {u, n});
+    second.Run({{restored, saved}}, {}, {restore});
+    const std::vector<Tensor> got = second.Run({}, {u, n});
+    EXPECT_EQ(Values(got[0]), Values(next[0]));
+    EXPECT_EQ(Values(got[1]), Values(next[1]));
+  }
+  // Without the restore a new session starts from the seeds.
+  Session fresh(g);
+  EXPECT_NE(Values(fresh.Run({}, {u})[0]), Values(next[0]));
+}
+
+TEST(RandomOpStatesTest, GarbageStatesAreDataLossNamingTheLine) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output u = ops::random::Uniform({3}, 0.0, 1.0, DT_FLOAT, /*seed=*/1);
+  auto saveable = ops::MakeSaveableRandomOpStates();
+  Output restored = ops::Placeholder(DT_STRING, PartialTensorShape({}));
+  Operation restore = saveable->restore({restored});
+  Session sess(g);
+  sess.Run({}, {u});
+  const std::string good = sess.Run({}, {saveable->specs[0].tensor})[0].scalar<std::string>();
+  ASSERT_NE(good.find("random_uniform/RandomUniform\t"), std::string::npos) << good;
+  for (const std::string& bad : {good.substr(0, good.size() - 1), std::string("a\t1 2 3\n"),
+                                 std::string("\t1 2 3 4 5 6\n"), good + "b\t1 2 3 4 5 x\n"}) {
+    SCOPED_TRACE(bad);
+    try {
+      sess.Run({{restored, Tensor::Scalar<std::string>(bad)}}, {}, {restore});
+      FAIL();
+    } catch (const DataLossError& e) {
+      EXPECT_NE(std::string(e.what()).find("Random op states: line "), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace flowtrain

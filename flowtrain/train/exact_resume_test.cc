@@ -1,7 +1,8 @@
 // Beyond TF: a run stopped and resumed from its checkpoint ends with the same bits as a run
-// that went straight through. The weights, Adam's slots and powers, the global step and the
+// that went straight through. The weights, Adam's slots and powers, the global step, the
 // input pipeline's position (shuffle buffer and random state included, through
-// data::MakeSaveableFromIterator) all come back from the checkpoint, and the kernels give the
+// data::MakeSaveableFromIterator) and the random ops' positions (dropout, through
+// ops::MakeSaveableRandomOpStates) all come back from the checkpoint, and the kernels give the
 // same results on every run, on two intra-op threads too.
 #include <gtest/gtest.h>
 
@@ -19,6 +20,7 @@
 #include "flowtrain/ops/layers.h"
 #include "flowtrain/ops/math_ops.h"
 #include "flowtrain/ops/nn_ops.h"
+#include "flowtrain/ops/random_ops.h"
 #include "flowtrain/ops/training_util.h"
 #include "flowtrain/ops/variables.h"
 #include "flowtrain/train/adam.h"
@@ -34,9 +36,10 @@ namespace {
 constexpr int64_t kExamples = 300;
 constexpr int64_t kFeatures = 8;
 
-// An MLP trained with Adam on a seeded, shuffled, repeated, batched, prefetched dataset.
+// An MLP trained with Adam on a seeded, shuffled, repeated, batched, prefetched dataset; with
+// `dropout`, dropout on its hidden layer and the random ops' positions in its checkpoints.
 struct Trainer {
-  Trainer() {
+  explicit Trainer(bool dropout = false) {
     auto as_default = graph.AsDefault();
     graph.set_seed(11);
     Tensor features(DT_FLOAT, TensorShape({kExamples, kFeatures}));
@@ -59,6 +62,10 @@ struct Trainer {
     graph.AddToCollection(GraphKeys::kSaveableObjects, data::MakeSaveableFromIterator(iterator));
     std::vector<Output> batch = iterator.GetNext();
     Output hidden = layers::Dense(batch[0], 32, layers::Activation(ops::Relu));
+    if (dropout) {
+      hidden = layers::Dropout(hidden, 0.3, /*training=*/true);
+      graph.AddToCollection(GraphKeys::kSaveableObjects, ops::MakeSaveableRandomOpStates());
+    }
     Output logits = layers::Dense(hidden, 3);
     Output loss = ops::ReduceMean(ops::SparseSoftmaxCrossEntropyWithLogits(batch[1], logits));
     Variable step = GetOrCreateGlobalStep();
@@ -103,6 +110,10 @@ void ExpectSameBits(const std::string& a, const std::string& b) {
   int compared = 0;
   for (const auto& [name, shape] : shapes) {
     if (name == "Iterator:0-state") continue;
+    if (name == "RandomOpStates") {
+      EXPECT_TRUE(reader_a.GetTensor(name).scalar<std::string>() == reader_b.GetTensor(name).scalar<std::string>());
+      continue;
+    }
     SCOPED_TRACE(name);
     ASSERT_TRUE(reader_b.HasTensor(name));
     const Tensor ta = reader_a.GetTensor(name), tb = reader_b.GetTensor(name);
@@ -115,16 +126,38 @@ void ExpectSameBits(const std::string& a, const std::string& b) {
 }
 
 TEST(ExactResume, StoppedAndResumedRunEndsWithTheBitsOfAnUninterruptedOne) {
-  const std::string straight_dir = testing::MakeTempDir("exact_straight");
-  const std::string resumed_dir = testing::MakeTempDir("exact_resumed");
-  const std::string straight = Trainer().TrainUntil(straight_dir, 40);
-  // Stopped at step 17 (a checkpoint saved then, between the periodic ones at 14 and 21),
-  // resumed in a new graph and session, stopped again at 30, and resumed to the end.
-  EXPECT_EQ(Trainer().TrainUntil(resumed_dir, 17), JoinPath(resumed_dir, "model.ckpt-17"));
-  EXPECT_EQ(Trainer().TrainUntil(resumed_dir, 30), JoinPath(resumed_dir, "model.ckpt-30"));
-  const std::string resumed = Trainer().TrainUntil(resumed_dir, 40);
-  EXPECT_EQ(resumed, JoinPath(resumed_dir, "model.ckpt-40"));
-  ExpectSameBits(straight, resumed);
+  for (bool dropout : {false, true}) {
+    SCOPED_TRACE(dropout ? "with dropout" : "without dropout");
+    const std::string straight_dir = testing::MakeTempDir("exact_straight");
+    const std::string resumed_dir = testing::MakeTempDir("exact_resumed");
+    const std::string straight = Trainer(dropout).TrainUntil(straight_dir, 40);
+    // Stopped at step 17 (a checkpoint saved then, between the periodic ones at 14 and 21),
+    // resumed in a new graph and session, stopped again at 30, and resumed to the end.
+    EXPECT_EQ(Trainer(dropout).TrainUntil(resumed_dir, 17), JoinPath(resumed_dir, "model.ckpt-17"));
+    EXPECT_EQ(Trainer(dropout).TrainUntil(resumed_dir, 30), JoinPath(resumed_dir, "model.ckpt-30"));
+    const std::string resumed = Trainer(dropout).TrainUntil(resumed_dir, 40);
+    EXPECT_EQ(resumed, JoinPath(resumed_dir, "model.ckpt-40"));
+    ExpectSameBits(straight, resumed);
+  }
+}
+
+// Dropout's masks make a resume exact only with the random ops' positions in the checkpoint
+// (TF 1.x's behaviour: every random op restarts from its seeds).
+TEST(ExactResume, DropoutWithoutTheRandomOpStatesEndsElsewhere) {
+  const std::string straight = Trainer(true).TrainUntil(testing::MakeTempDir("exact_straight3"), 40);
+  const std::string dir = testing::MakeTempDir("exact_no_random_states");
+  Trainer(true).TrainUntil(dir, 20);
+  Trainer second(true);
+  // Keep the pipeline's position, drop the random ops' positions.
+  auto saveables = second.graph.GetCollection<std::shared_ptr<SaveableObject>>(GraphKeys::kSaveableObjects);
+  second.graph.ClearCollection(GraphKeys::kSaveableObjects);
+  for (const auto& saveable : saveables) {
+    if (saveable->name != "RandomOpStates") second.graph.AddToCollection(GraphKeys::kSaveableObjects, saveable);
+  }
+  const std::string resumed = second.TrainUntil(dir, 40);
+  io::CheckpointReader a(straight), b(resumed);
+  const Tensor ka = a.GetTensor("dense/kernel"), kb = b.GetTensor("dense/kernel");
+  EXPECT_NE(std::memcmp(ka.raw_data(), kb.raw_data(), ka.TotalBytes()), 0);
 }
 
 // The test above can fail: a resume that restarts the input pipeline (its position not in the
