@@ -457,9 +457,14 @@ void WinogradConv2DBackpropFilter(ThreadPool* pool, const WinogradConvDims& d, c
   const BlockLayout layout(d, grid);
   const int64_t size = kPositions * d.in_depth * layout.ld_out;  // one transformed gradient
   const int shards = ShardsFor(pool, grid.total * kPositions * d.in_depth * d.out_depth, layout.blocks);
-  const int64_t runs = shards <= 1 ? 1 : std::min<int64_t>(layout.blocks, 4 * shards);
   // Each run sums its tiles' products into a partial of its own, added in run order at the
-  // end, so the result does not depend on which thread ran which run.
+  // end, so the result does not depend on which thread ran which run. Four runs per thread
+  // let a thread the machine delays leave work to the others, unless the partials would
+  // take over 64 MB (hundreds of channels on both sides): then one run per thread.
+  constexpr int64_t kMaxPartialElements = int64_t{1} << 24;
+  const int64_t runs = shards <= 1 ? 1
+                                   : std::min<int64_t>(layout.blocks,
+                                                       std::max<int64_t>(shards, std::min<int64_t>(4 * shards, kMaxPartialElements / size)));
   float* partials = ThreadScratch(Scratch::kPartials, runs * size);
   ClaimBlockRuns(pool, shards, layout.blocks, runs, [&](int64_t first, int64_t last, int64_t run) {
     float* v = ThreadScratch(Scratch::kTiles, layout.v_size() + layout.m_size());
