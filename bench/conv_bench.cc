@@ -1,13 +1,13 @@
 // The three convolution ops of the CNN workload's second layer (ops_bench CNN: 64 images of
 // 14x14x32, a 5x5x32x64 filter, SAME, stride 1), each timed alone in a Session on 2 threads:
 //
-//   conv_bench [--reps 50] [--size 14] [--in 32] [--out 64]
+//   conv_bench [--reps 50] [--size 14] [--in 32] [--out 64] [--filter 5]
 //   TF_ENABLE_WINOGRAD_NONFUSED=0 conv_bench    # the same on im2col + GEMM
 //
 // Prints `RESULT conv_layer2 flowtrain <op>_ms <median>` and the equivalent GFLOP/s of a
 // direct convolution (2 * 642M flops per op), so that the Winograd kernels (which do fewer
-// flops) compare with the machine's FMA peak and with im2col. --size/--in/--out change the
-// image side and channel counts (where Winograd starts to win).
+// flops) compare with the machine's FMA peak and with im2col. --size/--in/--out/--filter
+// change the image side, channel counts and filter side (where Winograd starts to win).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -34,16 +34,17 @@ ft::Tensor RandomTensor(const ft::TensorShape& shape, uint64_t seed) {
 
 int main(int argc, char** argv) {
   int reps = 50;
-  int64_t size = 14, in = 32, out = 64;
+  int64_t size = 14, in = 32, out = 64, filter = 5;
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--reps") == 0) reps = std::atoi(argv[++i]);
     else if (std::strcmp(argv[i], "--size") == 0) size = std::atoi(argv[++i]);
     else if (std::strcmp(argv[i], "--in") == 0) in = std::atoi(argv[++i]);
     else if (std::strcmp(argv[i], "--out") == 0) out = std::atoi(argv[++i]);
+    else if (std::strcmp(argv[i], "--filter") == 0) filter = std::atoi(argv[++i]);
   }
-  const ft::TensorShape input_shape({64, size, size, in}), filter_shape({5, 5, in, out}),
+  const ft::TensorShape input_shape({64, size, size, in}), filter_shape({filter, filter, in, out}),
       output_shape({64, size, size, out});
-  const double flops = 2.0 * 64 * size * size * out * in * 25;
+  const double flops = 2.0 * 64 * size * size * out * in * filter * filter;
   ft::Graph graph;
   ft::Output y, dx, dw, x, w, dy;
   {

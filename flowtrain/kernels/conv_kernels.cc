@@ -7,13 +7,13 @@
 // its own scratch.
 // A 1x1 stride-1 convolution skips im2col: the input is already the patch matrix. One-channel
 // convolutions with unit strides (first layers) run on direct AVX-512 kernels instead.
-// Stride-1 float32 5x5 convolutions with 16 or more channels on both sides (a CNN's inner
-// layers) run on Winograd's F(2x2, 5x5) (winograd_conv.h): im2col + GEMM already runs near the
-// machine's multiply-add peak, so only fewer multiplies make them faster; Winograd needs 2.78x
-// fewer, at a float32 error of ~1e-6..1e-5 relative to the sum of |terms| (im2col: ~1e-7).
-// All three ops use it: the input gradient is the forward convolution of the output gradient
-// with the turned filter, the filter gradient the adjoint of the forward's transforms.
-// TF_ENABLE_WINOGRAD_NONFUSED=0 turns it off.
+// Stride-1 float32 5x5 and 3x3 convolutions with 16 or more channels on both sides (a CNN's
+// inner layers) run on Winograd's F(2x2, 5x5) and F(4x4, 3x3) (winograd_conv.h): im2col + GEMM
+// already runs near the machine's multiply-add peak, so only fewer multiplies make them
+// faster; Winograd needs 2.78x (5x5) and 4x (3x3) fewer, at a float32 error of at most ~6e-6
+// relative to the sum of |terms| (im2col: ~1e-7). All three ops use it: the input gradient is
+// the forward convolution of the output gradient with the turned filter, the filter gradient
+// the adjoint of the forward's transforms. TF_ENABLE_WINOGRAD_NONFUSED=0 turns it off.
 #include <algorithm>
 #include <atomic>
 #include <limits>
@@ -162,7 +162,7 @@ bool UseWinograd(const ConvDims& d) {
 WinogradConvDims ToWinogradDims(const ConvDims& d) {
   return {.batch = d.batch, .in_rows = d.in_rows, .in_cols = d.in_cols, .in_depth = d.in_depth,
           .out_rows = d.out_rows, .out_cols = d.out_cols, .out_depth = d.out_depth, .pad_rows = d.pad_rows,
-          .pad_cols = d.pad_cols};
+          .pad_cols = d.pad_cols, .filter_size = d.window_rows};
 }
 
 // For each output position p in [begin, end): calls fn(p - begin, at, input_offset, count)

@@ -346,9 +346,11 @@ TEST_F(NnOpsTest, Conv2DMatchesNaiveLoopsForwardAndBackward) {
       {{2, 28, 28, 1}, {5, 5, 1, 32}, 1, 1, "SAME", {2, 28, 28, 32}},
       {{2, 9, 11, 1}, {3, 4, 1, 16}, 1, 1, "VALID", {2, 7, 8, 16}},
       {{3, 6, 5, 1}, {4, 5, 1, 48}, 1, 1, "SAME", {3, 6, 5, 48}},
-      // 5x5, stride 1, 16+ channels both sides: Winograd (winograd_conv.h), odd sizes too.
+      // 5x5 and 3x3, stride 1, 16+ channels both sides: Winograd (winograd_conv.h), odd sizes too.
       {{2, 14, 14, 32}, {5, 5, 32, 64}, 1, 1, "SAME", {2, 14, 14, 64}, 5},
       {{3, 9, 11, 16}, {5, 5, 16, 24}, 1, 1, "VALID", {3, 5, 7, 24}, 5},
+      {{2, 13, 10, 24}, {3, 3, 24, 16}, 1, 1, "SAME", {2, 13, 10, 16}, 5},
+      {{1, 7, 9, 16}, {3, 3, 16, 40}, 1, 1, "VALID", {1, 5, 7, 40}, 5},
   };
   uint64_t seed = 100;
   for (const ConvCase& c : cases) {
