@@ -22,6 +22,12 @@ namespace {
 
 using Eigen::Index;
 
+// A shared operand of a split product at least this big is packed by the threads together
+// (Gemm); a smaller one takes less time to pack than a helper thread may take to arrive, and
+// waiting for a piece a delayed helper claimed cost more than packing it all (a 64-example
+// MLP step ran slower).
+constexpr int64_t kMinSharedPackBytes = 512 * 1024;
+
 // A product below this many flops runs on one thread: a half of it takes about as long as
 // handing it to another core does (~10 us), so splitting gains nothing.
 constexpr double kMinFlopsPerShard = 1.5e6;
@@ -159,7 +165,9 @@ inline __mmask16 FirstLanes(int64_t count) {
 // for i < rows and j < cols, where width = 16 * kVectors >= cols: a tile of kRows x width
 // computed in registers, stored through masks where it hangs over c's edges.
 template <int kVectors, bool kStore>
-void MicroKernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t rows, int64_t cols) {
+// Inlined into Sgemm: a call per tile cost ~5% on products of depth 64.
+[[gnu::always_inline]] inline void MicroKernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t rows,
+                                               int64_t cols) {
   __m512 acc[kRows][kVectors];
   for (int i = 0; i < kRows; ++i) {
     for (int v = 0; v < kVectors; ++v) acc[i][v] = _mm512_setzero_ps();
@@ -348,7 +356,7 @@ class WholeOperand {
       done_.fetch_add(1, std::memory_order_release);
     }
     for (int spins = 0; done_.load(std::memory_order_acquire) < pieces_; ++spins) {
-      if (spins < 4096) {
+      if (spins < 1024) {
         _mm_pause();
       } else {
         std::this_thread::yield();  // the packing thread lost its core (a loaded machine)
@@ -500,16 +508,19 @@ void Gemm(OpKernelContext* ctx, const GemmArgs<T>& g) {
   std::atomic<int64_t> next_chunk{0};
 #if defined(__AVX512F__) && defined(__AVX512VL__)
   // float32 on the AVX-512 kernel: the operand every chunk shares is packed once, by the
-  // threads together, into the calling thread's buffer (it outlives the shards).
-  std::optional<avx512::WholeOperand> whole;
+  // threads together, into the calling thread's buffer (it outlives the shards); a small one
+  // (under kMinSharedPackBytes) each thread packs for itself.
+  bool avx512_kernel = false, share_packing = false;
+  std::optional<avx512::WholeOperand> shared;
   if constexpr (std::is_same_v<T, float>) {
-    if (!matrix_vector && g.k > 0) {
-      whole.emplace(g, !by_rows, PackBuffersOfThisThread<float>().whole.Get(avx512::WholeOperand::Elements(g, !by_rows)));
-    }
+    avx512_kernel = !matrix_vector && g.k > 0;
+    const int64_t elements = avx512::WholeOperand::Elements(g, !by_rows);
+    share_packing = avx512_kernel && elements * static_cast<int64_t>(sizeof(float)) >= kMinSharedPackBytes;
+    if (share_packing) shared.emplace(g, !by_rows, PackBuffersOfThisThread<float>().whole.Get(elements));
   }
 #endif
   ParallelShards(ctx, shards, [&](int) {
-    const T* packed = nullptr;  // the shared operand, once this thread has helped pack it
+    const T* packed = nullptr;  // the shared operand, packed (together or by this thread)
     for (int64_t chunk = next_chunk.fetch_add(1, std::memory_order_relaxed); chunk < chunks;
          chunk = next_chunk.fetch_add(1, std::memory_order_relaxed)) {
       const auto [begin, end] = ShardRange(units, static_cast<int>(chunks), static_cast<int>(chunk));
@@ -527,8 +538,13 @@ void Gemm(OpKernelContext* ctx, const GemmArgs<T>& g) {
       }
 #if defined(__AVX512F__) && defined(__AVX512VL__)
       if constexpr (std::is_same_v<T, float>) {
-        if (whole.has_value()) {
-          if (packed == nullptr) packed = whole->Packed();
+        if (avx512_kernel) {
+          if (packed == nullptr && share_packing) packed = shared->Packed();
+          if (packed == nullptr) {
+            avx512::WholeOperand own(g, !by_rows,
+                                     PackBuffersOfThisThread<float>().whole.Get(avx512::WholeOperand::Elements(g, !by_rows)));
+            packed = own.Packed();
+          }
           avx512::Sgemm(part, by_rows ? nullptr : packed, by_rows ? packed : nullptr);
           continue;
         }
