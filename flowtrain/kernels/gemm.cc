@@ -277,14 +277,16 @@ void PackSpans(const float* src, int64_t ld, int64_t count, int64_t kc, int64_t 
     // Lines a matrix row apart (often a page or more) defeat the hardware prefetchers, which
     // follow streams within a page: fetch kPrefetchLines ahead by hand.
     const float* ahead = kk + kPrefetchLines < kc ? s + kPrefetchLines * ld : nullptr;
-    for (int64_t v = 0; v < panels * width / 16; ++v) {
-      const int64_t j = 16 * v;  // the vector's first column
-      if (ahead != nullptr && j < count) _mm_prefetch(reinterpret_cast<const char*>(ahead + j), _MM_HINT_T0);
-      float* out = d + (j / width) * width * kc + j % width;
-      if (j + 16 <= count) {
-        _mm512_store_ps(out, _mm512_loadu_ps(s + j));
-      } else {
-        _mm512_store_ps(out, _mm512_maskz_loadu_ps(FirstLanes(count - j), s + j));
+    for (int64_t p = 0; p < panels; ++p) {
+      for (int64_t v = 0; v < width; v += 16) {
+        const int64_t j = p * width + v;  // the vector's first column
+        if (ahead != nullptr && j < count) _mm_prefetch(reinterpret_cast<const char*>(ahead + j), _MM_HINT_T0);
+        float* out = d + p * width * kc + v;
+        if (j + 16 <= count) {
+          _mm512_store_ps(out, _mm512_loadu_ps(s + j));
+        } else {
+          _mm512_store_ps(out, _mm512_maskz_loadu_ps(FirstLanes(count - j), s + j));
+        }
       }
     }
   }
