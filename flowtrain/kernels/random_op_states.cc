@@ -63,9 +63,9 @@ std::string RandomOpStates::Serialize() const {
 
 namespace {
 
-// Parses the next space-separated uint32 of `text` at `pos`.
-bool NextWord(std::string_view text, size_t& pos, uint32_t& word) {
-  if (pos >= text.size() || text[pos] != ' ') return false;
+// Parses the uint32 that follows `separator` at `pos` in `text`, and moves `pos` past it.
+bool NextWord(std::string_view text, char separator, size_t& pos, uint32_t& word) {
+  if (pos >= text.size() || text[pos] != separator) return false;
   const char* begin = text.data() + pos + 1;
   const auto [end, error] = std::from_chars(begin, text.data() + text.size(), word);
   if (error != std::errc() || end == begin) return false;
@@ -90,15 +90,11 @@ void RandomOpStates::Restore(std::string_view serialized) {
     PhiloxRandom::Key key{};
     PhiloxRandom::Counter counter{};
     bool ok = tab != std::string_view::npos && tab > 0;
-    if (ok) {
-      // The words after the node name, each behind one separator (the tab made a space).
-      std::string words(line.substr(tab));
-      words[0] = ' ';
-      size_t pos = 0;
-      for (uint32_t& word : key) ok = ok && NextWord(words, pos, word);
-      for (uint32_t& word : counter) ok = ok && NextWord(words, pos, word);
-      ok = ok && pos == words.size();
-    }
+    // The node name, a tab, the two key words, then the four counter words, space-separated.
+    size_t pos = tab;
+    ok = ok && NextWord(line, '\t', pos, key[0]) && NextWord(line, ' ', pos, key[1]);
+    for (uint32_t& word : counter) ok = ok && NextWord(line, ' ', pos, word);
+    ok = ok && pos == line.size();
     if (!ok) DataLoss("Random op states: line ", line_number, " is not 'node<TAB>6 words': '", line, "'");
     states.emplace(std::string(line.substr(0, tab)), PhiloxRandom(counter, key));
   }
