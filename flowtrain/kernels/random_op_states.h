@@ -2,7 +2,7 @@
 // masks, RandomStandardNormal, TruncatedNormal, RandomUniformInt, RandomShuffle), kept by node
 // name in the session's ResourceMgr instead of inside each kernel, so that their positions can
 // be saved in a checkpoint and put back (ops RandomOpStates and RestoreRandomOpStates, and
-// ops::random::MakeSaveableRandomOpStates): a resumed run then draws the numbers an
+// ops::MakeSaveableRandomOpStates): a resumed run then draws the numbers an
 // uninterrupted run would have drawn. TF 1.x restarts every generator from its seeds.
 //
 //   // In a random kernel's Compute:
