@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <thread>
 #include <unordered_set>
+#include <utility>
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/logging.h"
@@ -23,10 +24,45 @@ struct HookFailure {
   std::exception_ptr error;
 };
 
+// The session hooks are handed: the raw session, noting the preemption errors its calls raise.
+// A hook that saves a checkpoint or reads the global step on a lost parameter server fails
+// with the session's preemption, not its own, so that failure is recovered like the step's.
+class SessionSeenByHooks : public SessionInterface {
+ public:
+  explicit SessionSeenByHooks(SessionInterface* raw) : raw_(raw) {}
+
+  std::vector<Tensor> Run(const FeedList& feeds, const std::vector<Output>& fetches,
+                          const std::vector<Operation>& targets, const RunOptions* run_options,
+                          RunMetadata* run_metadata) override {
+    try {
+      return raw_->Run(feeds, fetches, targets, run_options, run_metadata);
+    } catch (const Error& e) {
+      if (IsPreemption(e)) preempted_ = true;
+      throw;
+    }
+  }
+  Graph& graph() const override { return raw_->graph(); }
+  void Close() override { raw_->Close(); }
+
+  // Whether a call since the last TakePreemption() raised a preemption error.
+  bool TakePreemption() { return std::exchange(preempted_, false); }
+
+ private:
+  SessionInterface* raw_;
+  bool preempted_ = false;
+};
+
+// Calls a hook. What it raises is a HookFailure, never retried, unless it is a preemption
+// error after the hook's own use of `session` raised one: then it propagates as the
+// session's failure, which the recoverable layer recovers from.
 template <typename Fn>
-auto CallHook(Fn&& fn) -> decltype(fn()) {
+auto CallHook(SessionSeenByHooks* session, Fn&& fn) -> decltype(fn()) {
+  if (session != nullptr) session->TakePreemption();
   try {
     return fn();
+  } catch (const Error& e) {
+    if (session != nullptr && session->TakePreemption() && IsPreemption(e)) throw;
+    throw HookFailure{std::current_exception()};
   } catch (...) {
     throw HookFailure{std::current_exception()};
   }
@@ -53,6 +89,7 @@ struct MonitoredSession::Impl {
   // _HookedSession around the raw session.
   struct Stack {
     std::unique_ptr<SessionInterface> raw;
+    std::unique_ptr<SessionSeenByHooks> seen_by_hooks;  // `raw`, as hooks are handed it
     std::unique_ptr<Coordinator> coord;
     ThreadList threads;
     bool hooked_stop = false;
@@ -89,21 +126,30 @@ struct MonitoredSession::Impl {
   std::unique_ptr<Stack> CreateStack() {
     auto s = std::make_unique<Stack>();
     s->raw = creator->CreateSession();
+    s->seen_by_hooks = std::make_unique<SessionSeenByHooks>(s->raw.get());
     // No exception code is a clean stop: even OutOfRange from a thread is re-raised.
     s->coord = std::make_unique<Coordinator>(std::vector<Code>{});
-    if (!graph->GetCollectionItems(GraphKeys::kQueueRunners).empty()) {
-      s->threads = StartQueueRunners(*s->raw, *s->coord);
-    }
-    for (auto& hook : hooks) CallHook([&] { hook->AfterCreateSession(*s->raw, *s->coord); });
-    last_global_step.reset();
-    if (global_step) {
-      try {
-        last_global_step = s->raw->Run({}, {global_step}, {})[0].scalar<int64_t>();
-      } catch (const Error& e) {
-        if (IsPreemption(e)) throw;
-        // Not readable (e.g. uninitialised by a custom creator): hooks scheduled on global
-        // steps are then called until a run reports the step.
+    try {
+      if (!graph->GetCollectionItems(GraphKeys::kQueueRunners).empty()) {
+        s->threads = StartQueueRunners(*s->raw, *s->coord);
       }
+      for (auto& hook : hooks) {
+        CallHook(s->seen_by_hooks.get(), [&] { hook->AfterCreateSession(*s->seen_by_hooks, *s->coord); });
+      }
+      last_global_step.reset();
+      if (global_step) {
+        try {
+          last_global_step = s->raw->Run({}, {global_step}, {})[0].scalar<int64_t>();
+        } catch (const Error& e) {
+          if (IsPreemption(e)) throw;
+          // Not readable (e.g. uninitialised by a custom creator): hooks scheduled on global
+          // steps are then called until a run reports the step.
+        }
+      }
+    } catch (...) {
+      // The queue runners' threads must stop before the session they run in goes away.
+      CloseStackQuietly(std::move(s));
+      throw;
     }
     RefreshSchedules();
     return s;
@@ -113,7 +159,7 @@ struct MonitoredSession::Impl {
   void RefreshSchedule(size_t i) {
     schedules[i] = options.hook_scheduling == HookScheduling::kEveryRun
                        ? HookSchedule::EveryRun()
-                       : CallHook([&] { return hooks[i]->NextDue(); });
+                       : CallHook(nullptr, [&] { return hooks[i]->NextDue(); });
   }
 
   void UpdateStepScheduled() {
@@ -192,7 +238,7 @@ struct MonitoredSession::Impl {
                       << *info.steps_rolled_back() << " step(s) rolled back (global step "
                       << *info.global_step_before << " -> " << *info.global_step_after << ")";
     }
-    for (auto& hook : hooks) CallHook([&] { hook->AfterRecovery(info); });
+    for (auto& hook : hooks) CallHook(nullptr, [&] { hook->AfterRecovery(info); });
     RefreshSchedules();
   }
 
@@ -210,8 +256,8 @@ struct MonitoredSession::Impl {
     }
     if (!any_due) return RunWithoutHooks(feeds, fetches, targets, run_options, run_metadata);
 
-    SessionRunContext context(SessionRunArgs{fetches, targets, feeds, std::nullopt}, s.raw.get(),
-                              iteration, last_global_step);
+    SessionRunContext context(SessionRunArgs{fetches, targets, feeds, std::nullopt},
+                              s.seen_by_hooks.get(), iteration, last_global_step);
     RunOptions merged = run_options != nullptr ? *run_options : RunOptions{};
     run_fetches.assign(fetches.begin(), fetches.end());
     std::vector<Operation> hook_targets;
@@ -220,7 +266,7 @@ struct MonitoredSession::Impl {
       fetch_ranges[i] = {0, 0};
       if (!due[i]) continue;
       const int64_t start = NowNanos();
-      std::optional<SessionRunArgs> args = CallHook([&] { return hooks[i]->BeforeRun(context); });
+      std::optional<SessionRunArgs> args = CallHook(s.seen_by_hooks.get(), [&] { return hooks[i]->BeforeRun(context); });
       timings[i].total_nanos += NowNanos() - start;
       ++timings[i].calls;
       if (!args) continue;
@@ -282,7 +328,7 @@ struct MonitoredSession::Impl {
       const auto [begin, count] = fetch_ranges[i];
       values.results.assign(outputs.begin() + begin, outputs.begin() + begin + count);
       const int64_t start = NowNanos();
-      CallHook([&] { hooks[i]->AfterRun(context, values); });
+      CallHook(s.seen_by_hooks.get(), [&] { hooks[i]->AfterRun(context, values); });
       timings[i].total_nanos += NowNanos() - start;
       ++timings[i].calls;
       RefreshSchedule(i);
@@ -360,8 +406,9 @@ struct MonitoredSession::Impl {
   }
 
   // ---- _CoordinatedSession.close (and the raw session's) ----
-  void CloseStack() {
-    std::unique_ptr<Stack> s = std::move(stack);
+  void CloseStack() { CloseStack(std::move(stack)); }
+
+  void CloseStack(std::unique_ptr<Stack> s) {
     if (s == nullptr) return;
     s->coord->RequestStop();
     std::exception_ptr join_error;
@@ -381,9 +428,11 @@ struct MonitoredSession::Impl {
     if (join_error != nullptr) std::rethrow_exception(join_error);
   }
 
-  void CloseStackQuietly() {
+  void CloseStackQuietly() { CloseStackQuietly(std::move(stack)); }
+
+  void CloseStackQuietly(std::unique_ptr<Stack> s) {
     try {
-      CloseStack();
+      CloseStack(std::move(s));
     } catch (const std::exception& e) {
       FT_LOG(WARNING) << "Error while closing a failed session: " << e.what();
     }
@@ -522,7 +571,7 @@ void MonitoredSession::Close() {
   std::exception_ptr end_error;
   if (m.stack != nullptr) {
     try {
-      for (auto& hook : m.hooks) hook->End(*m.stack->raw);
+      for (auto& hook : m.hooks) hook->End(*m.stack->seen_by_hooks);
     } catch (...) {
       end_error = std::current_exception();
     }

@@ -254,6 +254,79 @@ TEST(MonitoredSession, ExceptionInAHookSkipsEndAndIsNotRetried) {
   EXPECT_EQ(std::count(log.begin(), log.end(), "r.end"), 0);     // unwinding: no End
 }
 
+// A hook reading through the session it is handed (the global step on a lost parameter
+// server, say) fails with the session's preemption: that is recovered like the step's own.
+class ReadingHook : public SessionRunHook {
+ public:
+  explicit ReadingHook(Output read, bool on_create = false) : read_(read), on_create_(on_create) {}
+  void AfterCreateSession(SessionInterface& session, Coordinator&) override {
+    if (on_create_) values.push_back(session.Run({}, {read_}, {})[0].scalar<int64_t>());
+  }
+  void AfterRun(SessionRunContext& context, const SessionRunValues&) override {
+    if (!on_create_) values.push_back(context.session().Run({}, {read_}, {})[0].scalar<int64_t>());
+  }
+  std::vector<int64_t> values;
+
+ private:
+  Output read_;
+  bool on_create_;
+};
+
+TEST(MonitoredSession, APreemptionOfTheSessionAHookUsesIsRecovered) {
+  Model m;
+  const std::string dir = testing::MakeTempDir("hook_preempted");
+  auto reader = std::make_shared<ReadingHook>(m.Guarded());
+  std::vector<std::string> log;
+  auto recorder = std::make_shared<RecordingHook>("r", &log);
+  CheckpointSaverHookOptions checkpoints;
+  checkpoints.save_steps = 2;
+  MonitoredSession sess(std::make_shared<ChiefSessionCreator>(m.Chief(dir)),
+                        {std::make_shared<CheckpointSaverHook>(dir, checkpoints), reader, recorder}, Fast());
+  for (int i = 0; i < 3; ++i) sess.Run({m.train_op});  // step 3; checkpoints at 0 and 2
+  g_aborts_left = 1;  // the step runs, then the hook's own read fails
+  sess.Run({m.train_op});
+  EXPECT_EQ(sess.recoveries(), 1);
+  EXPECT_EQ(std::count(log.begin(), log.end(), "r.create"), 2);
+  // Steps 1-3 read; step 4 was checkpointed (the saver hook runs first) but its read was lost
+  // with the session; the new session restored step 4 and the retried run made it 5.
+  EXPECT_EQ(reader->values, (std::vector<int64_t>{1, 2, 3, 5}));
+  sess.Close();
+}
+
+TEST(MonitoredSession, APreemptionInAfterCreateSessionIsRetried) {
+  Model m;
+  auto reader = std::make_shared<ReadingHook>(m.Guarded(), /*on_create=*/true);
+  g_aborts_left = 2;
+  MonitoredSession sess(std::make_shared<ChiefSessionCreator>(m.Chief()), {reader}, Fast());
+  EXPECT_EQ(reader->values, (std::vector<int64_t>{0}));  // the third session's read
+  sess.Run({m.train_op});
+  sess.Close();
+}
+
+TEST(MonitoredSession, AHookTurningTheSessionsPreemptionIntoItsOwnErrorIsNotRetried) {
+  Model m;
+  class TranslatingHook : public SessionRunHook {
+   public:
+    explicit TranslatingHook(Output read) : read_(read) {}
+    void AfterRun(SessionRunContext& context, const SessionRunValues&) override {
+      try {
+        context.session().Run({}, {read_}, {});
+      } catch (const AbortedError&) {
+        InvalidArgument("the hook gave up");
+      }
+    }
+
+   private:
+    Output read_;
+  };
+  MonitoredSession sess(std::make_shared<ChiefSessionCreator>(m.Chief()),
+                        {std::make_shared<TranslatingHook>(m.Guarded())}, Fast());
+  g_aborts_left = 1;
+  EXPECT_THROW(sess.Run({m.train_op}), InvalidArgumentError);
+  EXPECT_EQ(sess.recoveries(), 0);
+  g_aborts_left = 0;
+}
+
 TEST(MonitoredSession, ThreadErrorsStopAndSurfaceAtClose) {
   Model m;
   class ThreadHook : public SessionRunHook {
