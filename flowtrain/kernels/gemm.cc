@@ -87,14 +87,14 @@ class ReusedBlocking : public Eigen::internal::level3_blocking<T, T> {
   }
 };
 
-// c += op(a) * op(b) by Eigen's blocked GEMM; op(x) is row-major x or, transposed, the
+// c += alpha * op(a) * op(b) by Eigen's blocked GEMM; op(x) is row-major x or, transposed, the
 // column-major view of the same memory.
 template <typename T, int kLhsOrder, int kRhsOrder>
 void BlockedProduct(const GemmArgs<T>& g) {
   using Impl = Eigen::internal::general_matrix_matrix_product<Index, T, kLhsOrder, false, T, kRhsOrder,
                                                               false, Eigen::RowMajor, 1>;
   ReusedBlocking<T> blocking(g.m, g.n, g.k);
-  Impl::run(g.m, g.n, g.k, g.a, g.lda, g.b, g.ldb, g.c, 1, g.ldc, T(1), blocking, nullptr);
+  Impl::run(g.m, g.n, g.k, g.a, g.lda, g.b, g.ldb, g.c, 1, g.ldc, g.alpha, blocking, nullptr);
 }
 
 template <typename T, int kOrder>
@@ -104,12 +104,12 @@ using ColumnView = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>, 0, Eigen::Inn
 template <typename T>
 using ConstColumnView = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>, 0, Eigen::InnerStride<>>;
 
-template <typename Dst, typename Product>
-void Assign(Dst&& dst, const Product& product, bool accumulate) {
+template <typename Dst, typename Product, typename T>
+void Assign(Dst&& dst, const Product& product, bool accumulate, T alpha) {
   if (accumulate) {
-    dst.noalias() += product;
+    dst.noalias() += alpha * product;
   } else {
-    dst.noalias() = product;
+    dst.noalias() = alpha * product;
   }
 }
 
@@ -122,9 +122,9 @@ void MatrixVectorProduct(const GemmArgs<T>& g) {
     ConstColumnView<T> x(g.b, g.k, Eigen::InnerStride<>(g.transpose_b ? 1 : g.ldb));
     ColumnView<T> y(g.c, g.m, Eigen::InnerStride<>(g.ldc));
     if (g.transpose_a) {
-      Assign(y, MatrixView<T, Eigen::ColMajor>(g.a, g.m, g.k, Eigen::OuterStride<>(g.lda)) * x, g.accumulate);
+      Assign(y, MatrixView<T, Eigen::ColMajor>(g.a, g.m, g.k, Eigen::OuterStride<>(g.lda)) * x, g.accumulate, g.alpha);
     } else {
-      Assign(y, MatrixView<T, Eigen::RowMajor>(g.a, g.m, g.k, Eigen::OuterStride<>(g.lda)) * x, g.accumulate);
+      Assign(y, MatrixView<T, Eigen::RowMajor>(g.a, g.m, g.k, Eigen::OuterStride<>(g.lda)) * x, g.accumulate, g.alpha);
     }
     return;
   }
@@ -132,9 +132,9 @@ void MatrixVectorProduct(const GemmArgs<T>& g) {
   ConstColumnView<T> x(g.a, g.k, Eigen::InnerStride<>(g.transpose_a ? g.lda : 1));
   ColumnView<T> y(g.c, g.n, Eigen::InnerStride<>(1));
   if (g.transpose_b) {
-    Assign(y, MatrixView<T, Eigen::RowMajor>(g.b, g.n, g.k, Eigen::OuterStride<>(g.ldb)) * x, g.accumulate);
+    Assign(y, MatrixView<T, Eigen::RowMajor>(g.b, g.n, g.k, Eigen::OuterStride<>(g.ldb)) * x, g.accumulate, g.alpha);
   } else {
-    Assign(y, MatrixView<T, Eigen::ColMajor>(g.b, g.n, g.k, Eigen::OuterStride<>(g.ldb)) * x, g.accumulate);
+    Assign(y, MatrixView<T, Eigen::ColMajor>(g.b, g.n, g.k, Eigen::OuterStride<>(g.ldb)) * x, g.accumulate, g.alpha);
   }
 }
 
@@ -161,13 +161,20 @@ inline __mmask16 FirstLanes(int64_t count) {
   return static_cast<__mmask16>(count >= 16 ? 0xFFFF : count <= 0 ? 0 : (1u << count) - 1);
 }
 
-// c[i * ldc + j] (=, or += unless kStore) sum over kk < kc of a[kk * kRows + i] * b[kk * width + j]
+// c[i * ldc + j] (=, or += unless kStore) alpha * sum over kk < kc of a[kk * kRows + i] * b[kk * width + j]
 // for i < rows and j < cols, where width = 16 * kVectors >= cols: a tile of kRows x width
-// computed in registers, stored through masks where it hangs over c's edges.
+// computed in registers, stored through masks where it hangs over c's edges. The epilogue
+// (the last depth block's: bias[j] added, then relu) runs on the registers before the store.
+struct Epilogue {
+  float alpha = 1;
+  const float* bias = nullptr;  // this tile's first column
+  bool relu = false;
+};
+
 template <int kVectors, bool kStore>
 // Inlined into Sgemm: a call per tile cost ~5% on products of depth 64.
 [[gnu::always_inline]] inline void MicroKernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t rows,
-                                               int64_t cols) {
+                                               int64_t cols, const Epilogue& epilogue) {
   __m512 acc[kRows][kVectors];
   for (int i = 0; i < kRows; ++i) {
     for (int v = 0; v < kVectors; ++v) acc[i][v] = _mm512_setzero_ps();
@@ -185,12 +192,25 @@ template <int kVectors, bool kStore>
   }
   __mmask16 mask[kVectors];
   for (int v = 0; v < kVectors; ++v) mask[v] = FirstLanes(cols - 16 * v);
+  if (epilogue.alpha != 1.0f) {
+    const __m512 alpha = _mm512_set1_ps(epilogue.alpha);
+    for (int i = 0; i < kRows; ++i) {
+      for (int v = 0; v < kVectors; ++v) acc[i][v] = _mm512_mul_ps(alpha, acc[i][v]);
+    }
+  }
+  __m512 bias[kVectors];
+  for (int v = 0; v < kVectors; ++v) {
+    bias[v] = epilogue.bias != nullptr ? _mm512_maskz_loadu_ps(mask[v], epilogue.bias + 16 * v) : _mm512_setzero_ps();
+  }
+  const bool add_bias = epilogue.bias != nullptr;
 #pragma GCC unroll 8
   for (int i = 0; i < kRows; ++i) {
     if (i >= rows) break;
     float* row = c + i * ldc;
     for (int v = 0; v < kVectors; ++v) {
-      const __m512 sum = kStore ? acc[i][v] : _mm512_add_ps(_mm512_maskz_loadu_ps(mask[v], row + 16 * v), acc[i][v]);
+      __m512 sum = kStore ? acc[i][v] : _mm512_add_ps(_mm512_maskz_loadu_ps(mask[v], row + 16 * v), acc[i][v]);
+      if (add_bias) sum = _mm512_add_ps(sum, bias[v]);
+      if (epilogue.relu) sum = _mm512_max_ps(sum, _mm512_setzero_ps());
       _mm512_mask_storeu_ps(row + 16 * v, mask[v], sum);
     }
   }
@@ -407,6 +427,9 @@ void Sgemm(const GemmArgs<float>& g, const float* whole_a, const float* whole_b)
     }
     // The first block overwrites c unless the caller accumulates: no separate zeroing pass.
     const bool store = pc == 0 && !g.accumulate;
+    // Every block scales its part by alpha; only the last adds the bias and clamps.
+    const bool last_block = pc + kc >= g.k;
+    Epilogue epilogue{.alpha = g.alpha, .bias = nullptr, .relu = last_block && g.relu};
     for (int64_t group = 0; group < g.m; group += kGroupRows) {
       const int64_t group_rows = std::min(kGroupRows, g.m - group);
       const float* a_group = packed_a;
@@ -424,16 +447,17 @@ void Sgemm(const GemmArgs<float>& g, const float* whole_a, const float* whole_b)
           for (int64_t j0 = slice; j0 < slice_end; j0 += kCols) {
             const int64_t cols = std::min(kCols, g.n - j0);
             const float* b = b_block + j0 * kc;
+            epilogue.bias = last_block && g.bias != nullptr ? g.bias + j0 : nullptr;
             if (PanelWidth(g, j0) == kCols) {
               if (store) {
-                MicroKernel<2, true>(kc, a, b, c_row + j0, g.ldc, rows, cols);
+                MicroKernel<2, true>(kc, a, b, c_row + j0, g.ldc, rows, cols, epilogue);
               } else {
-                MicroKernel<2, false>(kc, a, b, c_row + j0, g.ldc, rows, cols);
+                MicroKernel<2, false>(kc, a, b, c_row + j0, g.ldc, rows, cols, epilogue);
               }
             } else if (store) {
-              MicroKernel<1, true>(kc, a, b, c_row + j0, g.ldc, rows, cols);
+              MicroKernel<1, true>(kc, a, b, c_row + j0, g.ldc, rows, cols, epilogue);
             } else {
-              MicroKernel<1, false>(kc, a, b, c_row + j0, g.ldc, rows, cols);
+              MicroKernel<1, false>(kc, a, b, c_row + j0, g.ldc, rows, cols, epilogue);
             }
           }
         }
@@ -447,6 +471,21 @@ void Sgemm(const GemmArgs<float>& g, const float* whole_a, const float* whole_b)
 
 }  // namespace
 
+// The epilogue (bias, relu) as a pass over c, for the products computed by Eigen.
+template <typename T>
+void ApplyEpilogue(const GemmArgs<T>& g) {
+  if (g.bias == nullptr && !g.relu) return;
+  for (int64_t i = 0; i < g.m; ++i) {
+    T* row = g.c + i * g.ldc;
+    if (g.bias != nullptr) {
+      for (int64_t j = 0; j < g.n; ++j) row[j] += g.bias[j];
+    }
+    if (g.relu) {
+      for (int64_t j = 0; j < g.n; ++j) row[j] = std::max(row[j], T(0));
+    }
+  }
+}
+
 template <typename T>
 void GemmOnThisThread(const GemmArgs<T>& g) {
   if (g.m <= 0 || g.n <= 0) return;
@@ -455,9 +494,10 @@ void GemmOnThisThread(const GemmArgs<T>& g) {
       if (!g.accumulate) {
         for (int64_t i = 0; i < g.m; ++i) std::fill_n(g.c + i * g.ldc, g.n, T(0));
       }
-      return;
+    } else {
+      MatrixVectorProduct(g);
     }
-    MatrixVectorProduct(g);
+    ApplyEpilogue(g);
     return;
   }
 #if defined(__AVX512F__) && defined(__AVX512VL__)
@@ -479,6 +519,7 @@ void GemmOnThisThread(const GemmArgs<T>& g) {
   } else {
     BlockedProduct<T, kCol, kCol>(g);
   }
+  ApplyEpilogue(g);
 }
 
 template <typename T>
@@ -537,6 +578,7 @@ void Gemm(OpKernelContext* ctx, const GemmArgs<T>& g) {
         part.n = std::min(g.n, end * kColUnit) - first;
         part.b = g.transpose_b ? g.b + first * g.ldb : g.b + first;
         part.c = g.c + first;
+        if (g.bias != nullptr) part.bias = g.bias + first;
       }
 #if defined(__AVX512F__) && defined(__AVX512VL__)
       if constexpr (std::is_same_v<T, float>) {

@@ -19,11 +19,20 @@
 
 namespace flowtrain {
 
-// c[m, n] = op(a) * op(b) (or += with `accumulate`), every matrix row-major with the given
-// leading dimension (elements between consecutive rows as stored). op(a) is a [m, k] view:
-// `a` itself ([m, k], lda >= k) or, with transpose_a, the transpose of a stored [k, m]
+// c[m, n] = alpha * op(a) * op(b) (or += with `accumulate`), every matrix row-major with the
+// given leading dimension (elements between consecutive rows as stored). op(a) is a [m, k]
+// view: `a` itself ([m, k], lda >= k) or, with transpose_a, the transpose of a stored [k, m]
 // (lda >= m). Likewise op(b) is [k, n]: `b` or, with transpose_b, the transpose of a stored
 // [n, k]. `c` must not overlap `a` or `b`.
+//
+// An epilogue runs on each tile of c while it is still in registers (fused kernels: TF's
+// _FusedMatMul, a weight gradient applied straight to its variable): `bias` ([n]) is added
+// to every row, then `relu` clamps at zero. With accumulate, c's old value is added before
+// the epilogue: c = relu(c + alpha * op(a) * op(b) + bias).
+//
+//   // var -= lr * x^T * dy, without materialising the gradient:
+//   Gemm<float>(ctx, {..., .transpose_a = true, ..., .c = var, .ldc = n, .accumulate = true,
+//                     .alpha = -lr});
 template <typename T>
 struct GemmArgs {
   int64_t m = 0, n = 0, k = 0;
@@ -36,6 +45,9 @@ struct GemmArgs {
   T* c = nullptr;
   int64_t ldc = 0;
   bool accumulate = false;
+  T alpha = T(1);
+  const T* bias = nullptr;  // [n], added after the product; nullptr: none
+  bool relu = false;
 };
 
 // The product on the calling thread (for kernels that already split their work).

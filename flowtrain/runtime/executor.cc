@@ -9,10 +9,12 @@
 #include <mutex>
 #include <queue>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "absl/container/inlined_vector.h"
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
+#include "flowtrain/runtime/graph_rewrite.h"
 
 namespace flowtrain {
 namespace {
@@ -40,7 +42,8 @@ struct Executor::Plan {
     bool as_ref;   // the kernel takes the variable itself (a TF1 Ref input)
   };
   struct Item {
-    const Node* node;
+    const Node* node;  // the graph node it runs (a fused group's last node)
+    std::string type;  // its op, or the fused op, for traces
     OpKernel* kernel;
     int input_begin;   // into `inputs`
     int num_inputs;
@@ -60,6 +63,7 @@ struct Executor::Plan {
   std::vector<int> feed_entries;       // per feed: its entry
   std::vector<int> fetch_entries;      // per fetch: its entry
   std::vector<int> roots;              // items with nothing to wait for
+  std::vector<std::unique_ptr<OpKernel>> fused_kernels;  // of the fused groups' items
   int num_entries = 0;
   bool run_inline = true;
 
@@ -117,10 +121,10 @@ Executor::Executor(const ExecutorEnv& env, const std::vector<Endpoint>& feeds,
   for (size_t i = 0; i < feeds.size(); ++i) feed_index.emplace(feeds[i], static_cast<int>(i));
 
   // Prune: the nodes that fetches and targets need, stopping at fed tensors.
-  std::unordered_map<const Node*, int> needed;  // node -> item index (assigned below)
+  std::unordered_set<const Node*> needed;
   std::vector<const Node*> stack;
   auto need = [&](const Node* n) {
-    if (needed.emplace(n, -1).second) stack.push_back(n);
+    if (needed.insert(n).second) stack.push_back(n);
   };
   for (const Endpoint& e : fetches) {
     if (feed_index.count(e) == 0) need(e.node);
@@ -134,97 +138,115 @@ Executor::Executor(const ExecutorEnv& env, const std::vector<Endpoint>& feeds,
     }
     for (const Node* c : n->control_inputs()) need(c);
   }
+  // The nodes to execute: the needed ones, some groups fused (graph_rewrite.h). `exec_of`
+  // maps every needed graph node to the executable node standing for it.
+  std::vector<const Node*> pruned(needed.begin(), needed.end());
+  std::sort(pruned.begin(), pruned.end(), [](const Node* a, const Node* b) { return a->id() < b->id(); });
+  std::vector<ExecNode> exec = RewriteForExecution(pruned, feeds, fetches, targets, env.remapping);
+  std::unordered_map<const Node*, int> exec_of;
+  for (size_t i = 0; i < exec.size(); ++i) {
+    exec_of[exec[i].node] = static_cast<int>(i);
+    for (const Node* f : exec[i].fused) exec_of[f] = static_cast<int>(i);
+  }
+
   // A topological order in which, among nodes whose inputs are ready, those that update a
   // variable (they take a reference input: Assign, AssignAdd, Apply*) run after the others.
   // So reads that no dependency orders against an update see the value from before the step,
   // as they mostly do in TF (its updates sit at the end of deep gradient chains) and as the
   // hooks' "stale global step" logic assumes. Ties go by creation order.
-  std::vector<const Node*> order;
-  order.reserve(needed.size());
+  std::vector<int> order;  // exec indices
+  order.reserve(exec.size());
   {
-    std::unordered_map<const Node*, int> in_degree;
-    std::unordered_map<const Node*, std::vector<const Node*>> successors;
-    for (const auto& [node, unused] : needed) {
-      int degree = 0;
-      for (const Endpoint& in : node->inputs()) {
+    std::vector<int> in_degree(exec.size(), 0);
+    std::vector<std::vector<int>> successors(exec.size());
+    for (size_t i = 0; i < exec.size(); ++i) {
+      for (const Endpoint& in : exec[i].inputs) {
         if (feed_index.count(in) == 0) {
-          ++degree;
-          successors[in.node].push_back(node);
+          ++in_degree[i];
+          successors[exec_of.at(in.node)].push_back(static_cast<int>(i));
         }
       }
-      for (const Node* c : node->control_inputs()) {
-        ++degree;
-        successors[c].push_back(node);
+      for (const Node* c : exec[i].control_inputs) {
+        ++in_degree[i];
+        successors[exec_of.at(c)].push_back(static_cast<int>(i));
       }
-      in_degree[node] = degree;
     }
-    auto priority = [](const Node* n) {
+    auto priority = [&](int i) {
       bool updates = false;
-      for (int i = 0; i < n->num_inputs(); ++i) updates = updates || IsRefType(n->input_type(i));
-      return (static_cast<int64_t>(updates) << 40) + n->id();
+      for (bool ref : exec[i].ref_inputs) updates = updates || ref;
+      return (static_cast<int64_t>(updates) << 40) + exec[i].node->id();
     };
-    using Entry = std::pair<int64_t, const Node*>;
+    using Entry = std::pair<int64_t, int>;
     std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> ready;
-    for (const auto& [node, degree] : in_degree) {
-      if (degree == 0) ready.emplace(priority(node), node);
+    for (size_t i = 0; i < exec.size(); ++i) {
+      if (in_degree[i] == 0) ready.emplace(priority(static_cast<int>(i)), static_cast<int>(i));
     }
     while (!ready.empty()) {
-      const Node* n = ready.top().second;
+      const int n = ready.top().second;
       ready.pop();
       order.push_back(n);
-      for (const Node* s : successors[n]) {
+      for (const int s : successors[n]) {
         if (--in_degree[s] == 0) ready.emplace(priority(s), s);
       }
     }
-    if (order.size() != needed.size()) {
+    if (order.size() != exec.size()) {
       Internal("The graph has a cycle among the ", needed.size(), " nodes a run needs");
     }
   }
 
   int next_entry = 0;
   plan.items.resize(order.size());
+  std::vector<int> position(exec.size());  // exec index -> item index
   for (size_t i = 0; i < order.size(); ++i) {
-    const Node* n = order[i];
-    needed[n] = static_cast<int>(i);
+    ExecNode& x = exec[order[i]];
+    position[order[i]] = static_cast<int>(i);
     Plan::Item& item = plan.items[i];
-    item.node = n;
-    item.kernel = env.get_kernel(n);
+    item.node = x.node;
+    item.type = x.type;
+    // The graph nodes' own kernels are created for a fused group too: that checks their
+    // placement, and the session keeps them for runs that do not fuse.
+    for (const Node* f : x.fused) env.get_kernel(f);
+    item.kernel = env.get_kernel(x.node);
+    if (x.kernel != nullptr) {
+      item.kernel = x.kernel.get();
+      plan.fused_kernels.push_back(std::move(x.kernel));
+    }
     item.cost = item.kernel->cost();
     item.output_begin = next_entry;
-    item.num_outputs = n->num_outputs();
-    next_entry += n->num_outputs();
+    item.num_outputs = x.node->num_outputs();
+    next_entry += x.node->num_outputs();
   }
   plan.feed_entries.resize(feeds.size());
   for (size_t i = 0; i < feeds.size(); ++i) plan.feed_entries[i] = next_entry++;
   plan.num_entries = next_entry;
   plan.initial_uses.assign(plan.num_entries, 0);
 
+  auto item_of = [&](const Node* n) { return position[exec_of.at(n)]; };
   auto entry_of = [&](const Endpoint& e) {
     auto fed = feed_index.find(e);
     if (fed != feed_index.end()) return plan.feed_entries[fed->second];
-    return plan.items[needed.at(e.node)].output_begin + e.index;
+    return plan.items[item_of(e.node)].output_begin + e.index;
   };
 
   std::vector<std::vector<int>> consumers(order.size());
   for (size_t i = 0; i < order.size(); ++i) {
     Plan::Item& item = plan.items[i];
-    const Node* n = item.node;
+    const ExecNode& x = exec[order[i]];
     item.input_begin = static_cast<int>(plan.inputs.size());
-    item.num_inputs = n->num_inputs();
+    item.num_inputs = static_cast<int>(x.inputs.size());
     int pending = 0;
-    for (int k = 0; k < n->num_inputs(); ++k) {
-      const Endpoint& in = n->input(k);
+    for (size_t k = 0; k < x.inputs.size(); ++k) {
+      const Endpoint& in = x.inputs[k];
       const int entry = entry_of(in);
-      const bool as_ref = IsRefType(n->input_type(k));
-      plan.inputs.push_back({entry, as_ref});
+      plan.inputs.push_back({entry, x.ref_inputs[k]});
       ++plan.initial_uses[entry];
       if (feed_index.count(in) == 0) {
-        consumers[needed.at(in.node)].push_back(static_cast<int>(i));
+        consumers[item_of(in.node)].push_back(static_cast<int>(i));
         ++pending;
       }
     }
-    for (const Node* c : n->control_inputs()) {
-      consumers[needed.at(c)].push_back(static_cast<int>(i));
+    for (const Node* c : x.control_inputs) {
+      consumers[item_of(c)].push_back(static_cast<int>(i));
       ++pending;
     }
     item.initial_pending = pending;
@@ -369,7 +391,7 @@ std::vector<Tensor> Executor::Run(const ExecutorRunArgs& args,
       const int64_t end = NowMicros();
       tensorflow::NodeExecStats stats;
       stats.set_node_name(item.node->name());
-      stats.set_timeline_label(StrCat(item.node->name(), " = ", item.node->type(), "()"));
+      stats.set_timeline_label(StrCat(item.node->name(), " = ", item.type, "()"));
       stats.set_all_start_micros(start);
       stats.set_op_start_rel_micros(0);
       stats.set_op_end_rel_micros(end - start);

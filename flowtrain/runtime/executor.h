@@ -32,6 +32,8 @@ struct ExecutorEnv {
   // Returns the session's kernel for a node (created once per node and session).
   std::function<OpKernel*(const Node*)> get_kernel;
   std::string device_name = kLocalCpuDevice;
+  // Fuse groups of nodes in the plan (graph_rewrite.h; ConfigProto::remapping).
+  bool remapping = true;
 };
 
 struct ExecutorRunArgs {

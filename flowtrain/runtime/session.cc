@@ -95,6 +95,7 @@ const Executor& Session::GetOrCompile(const std::vector<Endpoint>& feeds,
   env.inter_op_pool = inter_op_pool_.get();
   env.intra_op_pool = intra_op_pool_.get();
   env.get_kernel = [this](const Node* n) { return GetKernel(n); };
+  env.remapping = options_.config.remapping;
   auto executor = std::make_unique<Executor>(env, feeds, fetches, targets);
   const Executor& ref = *executor;
   executors_.emplace(std::move(key), std::move(executor));

@@ -27,6 +27,12 @@ struct ConfigProto {
   // Place ops that ask for a device this process lacks (a GPU) on the CPU instead of failing.
   bool allow_soft_placement = false;
   bool log_device_placement = false;
+  // Fuse nodes when a run's plan is compiled (runtime/graph_rewrite.h), on the executable copy
+  // only: the graph, its names and checkpoints stay as built. TF's remapper fusion, MatMul +
+  // BiasAdd (+ Relu) -> _FusedMatMul, and flowtrain's own MatMul + ApplyGradientDescent (a
+  // weight gradient applied straight to its variable). false is TF's
+  // graph_options.rewrite_options.remapping = OFF and turns off both.
+  bool remapping = true;
 };
 
 struct SessionOptions {

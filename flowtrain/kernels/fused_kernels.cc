@@ -1,0 +1,130 @@
+#include "flowtrain/kernels/fused_kernels.h"
+
+#include <mutex>
+#include <type_traits>
+
+#include "flowtrain/core/error.h"
+#include "flowtrain/core/str_util.h"
+#include "flowtrain/kernels/gemm.h"
+
+namespace flowtrain {
+namespace {
+
+// The [m, n] = [m, k] x [k, n] product of a MatMul node's inputs, checked as MatMul checks it.
+struct ProductShape {
+  int64_t m, n, k;
+};
+
+ProductShape CheckProduct(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
+  if (a.dims() != 2 || b.dims() != 2) {
+    InvalidArgument("In[0] and In[1] must be matrices: In[0]: ", a.shape().DebugString(), ", In[1]: ",
+                    b.shape().DebugString());
+  }
+  const ProductShape s{.m = a.dim_size(transpose_a ? 1 : 0), .n = b.dim_size(transpose_b ? 0 : 1),
+                       .k = a.dim_size(transpose_a ? 0 : 1)};
+  if (s.k != b.dim_size(transpose_b ? 1 : 0) || a.dtype() != b.dtype()) {
+    InvalidArgument("Matrix size-incompatible: In[0]: ", a.shape().DebugString(), ", In[1]: ",
+                    b.shape().DebugString());
+  }
+  return s;
+}
+
+// Runs fn.template operator()<T>() for float32 and float64, the dtypes Gemm computes.
+template <typename Fn>
+void DispatchGemmType(DataType dtype, const OpKernel& kernel, Fn&& fn) {
+  switch (BaseType(dtype)) {
+    case DT_FLOAT: fn.template operator()<float>(); return;
+    case DT_DOUBLE: fn.template operator()<double>(); return;
+    default: InvalidArgument(kernel.name(), ": the fused MatMul has no CPU kernel for ", DataTypeString(dtype));
+  }
+}
+
+// Inputs (a, b, bias); c = relu(op(a) * op(b) + bias).
+class FusedMatMulOp : public OpKernel {
+ public:
+  FusedMatMulOp(OpKernelConstruction& c, const Node& matmul, bool relu)
+      : OpKernel(c),
+        transpose_a_(matmul.GetAttr<bool>("transpose_a")),
+        transpose_b_(matmul.GetAttr<bool>("transpose_b")),
+        relu_(relu) {}
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& a = ctx->input(0);
+    const Tensor& b = ctx->input(1);
+    const Tensor& bias = ctx->input(2);
+    const ProductShape s = CheckProduct(a, b, transpose_a_, transpose_b_);
+    if (bias.dims() != 1) InvalidArgument("Biases must be 1D: ", bias.shape().DebugString());
+    if (bias.dim_size(0) != s.n) {
+      InvalidArgument("Must provide as many biases as the last dimension of the input tensor: ",
+                      bias.shape().DebugString(), " vs. ", TensorShape({s.m, s.n}).DebugString());
+    }
+    Tensor* out = ctx->allocate_output(0, TensorShape({s.m, s.n}));
+    DispatchGemmType(a.dtype(), *this, [&]<typename T>() {
+      Gemm<T>(ctx, {.m = s.m, .n = s.n, .k = s.k, .a = a.data<T>(), .lda = a.dim_size(1), .transpose_a = transpose_a_,
+                    .b = b.data<T>(), .ldb = b.dim_size(1), .transpose_b = transpose_b_, .c = out->data<T>(),
+                    .ldc = s.n, .bias = bias.data<T>(), .relu = relu_});
+    });
+  }
+  KernelCost cost() const override { return KernelCost::kExpensive; }
+
+ private:
+  const bool transpose_a_, transpose_b_, relu_;
+};
+
+// Inputs (var: ref, alpha, a, b); var -= alpha * op(a) * op(b). The variable is locked for the
+// update, as the Apply* kernels lock it (training_kernels.cc), use_locking or not.
+class MatMulApplyGradientDescentOp : public OpKernel {
+ public:
+  MatMulApplyGradientDescentOp(OpKernelConstruction& c, const Node& matmul)
+      : OpKernel(c),
+        transpose_a_(matmul.GetAttr<bool>("transpose_a")),
+        transpose_b_(matmul.GetAttr<bool>("transpose_b")) {}
+
+  void Compute(OpKernelContext* ctx) override {
+    Var* var = ctx->input_ref(0);
+    const Tensor& alpha = ctx->input(1);
+    const Tensor& a = ctx->input(2);
+    const Tensor& b = ctx->input(3);
+    const ProductShape s = CheckProduct(a, b, transpose_a_, transpose_b_);
+    std::unique_lock<std::mutex> lock(var->mu);
+    if (!var->initialized) FailedPrecondition("Attempting to use uninitialized value ", var->name);
+    const TensorShape grad_shape({s.m, s.n});
+    if (var->tensor.shape() != grad_shape) {
+      InvalidArgument("ApplyGradientDescent: var and grad do not have the same shape",
+                      var->tensor.shape().DebugString(), " ", grad_shape.DebugString());
+    }
+    if (alpha.dims() != 0) InvalidArgument("ApplyGradientDescent: alpha is not a scalar: ", alpha.shape().DebugString());
+    if (var->tensor.dtype() != a.dtype() || alpha.dtype() != a.dtype()) {
+      InvalidArgument("ApplyGradientDescent: var, alpha and grad differ in type: ", DataTypeString(var->tensor.dtype()),
+                      ", ", DataTypeString(alpha.dtype()), ", ", DataTypeString(a.dtype()));
+    }
+    // A reader still holds the current buffer (a fetched value): write into a copy so the
+    // value it fetched does not change under it.
+    if (!var->tensor.RefCountIsOne()) var->tensor = var->tensor.DeepCopy();
+    DispatchGemmType(a.dtype(), *this, [&]<typename T>() {
+      Gemm<T>(ctx, {.m = s.m, .n = s.n, .k = s.k, .a = a.data<T>(), .lda = a.dim_size(1), .transpose_a = transpose_a_,
+                    .b = b.data<T>(), .ldb = b.dim_size(1), .transpose_b = transpose_b_,
+                    .c = var->tensor.data<T>(), .ldc = s.n, .accumulate = true, .alpha = -alpha.scalar<T>()});
+    });
+    lock.unlock();
+    ctx->set_output_ref(0, var);
+  }
+  KernelCost cost() const override { return KernelCost::kExpensive; }
+
+ private:
+  const bool transpose_a_, transpose_b_;
+};
+
+}  // namespace
+
+std::unique_ptr<OpKernel> CreateFusedMatMulKernel(const Node& matmul, const Node& bias_add, const Node* relu) {
+  OpKernelConstruction construction(relu != nullptr ? *relu : bias_add);
+  return std::make_unique<FusedMatMulOp>(construction, matmul, relu != nullptr);
+}
+
+std::unique_ptr<OpKernel> CreateMatMulApplyGradientDescentKernel(const Node& matmul, const Node& apply) {
+  OpKernelConstruction construction(apply);
+  return std::make_unique<MatMulApplyGradientDescentOp>(construction, matmul);
+}
+
+}  // namespace flowtrain

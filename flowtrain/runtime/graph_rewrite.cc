@@ -1,0 +1,177 @@
+#include "flowtrain/runtime/graph_rewrite.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "flowtrain/kernels/fused_kernels.h"
+
+namespace flowtrain {
+namespace {
+
+struct EndpointHash {
+  size_t operator()(const Endpoint& e) const {
+    return std::hash<const void*>()(e.node) * 31 + static_cast<size_t>(e.index);
+  }
+};
+
+// Who uses what among the nodes of one run.
+class RunUses {
+ public:
+  RunUses(const std::vector<const Node*>& nodes, const std::vector<Endpoint>& feeds,
+          const std::vector<Endpoint>& fetches, const std::vector<const Node*>& targets)
+      : nodes_(nodes.begin(), nodes.end()),
+        fed_(feeds.begin(), feeds.end()),
+        fetched_(fetches.begin(), fetches.end()),
+        targets_(targets.begin(), targets.end()) {
+    for (const Node* n : nodes) {
+      for (const Endpoint& in : n->inputs()) {
+        if (fed_.count(in) == 0) ++consumers_[in];
+      }
+      for (const Node* c : n->control_inputs()) ++control_consumers_[c];
+    }
+  }
+
+  bool Runs(const Node* n) const { return nodes_.count(n) != 0; }
+
+  // True when `e` is computed in the run and passed only to its one consumer: a group may
+  // keep it inside, with no other node (and no fetch) missing it.
+  bool OnlyPassedOn(const Endpoint& e) const {
+    if (!Runs(e.node) || fed_.count(e) != 0 || fetched_.count(e) != 0 || targets_.count(e.node) != 0) return false;
+    auto consumers = consumers_.find(e);
+    if (consumers == consumers_.end() || consumers->second != 1) return false;
+    return control_consumers_.count(e.node) == 0 && e.node->num_outputs() == 1;
+  }
+
+ private:
+  std::unordered_set<const Node*> nodes_;
+  std::unordered_set<Endpoint, EndpointHash> fed_, fetched_;
+  std::unordered_set<const Node*> targets_;
+  std::unordered_map<Endpoint, int, EndpointHash> consumers_;
+  std::unordered_map<const Node*, int> control_consumers_;
+};
+
+bool IsGemmType(const Node& n) {
+  const DataType t = n.GetAttr<DataType>("T");
+  return t == DT_FLOAT || t == DT_DOUBLE;
+}
+
+// A BiasAdd adding along the last dimension, as the fused kernel does.
+bool IsNhwc(const Node& bias_add) {
+  const AttrValue* format = bias_add.FindAttr("data_format");
+  return format == nullptr || AttrValueAs<std::string>(*format, "data_format") == "NHWC";
+}
+
+// A group's nodes ask for one device (a group never spans devices or tasks).
+bool SameDevice(std::initializer_list<const Node*> group) {
+  for (const Node* n : group) {
+    if (n != nullptr && n->requested_device() != (*group.begin())->requested_device()) return false;
+  }
+  return true;
+}
+
+ExecNode AsIs(const Node* n) {
+  ExecNode e;
+  e.node = n;
+  e.type = n->type();
+  e.inputs = n->inputs();
+  for (int i = 0; i < n->num_inputs(); ++i) e.ref_inputs.push_back(IsRefType(n->input_type(i)));
+  e.control_inputs.assign(n->control_inputs().begin(), n->control_inputs().end());
+  return e;
+}
+
+// `last` (the group's last node) with the given outside inputs, waiting for every node of
+// the group's control inputs.
+ExecNode Fused(const Node* last, std::string type, std::vector<Endpoint> inputs, std::vector<bool> ref_inputs,
+               std::vector<const Node*> others) {
+  ExecNode e;
+  e.node = last;
+  e.type = std::move(type);
+  e.inputs = std::move(inputs);
+  e.ref_inputs = std::move(ref_inputs);
+  e.fused = std::move(others);
+  std::unordered_set<const Node*> seen;
+  for (const Node* n : e.fused) {
+    for (const Node* c : n->control_inputs()) {
+      if (seen.insert(c).second) e.control_inputs.push_back(c);
+    }
+  }
+  for (const Node* c : last->control_inputs()) {
+    if (seen.insert(c).second) e.control_inputs.push_back(c);
+  }
+  return e;
+}
+
+}  // namespace
+
+std::vector<ExecNode> RewriteForExecution(const std::vector<const Node*>& nodes, const std::vector<Endpoint>& feeds,
+                                          const std::vector<Endpoint>& fetches,
+                                          const std::vector<const Node*>& targets, bool remapping) {
+  std::vector<ExecNode> result;
+  result.reserve(nodes.size());
+  if (!remapping) {
+    for (const Node* n : nodes) result.push_back(AsIs(n));
+    return result;
+  }
+  const RunUses uses(nodes, feeds, fetches, targets);
+  std::unordered_set<const Node*> claimed;  // nodes already inside a group
+  auto free = [&](const Node* n) { return claimed.count(n) == 0; };
+
+  // The MatMul whose only use is `consumer`'s input `index`, or null.
+  auto sole_matmul_input = [&](const Node* consumer, int index) -> const Node* {
+    const Endpoint& in = consumer->input(index);
+    if (in.node->type() != "MatMul" || !free(in.node) || !uses.OnlyPassedOn(in) || !IsGemmType(*in.node)) {
+      return nullptr;
+    }
+    return in.node;
+  };
+
+  // Groups by their last node, found from it: Relu or BiasAdd (_FusedMatMul), then
+  // ApplyGradientDescent. A Relu's group is claimed before its BiasAdd is tried alone.
+  std::unordered_map<const Node*, ExecNode> groups;
+  for (const Node* n : nodes) {
+    if (n->type() != "Relu" || !IsGemmType(*n)) continue;
+    const Endpoint& in = n->input(0);
+    if (in.node->type() != "BiasAdd" || !IsNhwc(*in.node) || !uses.OnlyPassedOn(in)) continue;
+    const Node* bias_add = in.node;
+    const Node* matmul = sole_matmul_input(bias_add, 0);
+    if (matmul == nullptr || !SameDevice({n, bias_add, matmul})) continue;
+    ExecNode e = Fused(n, "_FusedMatMul", {matmul->input(0), matmul->input(1), bias_add->input(1)},
+                       {false, false, false}, {matmul, bias_add});
+    e.kernel = CreateFusedMatMulKernel(*matmul, *bias_add, n);
+    claimed.insert({matmul, bias_add, n});
+    groups.emplace(n, std::move(e));
+  }
+  for (const Node* n : nodes) {
+    if (n->type() != "BiasAdd" || !IsNhwc(*n) || !free(n)) continue;
+    const Node* matmul = sole_matmul_input(n, 0);
+    if (matmul == nullptr || !SameDevice({n, matmul})) continue;
+    ExecNode e = Fused(n, "_FusedMatMul", {matmul->input(0), matmul->input(1), n->input(1)}, {false, false, false},
+                       {matmul});
+    e.kernel = CreateFusedMatMulKernel(*matmul, *n, nullptr);
+    claimed.insert({matmul, n});
+    groups.emplace(n, std::move(e));
+  }
+  for (const Node* n : nodes) {
+    if (n->type() != "ApplyGradientDescent") continue;
+    const Node* matmul = sole_matmul_input(n, 2);
+    if (matmul == nullptr || !SameDevice({n, matmul})) continue;
+    ExecNode e = Fused(n, "_FusedMatMulApplyGradientDescent",
+                       {n->input(0), n->input(1), matmul->input(0), matmul->input(1)}, {true, false, false, false},
+                       {matmul});
+    e.kernel = CreateMatMulApplyGradientDescentKernel(*matmul, *n);
+    claimed.insert({matmul, n});
+    groups.emplace(n, std::move(e));
+  }
+
+  for (const Node* n : nodes) {
+    auto group = groups.find(n);
+    if (group != groups.end()) {
+      result.push_back(std::move(group->second));
+    } else if (free(n)) {
+      result.push_back(AsIs(n));
+    }
+  }
+  return result;
+}
+
+}  // namespace flowtrain
