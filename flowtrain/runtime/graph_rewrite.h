@@ -8,9 +8,9 @@
 //    fused_ops [BiasAdd] or [BiasAdd, Relu], named after the group's last node; the bias and
 //    the clamp are applied to each tile of the product while it is in registers.
 //  - flowtrain's own: a MatMul feeding only the delta of an ApplyGradientDescent (a weight
-//    gradient) becomes _FusedMatMulApplyGradientDescent named after the ApplyGradientDescent:
-//    var -= lr * op(a) * op(b) as one product accumulating into the variable, so the
-//    gradient is never written and read back.
+//    gradient of 32 columns or more) becomes _FusedMatMulApplyGradientDescent named after the
+//    ApplyGradientDescent: var -= lr * op(a) * op(b) as one product accumulating into the
+//    variable, so the gradient is never written and read back.
 // A group fuses only when every tensor passed inside it has no other consumer in the run,
 // is neither fed nor fetched, its nodes are not targets (but the last), nothing
 // control-depends on them, and all of them ask for the same device. The fused node waits
