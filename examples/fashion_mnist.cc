@@ -20,6 +20,9 @@ int main(int argc, char** argv) {
   app.add_option("--learning-rate", learning_rate, "Adam's learning rate");
   app.add_option("--model-dir", model_dir, "Checkpoints and TensorBoard logs");
   app.add_option("--data-dir", data_dir, "Where the Fashion-MNIST .gz files are");
+  bool async_checkpoints = false;
+  app.add_flag("--async-checkpoints", async_checkpoints,
+               "Write checkpoints in the background while training goes on (beyond TF)");
   CLI11_PARSE(app, argc, argv);
 
   auto [train_images, train_labels] = fashion_mnist::Load(data_dir, "train");
@@ -52,6 +55,7 @@ int main(int argc, char** argv) {
   opts.checkpoint_dir = model_dir;
   opts.scaffold = scaffold;
   opts.save_checkpoint_steps = int64_t{500};
+  opts.async_checkpoint = async_checkpoints;
   opts.log_step_count_steps = std::nullopt;  // the progress bar shows steps/s
   auto stop = std::make_shared<ft::train::StopAtStepHook>(ft::train::NumSteps{steps});
   // Ctrl-C or a scheduler's SIGTERM ends the run after the step in flight, with a checkpoint.

@@ -40,8 +40,9 @@ expect "$work/train2.out" "Test accuracy after step 40"
 "$bin/evaluate_fashion_mnist" --model-dir "$work/cnn" --once > "$work/eval2.out" 2>&1
 expect "$work/eval2.out" "model.ckpt-40: step 40, accuracy"
 # SIGTERM mid-run (a scheduler preempting the job): the trainer stops after the step in flight,
-# saves, exits with 128 + 15, and the next run resumes from there.
-"$bin/fashion_mnist" --steps 100000 --model-dir "$work/preempt" > "$work/preempt.out" 2>&1 &
+# saves, exits with 128 + 15, and the next run resumes from there. Its checkpoints are written
+# in the background; the last one is complete before the trainer exits.
+"$bin/fashion_mnist" --steps 100000 --async-checkpoints --model-dir "$work/preempt" > "$work/preempt.out" 2>&1 &
 trainer=$!
 for _ in $(seq 600); do
   grep -q "model.ckpt-0" "$work/preempt/checkpoint" 2>/dev/null && break

@@ -149,6 +149,11 @@ std::optional<SessionRunArgs> CheckpointSaverHook::BeforeRun(SessionRunContext&)
 }
 
 void CheckpointSaverHook::AfterRun(SessionRunContext& context, const SessionRunValues& values) {
+  if (async_ != nullptr) {
+    if (auto written = async_->TakeFinished()) {
+      if (Saved(context.session(), written->global_step)) context.RequestStop();
+    }
+  }
   const int64_t stale = ReadStep(values.results[0]);
   if (timer_.ShouldTriggerForStep(stale + 1)) {
     const int64_t step = RereadStep(context.session(), read_);
@@ -159,18 +164,35 @@ void CheckpointSaverHook::AfterRun(SessionRunContext& context, const SessionRunV
   }
 }
 
-HookSchedule CheckpointSaverHook::NextDue() const { return timer_.NextDue(ScheduleUnit::kGlobalStep); }
+HookSchedule CheckpointSaverHook::NextDue() const {
+  // A write in flight is looked for after every run, to report it as soon as it is complete.
+  if (async_ != nullptr && async_->in_flight()) return HookSchedule::EveryRun();
+  return timer_.NextDue(ScheduleUnit::kGlobalStep);
+}
 
 void CheckpointSaverHook::End(SessionInterface& session) {
   const int64_t last = RereadStep(session, read_);
   if (!timer_.last_triggered_step() || last != *timer_.last_triggered_step()) Save(session, last);
+  if (async_ != nullptr) {
+    if (auto written = async_->Wait()) Saved(session, written->global_step);
+  }
   for (auto& listener : options_.listeners) listener->End(session, last);
 }
 
 bool CheckpointSaverHook::Save(SessionInterface& session, int64_t step) {
   FT_LOG(INFO) << "Saving checkpoints for " << step << " into " << save_path_ << ".";
   for (auto& listener : options_.listeners) listener->BeforeSave(session, step);
+  if (options_.async_save) {
+    if (async_ == nullptr) async_ = std::make_unique<AsyncCheckpointSaver>(GetSaver());
+    std::optional<AsyncCheckpointSaver::Written> previous =
+        async_->Save(session, save_path_, step, options_.save_graph_def);
+    return previous && Saved(session, previous->global_step);
+  }
   GetSaver().Save(session, save_path_, step, "checkpoint", "meta", options_.save_graph_def);
+  return Saved(session, step);
+}
+
+bool CheckpointSaverHook::Saved(SessionInterface& session, int64_t step) {
   tensorflow::SessionLog log;
   log.set_status(tensorflow::SessionLog::CHECKPOINT);
   log.set_checkpoint_path(save_path_);

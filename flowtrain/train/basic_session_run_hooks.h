@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "flowtrain/summary/file_writer.h"
+#include "flowtrain/train/async_checkpoint_saver.h"
 #include "flowtrain/train/hook_timer.h"
 #include "flowtrain/train/scaffold.h"
 #include "flowtrain/train/session_run_hook.h"
@@ -94,10 +95,17 @@ struct CheckpointSaverHookOptions {
   std::shared_ptr<Scaffold> scaffold;
   std::vector<std::shared_ptr<CheckpointSaverListener>> listeners;
   bool save_graph_def = true;          // graph.pbtxt and .meta files (TF >= 2.1 compat.v1 option)
+  // Beyond TF: write each checkpoint on a background thread (AsyncCheckpointSaver), so that
+  // training waits only for the model's copy into memory, not for the disk. Listeners'
+  // AfterSave and the CHECKPOINT event then come once the write is complete (checked after
+  // each run); End waits for it and saves the last step. A recovery meanwhile restores the
+  // newest complete checkpoint. Costs a second copy of the model in memory during the write.
+  bool async_save = false;
 };
 
 // Saves checkpoints every N steps or seconds, at session creation and at the end; writes
 // graph.pbtxt, the graph and meta graph to the event file, and a CHECKPOINT session log.
+// With `async_save`, writes them in the background (see CheckpointSaverHookOptions).
 class CheckpointSaverHook : public SessionRunHook {
  public:
   CheckpointSaverHook(std::string checkpoint_dir, CheckpointSaverHookOptions options);
@@ -109,7 +117,11 @@ class CheckpointSaverHook : public SessionRunHook {
   HookSchedule NextDue() const override;  // the next save's step or time
 
  private:
+  // Saves (or, with async_save, starts saving) the checkpoint of `step`; true if a listener
+  // asked to stop.
   bool Save(SessionInterface& session, int64_t step);
+  // Tells the event file and the listeners that the checkpoint of `step` is written.
+  bool Saved(SessionInterface& session, int64_t step);
   Saver& GetSaver();
 
   std::string checkpoint_dir_;
@@ -119,6 +131,7 @@ class CheckpointSaverHook : public SessionRunHook {
   std::shared_ptr<summary::FileWriter> writer_;
   Output read_;
   Graph* graph_ = nullptr;
+  std::unique_ptr<AsyncCheckpointSaver> async_;  // with async_save, after Begin
 };
 
 // ---- StepCounterHook ----

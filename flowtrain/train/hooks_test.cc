@@ -9,6 +9,7 @@
 #include "flowtrain/core/file_util.h"
 #include "flowtrain/core/logging.h"
 #include "flowtrain/core/str_util.h"
+#include "flowtrain/io/checkpoint_reader.h"
 #include "flowtrain/io/event_file_list.h"
 #include "flowtrain/io/event_file_reader.h"
 #include "flowtrain/ops/array_ops.h"
@@ -18,6 +19,7 @@
 #include "flowtrain/summary/file_writer_cache.h"
 #include "flowtrain/summary/summary.h"
 #include "flowtrain/train/basic_session_run_hooks.h"
+#include "flowtrain/train/checkpoint_management.h"
 #include "flowtrain/train/early_stopping_hook.h"
 #include "flowtrain/train/hook_timer.h"
 #include "flowtrain/train/hooks_test_model.h"
@@ -267,6 +269,31 @@ TEST(CheckpointSaverHook, SavesAtCreationEveryNStepsAndAtEndWithListeners) {
   EXPECT_TRUE(FileExists(JoinPath(dir, "graph.pbtxt")));
   EXPECT_THROW(CheckpointSaverHook(dir, CheckpointSaverHookOptions{.save_secs = 1.0, .save_steps = 1}),
                InvalidArgumentError);
+}
+
+TEST(CheckpointSaverHook, AsyncSavesReportEachCheckpointOnceWrittenAndEndWaits) {
+  Model m;
+  const std::string dir = testing::MakeTempDir("ckpt_async");
+  auto listener = std::make_shared<CountingListener>();
+  CheckpointSaverHookOptions options;
+  options.save_steps = 3;
+  options.listeners = {listener};
+  options.async_save = true;
+  auto sess = m.Session({std::make_shared<CheckpointSaverHook>(dir, options),
+                         std::make_shared<StopAtStepHook>(LastStep{10})});
+  EXPECT_EQ(m.RunUntilStop(*sess), 10);
+  sess->Close();
+  EXPECT_EQ(listener->before, (std::vector<int64_t>{0, 3, 6, 9, 10}));
+  EXPECT_EQ(listener->after, (std::vector<int64_t>{0, 3, 6, 9, 10}));  // each once, in order
+  EXPECT_EQ(listener->end_step, 10);
+  EXPECT_EQ(LatestCheckpoint(dir), JoinPath(dir, "model.ckpt-10"));
+  // Each checkpoint holds the model of its own step, though training went on during the write.
+  for (int64_t step : {6, 9, 10}) {
+    io::CheckpointReader reader(JoinPath(dir, StrCat("model.ckpt-", step)));
+    EXPECT_EQ(reader.GetTensor("global_step").scalar<int64_t>(), step);
+    EXPECT_FLOAT_EQ(reader.GetTensor("loss_var").scalar<float>(), 4.0f / static_cast<float>(1 << step));
+  }
+  EXPECT_TRUE(FileExists(JoinPath(dir, "model.ckpt-10.meta")));
 }
 
 TEST(ProfilerHook, WritesChromeTraces) {

@@ -12,6 +12,7 @@
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/graph/node_builder.h"
 #include "flowtrain/graph/shape_inference.h"
+#include "flowtrain/io/checkpoint_reader.h"
 #include "flowtrain/io/event_file_list.h"
 #include "flowtrain/io/event_file_reader.h"
 #include "flowtrain/kernels/op_kernel.h"
@@ -604,6 +605,33 @@ TEST(MonitoredTrainingSession, ChiefAndWorkerShareVariablesAndOnlyTheChiefGetsDe
   worker_sess->Close();
   chief_sess->Close();
   EXPECT_EQ(LatestCheckpoint(dir), JoinPath(dir, "model.ckpt-4"));  // the chief's final save
+}
+
+TEST(MonitoredTrainingSession, AsyncCheckpointsSurviveARecoveryMidWrite) {
+  Model m;
+  const std::string dir = testing::MakeTempDir("mts_async");
+  MonitoredTrainingSessionOptions options;
+  options.graph = &m.graph;
+  options.checkpoint_dir = dir;
+  options.save_checkpoint_steps = int64_t{2};
+  options.save_summaries_steps = std::nullopt;
+  options.log_step_count_steps = std::nullopt;
+  options.async_checkpoint = true;
+  options.recovery.initial_backoff = std::chrono::milliseconds(0);
+  const Output guarded = m.Guarded();
+  auto sess = MonitoredTrainingSession(options);
+  for (int i = 0; i < 4; ++i) sess->Run({m.train_op});  // saves of 2 and 4 start
+  g_aborts_left = 1;
+  const int64_t restored = sess->Run({}, {guarded})[0].scalar<int64_t>();
+  // The newest checkpoint written when the new session restored: 4, or 2 if 4 was still
+  // being written.
+  EXPECT_TRUE(restored == 4 || restored == 2) << restored;
+  EXPECT_EQ(sess->recoveries(), 1);
+  for (int i = 0; i < 3; ++i) sess->Run({m.train_op});
+  sess->Close();
+  const std::string final_checkpoint = JoinPath(dir, StrCat("model.ckpt-", restored + 3));
+  EXPECT_EQ(LatestCheckpoint(dir), final_checkpoint);
+  EXPECT_EQ(io::CheckpointReader(final_checkpoint).GetTensor("global_step").scalar<int64_t>(), restored + 3);
 }
 
 TEST(MonitoredSession, WorkerTimesOutWithoutAChief) {

@@ -88,6 +88,7 @@ std::unique_ptr<MonitoredSession> MonitoredTrainingSession(MonitoredTrainingSess
     checkpoints.save_secs = checkpoint_secs;
     checkpoints.scaffold = options.scaffold;
     checkpoints.save_graph_def = options.save_graph_def;
+    checkpoints.async_save = options.async_checkpoint;
     all_hooks.push_back(std::make_shared<CheckpointSaverHook>(options.checkpoint_dir, checkpoints));
   }
   all_hooks.insert(all_hooks.end(), options.hooks.begin(), options.hooks.end());

@@ -52,6 +52,9 @@ struct MonitoredTrainingSessionOptions {
   Defaulted<int64_t> save_checkpoint_steps = UseDefault{};
   std::string summary_dir;
   bool save_graph_def = true;
+  // Beyond TF: the chief's CheckpointSaverHook writes checkpoints in the background
+  // (CheckpointSaverHookOptions::async_save).
+  bool async_checkpoint = false;
   RecoveryOptions recovery;  // beyond TF: bounded retries by default
   // Beyond TF: hooks are called only on the runs they are due (HookScheduling::kEveryRun is
   // TF's every hook around every run); see monitored_session.h.

@@ -13,6 +13,7 @@
 #include "flowtrain/graph/node_builder.h"
 #include "flowtrain/io/tensor_bundle.h"
 #include "flowtrain/io/tensor_bundle_reader.h"
+#include "flowtrain/io/tensor_bundle_writer.h"
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/control_flow_ops.h"
 #include "flowtrain/ops/io_ops.h"
@@ -370,17 +371,17 @@ void Saver::AnalyzeRestoreGraph() {
 
 // ---- Saving ----
 
-std::string Saver::Save(SessionInterface& session, const std::string& save_path,
-                        const GlobalStep& global_step, const std::string& latest_filename_arg,
-                        const std::string& meta_graph_suffix, bool write_meta_graph,
-                        bool write_state) {
-  if (!built_) {
-    if (options_.defer_build) {
-      FailedPrecondition("`build()` should be called before save if defer_build==True");
-    }
-    Build();
+void Saver::BuildForSave() {
+  if (built_) return;
+  if (options_.defer_build) {
+    FailedPrecondition("`build()` should be called before save if defer_build==True");
   }
-  const std::string latest_filename = latest_filename_arg.empty() ? "checkpoint" : latest_filename_arg;
+  Build();
+}
+
+std::string Saver::CheckpointFile(SessionInterface& session, const std::string& save_path,
+                                  const GlobalStep& global_step,
+                                  const std::string& latest_filename) const {
   if (latest_filename.find('/') != std::string::npos) {
     InvalidArgument("'latest_filename' must not contain path components");
   }
@@ -398,26 +399,121 @@ std::string Saver::Save(SessionInterface& session, const std::string& save_path,
     InvalidArgument("'latest_filename' collides with 'save_path': '", latest_filename, "' and '",
                     save_path, "'");
   }
-  const std::string save_dir = Dirname(save_path);
-  std::string model_checkpoint_path;
   if (!is_empty_) {
+    const std::string save_dir = Dirname(save_path);
     std::error_code ec;
     if (!save_dir.empty() && !std::filesystem::is_directory(save_dir, ec)) {
       InvalidArgument("Parent directory of ", save_path, " doesn't exist, can't save.");
     }
+  }
+  return checkpoint_file;
+}
+
+void Saver::CommitCheckpoint(const std::string& save_path, const std::string& checkpoint,
+                             const std::string& latest_filename,
+                             const std::string& meta_graph_suffix) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RecordLastCheckpoint(checkpoint);
+  UpdateCheckpointStateInternal(Dirname(save_path), checkpoint, last_checkpoints_paths(),
+                                latest_filename, options_.save_relative_paths);
+  MaybeDeleteOldCheckpoints(meta_graph_suffix);
+}
+
+std::string Saver::Save(SessionInterface& session, const std::string& save_path,
+                        const GlobalStep& global_step, const std::string& latest_filename_arg,
+                        const std::string& meta_graph_suffix, bool write_meta_graph,
+                        bool write_state) {
+  BuildForSave();
+  const std::string latest_filename = latest_filename_arg.empty() ? "checkpoint" : latest_filename_arg;
+  const std::string checkpoint_file = CheckpointFile(session, save_path, global_step, latest_filename);
+  std::string model_checkpoint_path;
+  if (!is_empty_) {
     Output filename = graph_->GetTensorByName(saver_def_.filename_tensor_name());
     Output save_tensor = graph_->GetTensorByName(saver_def_.save_tensor_name());
     Tensor result =
         session.Run({{filename, Tensor::Scalar<std::string>(checkpoint_file)}}, {save_tensor}, {})[0];
     model_checkpoint_path = result.scalar<std::string>();
-    if (write_state) {
-      RecordLastCheckpoint(model_checkpoint_path);
-      UpdateCheckpointStateInternal(save_dir, model_checkpoint_path, last_checkpoints(),
-                                    latest_filename, options_.save_relative_paths);
-      MaybeDeleteOldCheckpoints(meta_graph_suffix);
-    }
+    if (write_state) CommitCheckpoint(save_path, model_checkpoint_path, latest_filename, meta_graph_suffix);
   }
   if (write_meta_graph) ExportMetaGraph(MetaGraphFilename(checkpoint_file, meta_graph_suffix));
+  return model_checkpoint_path;
+}
+
+uint64_t CheckpointSnapshot::bytes() const {
+  uint64_t total = 0;
+  for (const Tensor& t : tensors) total += t.TotalBytes();
+  return total;
+}
+
+CheckpointSnapshot Saver::TakeSnapshot(SessionInterface& session, const std::string& save_path,
+                                       const GlobalStep& global_step,
+                                       const std::string& latest_filename_arg,
+                                       bool write_meta_graph) {
+  BuildForSave();
+  const std::string latest_filename = latest_filename_arg.empty() ? "checkpoint" : latest_filename_arg;
+  CheckpointSnapshot snapshot;
+  snapshot.save_path = save_path;
+  snapshot.checkpoint_file = CheckpointFile(session, save_path, global_step, latest_filename);
+  snapshot.empty_saver = is_empty_;
+  if (write_meta_graph) snapshot.meta_graph = ExportMetaGraph();
+  if (is_empty_) return snapshot;
+  // What the save subgraph's SaveV2 ops (one per device when sharded) would write: their key
+  // lists and tensors, fetched in one run. Walking the subgraph works for savers built from an
+  // imported SaverDef (TF's or ours) too.
+  std::vector<Output> fetches;
+  std::vector<int64_t> tensors_per_op;
+  std::vector<Node*> stack = {graph_->GetTensorByName(saver_def_.save_tensor_name()).node()};
+  std::set<Node*> seen(stack.begin(), stack.end());
+  while (!stack.empty()) {
+    Node* node = stack.back();
+    stack.pop_back();
+    if (node->type() == "SaveV2") {
+      fetches.emplace_back(node->input(1).node, node->input(1).index);
+      for (int i = 3; i < node->num_inputs(); ++i) fetches.emplace_back(node->input(i).node, node->input(i).index);
+      tensors_per_op.push_back(node->num_inputs() - 3);
+    }
+    auto visit = [&](Node* n) {
+      if (seen.insert(n).second) stack.push_back(n);
+    };
+    for (const Endpoint& in : node->inputs()) visit(in.node);
+    for (Node* control : node->control_inputs()) visit(control);
+  }
+  if (fetches.empty()) {
+    FailedPrecondition("The save subgraph of ", saver_def_.save_tensor_name(),
+                       " has no SaveV2 op to snapshot");
+  }
+  const std::vector<Tensor> values = session.Run({}, fetches, {});
+  size_t next = 0;
+  for (int64_t n : tensors_per_op) {
+    const Tensor& names = values[next++];
+    if (names.NumElements() != n) {
+      InvalidArgument("SaveV2: got ", names.NumElements(), " tensor names but ", n, " tensors");
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      snapshot.keys.push_back(names.flat<std::string>()[i]);
+      // A fetched variable may share its buffer with the variable, which the next step changes.
+      snapshot.tensors.push_back(values[next++].DeepCopy());
+    }
+  }
+  return snapshot;
+}
+
+std::string Saver::WriteSnapshot(const CheckpointSnapshot& snapshot,
+                                 const std::string& latest_filename_arg,
+                                 const std::string& meta_graph_suffix, bool write_state) {
+  const std::string latest_filename = latest_filename_arg.empty() ? "checkpoint" : latest_filename_arg;
+  std::string model_checkpoint_path;
+  if (!snapshot.empty_saver) {
+    io::BundleWriter writer(snapshot.checkpoint_file);
+    for (size_t i = 0; i < snapshot.keys.size(); ++i) writer.Add(snapshot.keys[i], snapshot.tensors[i]);
+    writer.Finish();
+    model_checkpoint_path = snapshot.checkpoint_file;
+    if (write_state) CommitCheckpoint(snapshot.save_path, model_checkpoint_path, latest_filename, meta_graph_suffix);
+  }
+  if (snapshot.meta_graph) {
+    WriteFileAtomically(MetaGraphFilename(snapshot.checkpoint_file, meta_graph_suffix),
+                        snapshot.meta_graph->SerializeAsString());
+  }
   return model_checkpoint_path;
 }
 
@@ -429,6 +525,12 @@ tensorflow::MetaGraphDef Saver::ExportMetaGraph(const std::string& filename) con
 
 void Saver::Restore(SessionInterface& session, const std::string& save_path,
                     const RestoreOptions& options) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RestoreLocked(session, save_path, options);
+}
+
+void Saver::RestoreLocked(SessionInterface& session, const std::string& save_path,
+                          const RestoreOptions& options) {
   if (!built_) Build();
   if (is_empty_) return;
   if (save_path.empty()) InvalidArgument("Can't load save_path when it is None.");
@@ -487,9 +589,10 @@ void Saver::RunRestore(SessionInterface& session, const std::string& save_path,
 std::optional<std::string> Saver::RestoreLatest(SessionInterface& session,
                                                 const std::string& checkpoint_dir,
                                                 const RestoreLatestOptions& options) {
+  std::lock_guard<std::mutex> lock(mu_);
   if (!options.fall_back_to_intact) {
     std::optional<std::string> latest = LatestCheckpoint(checkpoint_dir, options.latest_filename);
-    if (latest) Restore(session, *latest, options.restore);
+    if (latest) RestoreLocked(session, *latest, options.restore);
     return latest;
   }
   std::optional<tensorflow::CheckpointState> state =
@@ -511,7 +614,7 @@ std::optional<std::string> Saver::RestoreLatest(SessionInterface& session,
       continue;
     }
     try {
-      Restore(session, candidate, restore_options);
+      RestoreLocked(session, candidate, restore_options);
     } catch (const DataLossError& e) {
       skipped.push_back(StrCat(candidate, " (", e.what(), ")"));
       FT_LOG(WARNING) << "Skipping damaged checkpoint " << candidate << ": " << e.what();
@@ -529,6 +632,11 @@ std::optional<std::string> Saver::RestoreLatest(SessionInterface& session,
 // ---- Retention ----
 
 std::vector<std::string> Saver::last_checkpoints() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_checkpoints_paths();
+}
+
+std::vector<std::string> Saver::last_checkpoints_paths() const {
   std::vector<std::string> out;
   for (const auto& [path, time] : last_checkpoints_) out.push_back(path);
   return out;
@@ -571,6 +679,7 @@ void Saver::RecoverLastCheckpoints(const std::vector<std::string>& checkpoint_pa
 
 void Saver::SetLastCheckpointsWithTime(
     const std::vector<std::pair<std::string, double>>& checkpoints) {
+  std::lock_guard<std::mutex> lock(mu_);
   last_checkpoints_ = checkpoints;
 }
 

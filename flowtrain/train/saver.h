@@ -30,6 +30,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -123,6 +124,20 @@ struct RestoreLatestOptions {
   std::string latest_filename = "checkpoint";
 };
 
+// Beyond TF: everything one Save writes, copied out of the session by Saver::TakeSnapshot so
+// that the checkpoint can be written while the session trains on (see AsyncCheckpointSaver).
+struct CheckpointSnapshot {
+  std::string save_path;        // as given to TakeSnapshot
+  std::string checkpoint_file;  // the prefix to write: "<save_path>-<step>"
+  bool empty_saver = false;     // nothing to write but the meta graph
+  std::vector<std::string> keys;
+  std::vector<Tensor> tensors;  // independent copies, in the order of `keys`
+  std::optional<tensorflow::MetaGraphDef> meta_graph;
+
+  // Bytes of tensor data held.
+  uint64_t bytes() const;
+};
+
 class Saver {
  public:
   // Builds the save/restore subgraph now unless `options.defer_build`. InvalidArgument for
@@ -148,6 +163,29 @@ class Saver {
                    const std::string& latest_filename = "checkpoint",
                    const std::string& meta_graph_suffix = "meta", bool write_meta_graph = true,
                    bool write_state = true);
+
+  // Beyond TF: Save in two halves, so that a checkpoint can be written while training goes on.
+  // TakeSnapshot runs the session once to copy every tensor the save ops would write (a
+  // consistent model, as Save sees it), plus the MetaGraphDef when `write_meta_graph`.
+  // WriteSnapshot then writes those copies without the session, exactly as Save would have:
+  // the same bundle (written under temporary names, fsync'ed and renamed), state file,
+  // retention and .meta file; it returns the checkpoint prefix ("" for an empty saver).
+  //
+  //   CheckpointSnapshot snapshot = saver.TakeSnapshot(sess, "runs/x/model.ckpt", 1200);
+  //   std::thread writer([&] { saver.WriteSnapshot(snapshot); });  // training continues
+  //
+  // The snapshot holds a second copy of the model in memory until it is written. Unlike
+  // sharded Save, which has each device write its own shard, WriteSnapshot writes a single
+  // shard from this process. WriteSnapshot may run while another thread uses the Saver: its
+  // state-file update and deletions are serialised with Restore and RestoreLatest, so a
+  // restore never reads a checkpoint while it is being deleted.
+  CheckpointSnapshot TakeSnapshot(SessionInterface& session, const std::string& save_path,
+                                  const GlobalStep& global_step = {},
+                                  const std::string& latest_filename = "checkpoint",
+                                  bool write_meta_graph = true);
+  std::string WriteSnapshot(const CheckpointSnapshot& snapshot,
+                            const std::string& latest_filename = "checkpoint",
+                            const std::string& meta_graph_suffix = "meta", bool write_state = true);
 
   // Restores every variable from the checkpoint at `save_path` (a prefix as Save returns).
   // InvalidArgument("The passed save_path is not a valid checkpoint: ...") if there is none.
@@ -211,9 +249,19 @@ class Saver {
   Operation AddRestoreOps(Output filename, const std::vector<Saveable>& saveables,
                           std::string_view name);
   void AnalyzeRestoreGraph();
+  void BuildForSave();
+  // The prefix Save writes for these arguments, after checking them.
+  std::string CheckpointFile(SessionInterface& session, const std::string& save_path,
+                             const GlobalStep& global_step, const std::string& latest_filename) const;
+  // Records a written checkpoint in the state file and deletes the oldest beyond max_to_keep.
+  void CommitCheckpoint(const std::string& save_path, const std::string& checkpoint,
+                        const std::string& latest_filename, const std::string& meta_graph_suffix);
+  void RestoreLocked(SessionInterface& session, const std::string& save_path,
+                     const RestoreOptions& options);
   void CheckAgainstIndex(const std::string& save_path) const;
   void RunRestore(SessionInterface& session, const std::string& save_path,
                   const RestoreOptions& options);
+  std::vector<std::string> last_checkpoints_paths() const;  // with mu_ held
   void RecordLastCheckpoint(const std::string& path);
   void MaybeDeleteOldCheckpoints(const std::string& meta_graph_suffix);
 
@@ -226,6 +274,9 @@ class Saver {
   std::vector<RestoreTarget> restore_targets_;
   int num_restore_ops_ = 0;
 
+  // Guards the retention state below and serialises checkpoint commits (state file,
+  // deletions) with restores.
+  mutable std::mutex mu_;
   std::vector<std::pair<std::string, double>> last_checkpoints_;  // oldest first
   std::deque<std::pair<std::string, double>> to_delete_;
   double next_checkpoint_time_ = 0;

@@ -1,0 +1,196 @@
+// Saver::TakeSnapshot / WriteSnapshot and AsyncCheckpointSaver: a snapshot holds the model as it
+// was when taken, is written as Save writes (byte for byte, retention, state file), and a
+// background write's error reaches the caller.
+#include "flowtrain/train/async_checkpoint_saver.h"
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "flowtrain/core/error.h"
+#include "flowtrain/core/file_util.h"
+#include "flowtrain/io/checkpoint_reader.h"
+#include "flowtrain/ops/array_ops.h"
+#include "flowtrain/ops/variables.h"
+#include "flowtrain/runtime/session.h"
+#include "flowtrain/train/checkpoint_management.h"
+#include "tests/test_util.h"
+
+namespace flowtrain::train {
+namespace {
+
+using ::testing::ElementsAre;
+
+// Variables w [2] = {1, 2} and step = 0, and Set() assigning w = {k, k}, step = k.
+struct Model {
+  Model() {
+    auto as_default = g.AsDefault();
+    w = Variable(Tensor::FromVector<float>({1, 2}), {.name = "w"});
+    step = Variable(Tensor::Scalar<int64_t>(0), {.name = "step", .trainable = false});
+    w_in = ops::Placeholder(DT_FLOAT, {2}, "w_in");
+    step_in = ops::Placeholder(DT_INT64, {}, "step_in");
+    set = {w.Assign(w_in).op(), step.Assign(step_in).op()};
+  }
+  void Init(Session& sess) { sess.Run({}, {}, {ops::GlobalVariablesInitializer(&g)}); }
+  void Set(Session& sess, float k) {
+    sess.Run({{w_in, Tensor::FromVector<float>({k, k})}, {step_in, Tensor::Scalar<int64_t>(static_cast<int64_t>(k))}},
+             {}, set);
+  }
+
+  Graph g;
+  Variable w, step;
+  Output w_in, step_in;
+  std::vector<Operation> set;
+};
+
+std::vector<float> SavedW(const std::string& path) {
+  Tensor t = io::CheckpointReader(path).GetTensor("w");
+  return {t.flat<float>().begin(), t.flat<float>().end()};
+}
+
+TEST(SaverSnapshot, HoldsTheModelAsItWasWhenTaken) {
+  const std::string dir = testing::MakeTempDir("snapshot");
+  Model m;
+  Saver saver({.graph = &m.g});
+  Session sess(m.g);
+  m.Init(sess);
+  m.Set(sess, 3);
+  const CheckpointSnapshot snapshot = saver.TakeSnapshot(sess, dir + "/model.ckpt", 3);
+  EXPECT_EQ(snapshot.checkpoint_file, dir + "/model.ckpt-3");
+  EXPECT_EQ(snapshot.bytes(), 2 * sizeof(float) + sizeof(int64_t));
+  m.Set(sess, 7);  // training goes on: the variables change in place
+  EXPECT_EQ(saver.WriteSnapshot(snapshot), dir + "/model.ckpt-3");
+  EXPECT_EQ(SavedW(dir + "/model.ckpt-3"), (std::vector<float>{3, 3}));
+  EXPECT_TRUE(FileExists(dir + "/model.ckpt-3.meta"));
+  EXPECT_EQ(LatestCheckpoint(dir), dir + "/model.ckpt-3");
+  // It restores like any checkpoint.
+  saver.Restore(sess, dir + "/model.ckpt-3");
+  EXPECT_EQ(sess.Run({}, {m.step.value()}, {})[0].scalar<int64_t>(), 3);
+}
+
+TEST(SaverSnapshot, WritesTheBytesTensorFlowWrites) {
+  // The fixture's values, snapshotted and then overwritten in the session: the written
+  // checkpoint equals TF's files byte for byte.
+  const std::string fixture = testing::FixturePath("tf1_estimator_model_dir/model.ckpt-2000");
+  io::CheckpointReader reader(fixture);
+  Graph g;
+  auto as_default = g.AsDefault();
+  std::vector<Variable> vars;
+  std::vector<Operation> zero;
+  for (const auto& [name, dtype] : reader.GetVariableToDataTypeMap()) {
+    vars.emplace_back(reader.GetTensor(name), VariableOptions{.name = name});
+    zero.push_back(vars.back().Assign(ops::ZerosLike(vars.back().value())).op());
+  }
+  for (bool sharded : {false, true}) {
+    Saver saver({.var_list = vars, .sharded = sharded, .graph = &g});
+    Session sess(g);
+    sess.Run({}, {}, {ops::GlobalVariablesInitializer(&g)});
+    const std::string dir = testing::MakeTempDir("snapshot_tf");
+    const CheckpointSnapshot snapshot = saver.TakeSnapshot(sess, dir + "/model.ckpt", 2000, "checkpoint", false);
+    sess.Run({}, {}, zero);
+    const std::string path = saver.WriteSnapshot(snapshot);
+    EXPECT_EQ(ReadFileToString(path + ".index"), ReadFileToString(fixture + ".index")) << sharded;
+    EXPECT_EQ(ReadFileToString(path + ".data-00000-of-00001"),
+              ReadFileToString(fixture + ".data-00000-of-00001"))
+        << sharded;
+  }
+}
+
+TEST(SaverSnapshot, ShardsOnTwoDevicesBecomeOneCheckpoint) {
+  const std::string dir = testing::MakeTempDir("snapshot_shards");
+  Graph g;
+  auto as_default = g.AsDefault();
+  Variable a(Tensor::Scalar<float>(1), {.name = "a"});
+  Variable c;
+  {
+    auto device = g.Device("/job:localhost/replica:0/task:0/device:CPU:0");
+    c = Variable(Tensor::Scalar<float>(2), {.name = "c"});
+  }
+  Saver saver({.sharded = true, .graph = &g});
+  Session sess(g);
+  sess.Run({}, {}, {ops::GlobalVariablesInitializer(&g)});
+  const std::string path = saver.WriteSnapshot(saver.TakeSnapshot(sess, dir + "/model.ckpt", 5));
+  EXPECT_TRUE(FileExists(path + ".data-00000-of-00001"));
+  Session fresh(g);
+  saver.Restore(fresh, path);
+  const std::vector<Tensor> values = fresh.Run({}, {a.value(), c.value()}, {});
+  EXPECT_EQ(values[0].scalar<float>(), 1.f);
+  EXPECT_EQ(values[1].scalar<float>(), 2.f);
+}
+
+TEST(AsyncCheckpointSaver, WritesInTheBackgroundOneAtATimeWithRetention) {
+  const std::string dir = testing::MakeTempDir("async");
+  Model m;
+  Saver saver({.max_to_keep = 2, .graph = &m.g});
+  Session sess(m.g);
+  m.Init(sess);
+  AsyncCheckpointSaver async(saver);
+  EXPECT_FALSE(async.in_flight());
+  EXPECT_FALSE(async.TakeFinished().has_value());
+  std::vector<int64_t> written;
+  for (int step = 1; step <= 4; ++step) {
+    m.Set(sess, static_cast<float>(step));
+    if (auto previous = async.Save(sess, dir + "/model.ckpt", step)) {
+      written.push_back(previous->global_step);  // the save before waited for
+    }
+    EXPECT_TRUE(async.in_flight());
+    m.Set(sess, 100);  // changes after the snapshot never reach the checkpoint
+  }
+  std::optional<AsyncCheckpointSaver::Written> last = async.Wait();
+  ASSERT_TRUE(last.has_value());
+  EXPECT_EQ(last->path, dir + "/model.ckpt-4");
+  EXPECT_EQ(last->global_step, 4);
+  EXPECT_EQ(written, (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_FALSE(async.in_flight());
+  EXPECT_FALSE(async.Wait().has_value());
+  EXPECT_EQ(SavedW(dir + "/model.ckpt-4"), (std::vector<float>{4, 4}));
+  EXPECT_THAT(saver.last_checkpoints(), ElementsAre(dir + "/model.ckpt-3", dir + "/model.ckpt-4"));
+  EXPECT_FALSE(CheckpointExists(dir + "/model.ckpt-2"));
+  EXPECT_EQ(LatestCheckpoint(dir), dir + "/model.ckpt-4");
+}
+
+TEST(AsyncCheckpointSaver, TakeFinishedCollectsACompletedWrite) {
+  const std::string dir = testing::MakeTempDir("async_poll");
+  Model m;
+  Saver saver({.graph = &m.g});
+  Session sess(m.g);
+  m.Init(sess);
+  AsyncCheckpointSaver async(saver);
+  async.Save(sess, dir + "/model.ckpt", 1);
+  std::optional<AsyncCheckpointSaver::Written> done;
+  for (int i = 0; i < 10000 && !done; ++i) {
+    done = async.TakeFinished();
+    if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(done->path, dir + "/model.ckpt-1");
+  EXPECT_FALSE(async.in_flight());
+  EXPECT_TRUE(CheckpointExists(dir + "/model.ckpt-1"));
+}
+
+TEST(AsyncCheckpointSaver, AFailedWriteIsRethrownAndTheStateFileKeepsTheLastGoodOne) {
+  const std::string dir = testing::MakeTempDir("async_fail");
+  Model m;
+  Saver saver({.graph = &m.g});
+  Session sess(m.g);
+  m.Init(sess);
+  AsyncCheckpointSaver async(saver);
+  std::filesystem::create_directories(dir + "/good");
+  async.Save(sess, dir + "/good/model.ckpt", 1);
+  async.Wait();
+  // A directory where the index should go: its rename into place fails.
+  std::filesystem::create_directories(dir + "/good/model.ckpt-2.index/in_the_way");
+  async.Save(sess, dir + "/good/model.ckpt", 2, /*write_meta_graph=*/false);
+  EXPECT_THROW(async.Wait(), Error);
+  EXPECT_FALSE(async.in_flight());
+  EXPECT_EQ(LatestCheckpoint(dir + "/good"), dir + "/good/model.ckpt-1");
+}
+
+}  // namespace
+}  // namespace flowtrain::train
