@@ -131,7 +131,7 @@ struct CheckpointSnapshot {
   std::string checkpoint_file;  // the prefix to write: "<save_path>-<step>"
   bool empty_saver = false;     // nothing to write but the meta graph
   std::vector<std::string> keys;
-  std::vector<Tensor> tensors;  // independent copies, in the order of `keys`
+  std::vector<Tensor> tensors;  // in the order of `keys`; later updates copy, never change them
   std::optional<tensorflow::MetaGraphDef> meta_graph;
 
   // Bytes of tensor data held.
@@ -165,8 +165,9 @@ class Saver {
                    bool write_state = true);
 
   // Beyond TF: Save in two halves, so that a checkpoint can be written while training goes on.
-  // TakeSnapshot runs the session once to copy every tensor the save ops would write (a
-  // consistent model, as Save sees it), plus the MetaGraphDef when `write_meta_graph`.
+  // TakeSnapshot runs the session once to fetch every tensor the save ops would write (a
+  // consistent model, as Save sees it), plus the MetaGraphDef when `write_meta_graph`. The
+  // fetched variables share their buffers until an update copies them (copy on write).
   // WriteSnapshot then writes those copies without the session, exactly as Save would have:
   // the same bundle (written under temporary names, fsync'ed and renamed), state file,
   // retention and .meta file; it returns the checkpoint prefix ("" for an empty saver).
@@ -174,7 +175,8 @@ class Saver {
   //   CheckpointSnapshot snapshot = saver.TakeSnapshot(sess, "runs/x/model.ckpt", 1200);
   //   std::thread writer([&] { saver.WriteSnapshot(snapshot); });  // training continues
   //
-  // The snapshot holds a second copy of the model in memory until it is written. Unlike
+  // Until it is written, the snapshot holds the model as it was: a second copy in memory of
+  // every variable updated meanwhile. Unlike
   // sharded Save, which has each device write its own shard, WriteSnapshot writes a single
   // shard from this process. WriteSnapshot may run while another thread uses the Saver: its
   // state-file update and deletions are serialised with Restore and RestoreLatest, so a
