@@ -213,16 +213,8 @@ FT_CRC_FOLD_TARGET uint32_t ExtendFolding(uint32_t crc, const uint8_t* p, size_t
     c = _mm_crc32_u64(0, static_cast<uint64_t>(_mm_cvtsi128_si64(s)));
     c = _mm_crc32_u64(c, static_cast<uint64_t>(_mm_extract_epi64(s, 1)));
   }
-  while (n >= 8) {
-    uint64_t word;
-    std::memcpy(&word, p, 8);
-    c = _mm_crc32_u64(c, word);
-    p += 8;
-    n -= 8;
-  }
-  uint32_t c32 = static_cast<uint32_t>(c);
-  while (n-- > 0) c32 = _mm_crc32_u8(c32, *p++);
-  return ~c32;
+  // The last bytes (fewer than a block) by the instruction, from the register as it stands.
+  return ExtendHardware(~static_cast<uint32_t>(c), p, n);
 }
 
 #undef FT_CRC_FOLD_TARGET
