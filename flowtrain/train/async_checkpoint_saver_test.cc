@@ -27,29 +27,33 @@ namespace {
 
 using ::testing::ElementsAre;
 
-// Variables w [2] = {1, 2} and step = 0, and Set() assigning w = {k, k}, step = k.
+// Variables w [2] = {1, 2} and step = 0, initialized in a session, with a Saver of them;
+// Set() assigns w = {k, k}, step = k; `add` updates them in place.
 struct Model {
-  Model() {
+  explicit Model(int max_to_keep = 5) {
     auto as_default = g.AsDefault();
     w = Variable(Tensor::FromVector<float>({1, 2}), {.name = "w"});
     step = Variable(Tensor::Scalar<int64_t>(0), {.name = "step", .trainable = false});
     w_in = ops::Placeholder(DT_FLOAT, {2}, "w_in");
     step_in = ops::Placeholder(DT_INT64, {}, "step_in");
     set = {w.Assign(w_in).op(), step.Assign(step_in).op()};
-    add = {w.AssignAdd(ops::Const<float>({10, 10})).op(),
-           step.AssignAdd(ops::Const(int64_t{10})).op()};
+    add = {w.AssignAdd(ops::Const<float>({10, 10})).op(), step.AssignAdd(ops::Const(int64_t{10})).op()};
+    saver = std::make_unique<Saver>(SaverOptions{.max_to_keep = max_to_keep, .graph = &g});
+    sess = std::make_unique<Session>(g);
+    sess->Run({}, {}, {ops::GlobalVariablesInitializer(&g)});
   }
-  void Init(Session& sess) { sess.Run({}, {}, {ops::GlobalVariablesInitializer(&g)}); }
-  void Set(Session& sess, float k) {
-    sess.Run({{w_in, Tensor::FromVector<float>({k, k})}, {step_in, Tensor::Scalar<int64_t>(static_cast<int64_t>(k))}},
-             {}, set);
+  void Set(float k) {
+    sess->Run({{w_in, Tensor::FromVector<float>({k, k})}, {step_in, Tensor::Scalar<int64_t>(static_cast<int64_t>(k))}},
+              {}, set);
   }
+  void Add() { sess->Run({}, {}, add); }
 
   Graph g;
   Variable w, step;
   Output w_in, step_in;
-  std::vector<Operation> set;
-  std::vector<Operation> add;  // updates in place: w += 10, step += 10
+  std::vector<Operation> set, add;
+  std::unique_ptr<Saver> saver;
+  std::unique_ptr<Session> sess;
 };
 
 std::vector<float> SavedW(const std::string& path) {
@@ -60,22 +64,19 @@ std::vector<float> SavedW(const std::string& path) {
 TEST(SaverSnapshot, HoldsTheModelAsItWasWhenTaken) {
   const std::string dir = testing::MakeTempDir("snapshot");
   Model m;
-  Saver saver({.graph = &m.g});
-  Session sess(m.g);
-  m.Init(sess);
-  m.Set(sess, 3);
-  const CheckpointSnapshot snapshot = saver.TakeSnapshot(sess, dir + "/model.ckpt", 3);
+  m.Set(3);
+  const CheckpointSnapshot snapshot = m.saver->TakeSnapshot(*m.sess, dir + "/model.ckpt", 3);
   EXPECT_EQ(snapshot.checkpoint_file, dir + "/model.ckpt-3");
   EXPECT_EQ(snapshot.bytes(), 2 * sizeof(float) + sizeof(int64_t));
-  sess.Run({}, {}, m.add);  // training goes on: updates in place (they copy, on write)
-  m.Set(sess, 7);           // and assignments
-  EXPECT_EQ(saver.WriteSnapshot(snapshot), dir + "/model.ckpt-3");
+  m.Add();   // training goes on: updates in place (they copy, on write)
+  m.Set(7);  // and assignments
+  EXPECT_EQ(m.saver->WriteSnapshot(snapshot), dir + "/model.ckpt-3");
   EXPECT_EQ(SavedW(dir + "/model.ckpt-3"), (std::vector<float>{3, 3}));
   EXPECT_TRUE(FileExists(dir + "/model.ckpt-3.meta"));
   EXPECT_EQ(LatestCheckpoint(dir), dir + "/model.ckpt-3");
   // It restores like any checkpoint.
-  saver.Restore(sess, dir + "/model.ckpt-3");
-  EXPECT_EQ(sess.Run({}, {m.step.value()}, {})[0].scalar<int64_t>(), 3);
+  m.saver->Restore(*m.sess, dir + "/model.ckpt-3");
+  EXPECT_EQ(m.sess->Run({}, {m.step.value()}, {})[0].scalar<int64_t>(), 3);
 }
 
 TEST(SaverSnapshot, WritesTheBytesTensorFlowWrites) {
@@ -130,21 +131,18 @@ TEST(SaverSnapshot, ShardsOnTwoDevicesBecomeOneCheckpoint) {
 
 TEST(AsyncCheckpointSaver, WritesInTheBackgroundOneAtATimeWithRetention) {
   const std::string dir = testing::MakeTempDir("async");
-  Model m;
-  Saver saver({.max_to_keep = 2, .graph = &m.g});
-  Session sess(m.g);
-  m.Init(sess);
-  AsyncCheckpointSaver async(saver);
+  Model m(/*max_to_keep=*/2);
+  AsyncCheckpointSaver async(*m.saver);
   EXPECT_FALSE(async.in_flight());
   EXPECT_FALSE(async.TakeFinished().has_value());
   std::vector<int64_t> written;
   for (int step = 1; step <= 4; ++step) {
-    m.Set(sess, static_cast<float>(step));
-    if (auto previous = async.Save(sess, dir + "/model.ckpt", step)) {
+    m.Set(static_cast<float>(step));
+    if (auto previous = async.Save(*m.sess, dir + "/model.ckpt", step)) {
       written.push_back(previous->global_step);  // the save before waited for
     }
     EXPECT_TRUE(async.in_flight());
-    sess.Run({}, {}, m.add);  // changes after the snapshot never reach the checkpoint
+    m.Add();  // changes after the snapshot never reach the checkpoint
   }
   std::optional<AsyncCheckpointSaver::Written> last = async.Wait();
   ASSERT_TRUE(last.has_value());
@@ -154,7 +152,7 @@ TEST(AsyncCheckpointSaver, WritesInTheBackgroundOneAtATimeWithRetention) {
   EXPECT_FALSE(async.in_flight());
   EXPECT_FALSE(async.Wait().has_value());
   EXPECT_EQ(SavedW(dir + "/model.ckpt-4"), (std::vector<float>{4, 4}));
-  EXPECT_THAT(saver.last_checkpoints(), ElementsAre(dir + "/model.ckpt-3", dir + "/model.ckpt-4"));
+  EXPECT_THAT(m.saver->last_checkpoints(), ElementsAre(dir + "/model.ckpt-3", dir + "/model.ckpt-4"));
   EXPECT_FALSE(CheckpointExists(dir + "/model.ckpt-2"));
   EXPECT_EQ(LatestCheckpoint(dir), dir + "/model.ckpt-4");
 }
@@ -162,11 +160,8 @@ TEST(AsyncCheckpointSaver, WritesInTheBackgroundOneAtATimeWithRetention) {
 TEST(AsyncCheckpointSaver, TakeFinishedCollectsACompletedWrite) {
   const std::string dir = testing::MakeTempDir("async_poll");
   Model m;
-  Saver saver({.graph = &m.g});
-  Session sess(m.g);
-  m.Init(sess);
-  AsyncCheckpointSaver async(saver);
-  async.Save(sess, dir + "/model.ckpt", 1);
+  AsyncCheckpointSaver async(*m.saver);
+  async.Save(*m.sess, dir + "/model.ckpt", 1);
   std::optional<AsyncCheckpointSaver::Written> done;
   for (int i = 0; i < 10000 && !done; ++i) {
     done = async.TakeFinished();
@@ -181,16 +176,13 @@ TEST(AsyncCheckpointSaver, TakeFinishedCollectsACompletedWrite) {
 TEST(AsyncCheckpointSaver, AFailedWriteIsRethrownAndTheStateFileKeepsTheLastGoodOne) {
   const std::string dir = testing::MakeTempDir("async_fail");
   Model m;
-  Saver saver({.graph = &m.g});
-  Session sess(m.g);
-  m.Init(sess);
-  AsyncCheckpointSaver async(saver);
+  AsyncCheckpointSaver async(*m.saver);
   std::filesystem::create_directories(dir + "/good");
-  async.Save(sess, dir + "/good/model.ckpt", 1);
+  async.Save(*m.sess, dir + "/good/model.ckpt", 1);
   async.Wait();
   // A directory where the index should go: its rename into place fails.
   std::filesystem::create_directories(dir + "/good/model.ckpt-2.index/in_the_way");
-  async.Save(sess, dir + "/good/model.ckpt", 2, /*write_meta_graph=*/false);
+  async.Save(*m.sess, dir + "/good/model.ckpt", 2, /*write_meta_graph=*/false);
   EXPECT_THROW(async.Wait(), Error);
   EXPECT_FALSE(async.in_flight());
   EXPECT_EQ(LatestCheckpoint(dir + "/good"), dir + "/good/model.ckpt-1");
