@@ -7,7 +7,9 @@
 // when its setup is done and when each Save starts and ends, and the parent aims each kill at
 // a chosen point of a chosen save — spread over the first few saves and over the whole length
 // of a save (bundle, index, renames, state file, meta graph, deletion of old checkpoints) —
-// then records where it actually landed and checks the spread.
+// then records where it actually landed and checks the spread. In the asynchronous variant a
+// save runs from its snapshot to the end of its background write, while the child keeps
+// updating the variables in place.
 #ifndef FLOWTRAIN_TRAIN_SAVER_CRASH_TEST_UTIL_H_
 #define FLOWTRAIN_TRAIN_SAVER_CRASH_TEST_UTIL_H_
 
@@ -33,6 +35,7 @@
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/variables.h"
 #include "flowtrain/runtime/session.h"
+#include "flowtrain/train/async_checkpoint_saver.h"
 #include "flowtrain/train/checkpoint_management.h"
 #include "flowtrain/train/saver.h"
 
@@ -50,12 +53,14 @@ struct CrashModel {
     w_in = ops::Placeholder(DT_FLOAT, {kWeights}, "w_in");
     step_in = ops::Placeholder(DT_INT64, {}, "step_in");
     set = {w.Assign(w_in).op(), step.Assign(step_in).op()};
+    bump = w.AssignAdd(ops::Fill(ops::Const<int32_t>({static_cast<int32_t>(kWeights)}), ops::Const(1000.0f))).op();
     saver = std::make_unique<Saver>(SaverOptions{.sharded = sharded, .max_to_keep = 3, .graph = &graph});
   }
   Graph graph;
   Variable w, step;
   Output w_in, step_in;
   std::vector<Operation> set;
+  Operation bump;  // w += 1000, in place
   std::unique_ptr<Saver> saver;
 };
 
@@ -74,8 +79,9 @@ inline int64_t NowNs() {
 }
 
 // The child: resumes from the directory's latest checkpoint, then saves step after step, with
-// w filled with the step number, until it is killed.
-[[noreturn]] inline void SaveForever(const std::string& dir, bool sharded, Progress* progress) {
+// w filled with the step number, until it is killed. With `async`, each save is an
+// AsyncCheckpointSaver's, during whose write w is bumped in place.
+[[noreturn]] inline void SaveForever(const std::string& dir, bool sharded, bool async, Progress* progress) {
   try {
     CrashModel m(sharded);
     Session sess(m.graph);
@@ -89,6 +95,7 @@ inline int64_t NowNs() {
       step = sess.Run({}, {m.step.value()}, {})[0].scalar<int64_t>();
     }
     Tensor w(DT_FLOAT, TensorShape({kWeights}));
+    AsyncCheckpointSaver async_saver(*m.saver);
     progress->ready_ns = NowNs();
     for (;;) {
       ++step;
@@ -96,7 +103,13 @@ inline int64_t NowNs() {
       sess.Run({{m.w_in, w}, {m.step_in, Tensor::Scalar<int64_t>(step)}}, {}, m.set);
       progress->save_started_ns = NowNs();
       progress->in_save = 1;
-      m.saver->Save(sess, dir + "/model.ckpt", step);
+      if (async) {
+        async_saver.Save(sess, dir + "/model.ckpt", step);
+        for (int i = 0; i < 3; ++i) sess.Run({}, {}, {m.bump});
+        async_saver.Wait();
+      } else {
+        m.saver->Save(sess, dir + "/model.ckpt", step);
+      }
       progress->in_save = 0;
       progress->last_save_ns = NowNs() - progress->save_started_ns;
       ++progress->saves_done;
@@ -132,7 +145,7 @@ inline int64_t CheckLatest(const std::string& dir, bool sharded) {
 // the save duration measured so far. Checks after each kill that
 // the latest checkpoint restores, and at the end that the kills landed inside saves, in
 // several different saves and in every quarter of a save's duration.
-inline void RunKillLoop(const std::string& dir, int kills, int saves_spanned, uint32_t seed) {
+inline void RunKillLoop(const std::string& dir, int kills, int saves_spanned, uint32_t seed, bool async = false) {
   void* shared = mmap(nullptr, sizeof(Progress), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(shared, MAP_FAILED);
   Progress* progress = new (shared) Progress;
@@ -150,7 +163,7 @@ inline void RunKillLoop(const std::string& dir, int kills, int saves_spanned, ui
     progress = new (shared) Progress;
     const pid_t pid = fork();
     ASSERT_GE(pid, 0);
-    if (pid == 0) SaveForever(dir, sharded, progress);
+    if (pid == 0) SaveForever(dir, sharded, async, progress);
     const int64_t deadline = NowNs() + int64_t{60} * 1'000'000'000;
     const int64_t saves_to_wait = i < 0 ? 3 : 0;
     while ((progress->ready_ns == 0 || progress->saves_done < saves_to_wait) && NowNs() < deadline) {
@@ -192,9 +205,9 @@ inline void RunKillLoop(const std::string& dir, int kills, int saves_spanned, ui
       last_step = step;
     }
   }
-  std::printf("crash test (seed %u): %d kills, %d inside a save (in %zu different saves; quarters %d/%d/%d/%d), "
+  std::printf("crash test (seed %u%s): %d kills, %d inside a save (in %zu different saves; quarters %d/%d/%d/%d), "
               "save %.1f ms, %d restores, last step %lld\n",
-              seed, kills, in_save, saves_hit.size(), quarters_hit[0], quarters_hit[1], quarters_hit[2],
+              seed, async ? ", async" : "", kills, in_save, saves_hit.size(), quarters_hit[0], quarters_hit[1], quarters_hit[2],
               quarters_hit[3], save_ns / 1e6, restored, static_cast<long long>(last_step));
   munmap(shared, sizeof(Progress));
   // Aimed inside saves: most kills land there (the rest between two saves), in several of
