@@ -71,6 +71,37 @@ class FusedMatMulOp : public OpKernel {
   const bool transpose_a_, transpose_b_, relu_;
 };
 
+// Inputs (a, b, features); c = op(a) * op(b) where features > 0, else 0.
+class MatMulReluGradOp : public OpKernel {
+ public:
+  MatMulReluGradOp(OpKernelConstruction& c, const Node& matmul)
+      : OpKernel(c),
+        transpose_a_(matmul.GetAttr<bool>("transpose_a")),
+        transpose_b_(matmul.GetAttr<bool>("transpose_b")) {}
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& a = ctx->input(0);
+    const Tensor& b = ctx->input(1);
+    const Tensor& features = ctx->input(2);
+    const ProductShape s = CheckProduct(a, b, transpose_a_, transpose_b_);
+    const TensorShape shape({s.m, s.n});
+    if (features.shape() != shape || features.dtype() != a.dtype()) {
+      InvalidArgument("ReluGrad: gradients and features must have the same shape and type: ", shape.DebugString(),
+                      " vs. ", features.shape().DebugString());
+    }
+    Tensor* out = ctx->allocate_output(0, shape);
+    DispatchGemmType(a.dtype(), *this, [&]<typename T>() {
+      Gemm<T>(ctx, {.m = s.m, .n = s.n, .k = s.k, .a = a.data<T>(), .lda = a.dim_size(1), .transpose_a = transpose_a_,
+                    .b = b.data<T>(), .ldb = b.dim_size(1), .transpose_b = transpose_b_, .c = out->data<T>(),
+                    .ldc = s.n, .relu_features = features.data<T>(), .ldf = s.n});
+    });
+  }
+  KernelCost cost() const override { return KernelCost::kExpensive; }
+
+ private:
+  const bool transpose_a_, transpose_b_;
+};
+
 // Inputs (var: ref, alpha, a, b); var -= alpha * op(a) * op(b). The variable is locked for the
 // update, as the Apply* kernels lock it (training_kernels.cc), use_locking or not.
 class MatMulApplyGradientDescentOp : public OpKernel {
@@ -120,6 +151,11 @@ class MatMulApplyGradientDescentOp : public OpKernel {
 std::unique_ptr<OpKernel> CreateFusedMatMulKernel(const Node& matmul, const Node& bias_add, const Node* relu) {
   OpKernelConstruction construction(relu != nullptr ? *relu : bias_add);
   return std::make_unique<FusedMatMulOp>(construction, matmul, relu != nullptr);
+}
+
+std::unique_ptr<OpKernel> CreateMatMulReluGradKernel(const Node& matmul, const Node& relu_grad) {
+  OpKernelConstruction construction(relu_grad);
+  return std::make_unique<MatMulReluGradOp>(construction, matmul);
 }
 
 std::unique_ptr<OpKernel> CreateMatMulApplyGradientDescentKernel(const Node& matmul, const Node& apply) {

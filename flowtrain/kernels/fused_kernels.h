@@ -21,6 +21,11 @@ namespace flowtrain {
 // while it is in registers.
 std::unique_ptr<OpKernel> CreateFusedMatMulKernel(const Node& matmul, const Node& bias_add, const Node* relu);
 
+// ReluGrad of a product (flowtrain's own fusion, not TF's): MatMul -> ReluGrad's gradients,
+// the product zeroed where the features are not positive as each tile is stored. Inputs
+// (a, b, features): the MatMul's, then ReluGrad's second; output: ReluGrad's.
+std::unique_ptr<OpKernel> CreateMatMulReluGradKernel(const Node& matmul, const Node& relu_grad);
+
 // A weight gradient applied straight to its variable (flowtrain's own fusion, not TF's):
 // MatMul -> ApplyGradientDescent's delta, computed as var -= alpha * op(a) * op(b), one GEMM
 // accumulating into the variable's buffer. Inputs (var: ref, alpha, a, b): the

@@ -169,6 +169,8 @@ struct Epilogue {
   float alpha = 1;
   const float* bias = nullptr;  // this tile's first column
   bool relu = false;
+  const float* features = nullptr;  // this tile's top left (ReluGrad's features)
+  int64_t ldf = 0;
 };
 
 template <int kVectors, bool kStore>
@@ -211,6 +213,10 @@ template <int kVectors, bool kStore>
       __m512 sum = kStore ? acc[i][v] : _mm512_add_ps(_mm512_maskz_loadu_ps(mask[v], row + 16 * v), acc[i][v]);
       if (add_bias) sum = _mm512_add_ps(sum, bias[v]);
       if (epilogue.relu) sum = _mm512_max_ps(sum, _mm512_setzero_ps());
+      if (epilogue.features != nullptr) {
+        const __m512 f = _mm512_maskz_loadu_ps(mask[v], epilogue.features + i * epilogue.ldf + 16 * v);
+        sum = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(f, _mm512_setzero_ps(), _CMP_GT_OQ), sum);
+      }
       _mm512_mask_storeu_ps(row + 16 * v, mask[v], sum);
     }
   }
@@ -429,7 +435,7 @@ void Sgemm(const GemmArgs<float>& g, const float* whole_a, const float* whole_b)
     const bool store = pc == 0 && !g.accumulate;
     // Every block scales its part by alpha; only the last adds the bias and clamps.
     const bool last_block = pc + kc >= g.k;
-    Epilogue epilogue{.alpha = g.alpha, .bias = nullptr, .relu = last_block && g.relu};
+    Epilogue epilogue{.alpha = g.alpha, .bias = nullptr, .relu = last_block && g.relu, .features = nullptr, .ldf = g.ldf};
     for (int64_t group = 0; group < g.m; group += kGroupRows) {
       const int64_t group_rows = std::min(kGroupRows, g.m - group);
       const float* a_group = packed_a;
@@ -448,6 +454,8 @@ void Sgemm(const GemmArgs<float>& g, const float* whole_a, const float* whole_b)
             const int64_t cols = std::min(kCols, g.n - j0);
             const float* b = b_block + j0 * kc;
             epilogue.bias = last_block && g.bias != nullptr ? g.bias + j0 : nullptr;
+            epilogue.features =
+                last_block && g.relu_features != nullptr ? g.relu_features + (group + i0) * g.ldf + j0 : nullptr;
             if (PanelWidth(g, j0) == kCols) {
               if (store) {
                 MicroKernel<2, true>(kc, a, b, c_row + j0, g.ldc, rows, cols, epilogue);
@@ -474,7 +482,7 @@ void Sgemm(const GemmArgs<float>& g, const float* whole_a, const float* whole_b)
 // The epilogue (bias, relu) as a pass over c, for the products computed by Eigen.
 template <typename T>
 void ApplyEpilogue(const GemmArgs<T>& g) {
-  if (g.bias == nullptr && !g.relu) return;
+  if (g.bias == nullptr && !g.relu && g.relu_features == nullptr) return;
   for (int64_t i = 0; i < g.m; ++i) {
     T* row = g.c + i * g.ldc;
     if (g.bias != nullptr) {
@@ -482,6 +490,10 @@ void ApplyEpilogue(const GemmArgs<T>& g) {
     }
     if (g.relu) {
       for (int64_t j = 0; j < g.n; ++j) row[j] = std::max(row[j], T(0));
+    }
+    if (g.relu_features != nullptr) {
+      const T* features = g.relu_features + i * g.ldf;
+      for (int64_t j = 0; j < g.n; ++j) row[j] = features[j] > T(0) ? row[j] : T(0);
     }
   }
 }
@@ -573,12 +585,14 @@ void Gemm(OpKernelContext* ctx, const GemmArgs<T>& g) {
         part.m = std::min(g.m, end * kRowUnit) - first;
         part.a = g.transpose_a ? g.a + first : g.a + first * g.lda;
         part.c = g.c + first * g.ldc;
+        if (g.relu_features != nullptr) part.relu_features = g.relu_features + first * g.ldf;
       } else {
         const int64_t first = begin * kColUnit;
         part.n = std::min(g.n, end * kColUnit) - first;
         part.b = g.transpose_b ? g.b + first * g.ldb : g.b + first;
         part.c = g.c + first;
         if (g.bias != nullptr) part.bias = g.bias + first;
+        if (g.relu_features != nullptr) part.relu_features = g.relu_features + first;
       }
 #if defined(__AVX512F__) && defined(__AVX512VL__)
       if constexpr (std::is_same_v<T, float>) {

@@ -26,9 +26,10 @@ namespace flowtrain {
 // [n, k]. `c` must not overlap `a` or `b`.
 //
 // An epilogue runs on each tile of c while it is still in registers (fused kernels: TF's
-// _FusedMatMul, a weight gradient applied straight to its variable): `bias` ([n]) is added
-// to every row, then `relu` clamps at zero. With accumulate, c's old value is added before
-// the epilogue: c = relu(c + alpha * op(a) * op(b) + bias).
+// _FusedMatMul, a weight gradient applied straight to its variable, ReluGrad of a product):
+// `bias` ([n]) is added to every row, then `relu` clamps at zero, then c is zeroed where
+// `relu_features` ([m, n], leading dimension ldf) is not positive. With accumulate, c's old
+// value is added before the epilogue: c = relu(c + alpha * op(a) * op(b) + bias).
 //
 //   // var -= lr * x^T * dy, without materialising the gradient:
 //   Gemm<float>(ctx, {..., .transpose_a = true, ..., .c = var, .ldc = n, .accumulate = true,
@@ -48,6 +49,8 @@ struct GemmArgs {
   T alpha = T(1);
   const T* bias = nullptr;  // [n], added after the product; nullptr: none
   bool relu = false;
+  const T* relu_features = nullptr;  // [m, n]: c kept where > 0, else 0; nullptr: none
+  int64_t ldf = 0;
 };
 
 // The product on the calling thread (for kernels that already split their work).

@@ -15,11 +15,13 @@
 namespace flowtrain {
 namespace {
 
-// What a fused kernel adds to the product: c = relu(c + alpha * op(a) * op(b) + bias).
+// What a fused kernel adds to the product: c = relu(c + alpha * op(a) * op(b) + bias), then
+// zeroed where ReluGrad's features are not positive.
 struct Epilogue {
   double alpha = 1;
   bool bias = false;
   bool relu = false;
+  bool relu_grad = false;
 };
 
 template <typename T>
@@ -27,23 +29,25 @@ void CheckProduct(int64_t m, int64_t n, int64_t k, bool transpose_a, bool transp
                   uint64_t seed, Epilogue epilogue = {}) {
   SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + (transpose_a ? " A^T" : "") +
                (transpose_b ? " B^T" : "") + (accumulate ? " +=" : "") + " alpha " + std::to_string(epilogue.alpha) +
-               (epilogue.bias ? " +bias" : "") + (epilogue.relu ? " relu" : ""));
+               (epilogue.bias ? " +bias" : "") + (epilogue.relu ? " relu" : "") + (epilogue.relu_grad ? " relu_grad" : ""));
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> dist(-1, 1);
   // Stored shapes, with 3 columns of slack in every leading dimension.
   const int64_t a_rows = transpose_a ? k : m, a_cols = transpose_a ? m : k;
   const int64_t b_rows = transpose_b ? n : k, b_cols = transpose_b ? k : n;
   const int64_t lda = a_cols + 3, ldb = b_cols + 3, ldc = n + 3;
-  std::vector<T> a(a_rows * lda), b(b_rows * ldb), c(m * ldc), bias(n);
+  std::vector<T> a(a_rows * lda), b(b_rows * ldb), c(m * ldc), bias(n), features(m * ldc);
   for (T& v : a) v = static_cast<T>(dist(rng));
   for (T& v : b) v = static_cast<T>(dist(rng));
   for (T& v : c) v = static_cast<T>(dist(rng));
   for (T& v : bias) v = static_cast<T>(dist(rng));
+  for (T& v : features) v = static_cast<T>(dist(rng));
   const std::vector<T> c_before = c;
   GemmOnThisThread<T>({.m = m, .n = n, .k = k, .a = a.data(), .lda = lda, .transpose_a = transpose_a, .b = b.data(),
                        .ldb = ldb, .transpose_b = transpose_b, .c = c.data(), .ldc = ldc, .accumulate = accumulate,
                        .alpha = static_cast<T>(epilogue.alpha), .bias = epilogue.bias ? bias.data() : nullptr,
-                       .relu = epilogue.relu});
+                       .relu = epilogue.relu, .relu_features = epilogue.relu_grad ? features.data() : nullptr,
+                       .ldf = ldc});
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
       double product = 0, magnitude = 0;
@@ -56,6 +60,7 @@ void CheckProduct(int64_t m, int64_t n, int64_t k, bool transpose_a, bool transp
       double expected = (accumulate ? static_cast<double>(c_before[i * ldc + j]) : 0.0) + epilogue.alpha * product +
                         (epilogue.bias ? static_cast<double>(bias[j]) : 0.0);
       if (epilogue.relu) expected = std::max(expected, 0.0);
+      if (epilogue.relu_grad && features[i * ldc + j] <= 0) expected = 0;
       magnitude = std::abs(epilogue.alpha) * magnitude + 2;
       const double tolerance = (std::is_same_v<T, float> ? 1e-5 : 1e-13) * (magnitude + 1);
       if (epilogue.relu) ASSERT_GE(c[i * ldc + j], T(0)) << "at (" << i << ", " << j << ")";
@@ -103,14 +108,19 @@ TEST(GemmTest, MatchesReferenceAcrossRowGroupsAndColumnSlices) {
 }
 
 // alpha scales every depth block's part (k = 1030: three blocks, accumulating into c as
-// the fused SGD update does); bias and relu are applied once, after the last block.
+// the fused SGD update does); bias, relu and ReluGrad's mask are applied once, after the
+// last block.
 TEST(GemmTest, EpilogueScalesAddsBiasAndClamps) {
   struct Shape {
     int64_t m, n, k;
   };
   const Shape shapes[] = {{7, 33, 9}, {40, 70, 1030}, {130, 300, 600}, {300, 1, 50}, {1, 300, 50}, {5, 6, 0}};
-  const Epilogue epilogues[] = {{.alpha = -0.1}, {.alpha = 1, .bias = true}, {.alpha = 1, .bias = true, .relu = true},
-                                {.alpha = 2.5, .relu = true}};
+  const Epilogue epilogues[] = {{.alpha = -0.1},
+                                {.alpha = 1, .bias = true},
+                                {.alpha = 1, .bias = true, .relu = true},
+                                {.alpha = 2.5, .relu = true},
+                                {.alpha = 1, .relu_grad = true},
+                                {.alpha = -0.5, .bias = true, .relu_grad = true}};
   uint64_t seed = 300;
   for (const Shape& s : shapes) {
     for (const Epilogue& e : epilogues) {

@@ -137,7 +137,7 @@ std::vector<ExecNode> RewriteForExecution(const std::vector<const Node*>& nodes,
     return in.node;
   };
 
-  // Groups by their last node, found from it: Relu or BiasAdd (_FusedMatMul), then
+  // Groups by their last node, found from it: Relu or BiasAdd (_FusedMatMul), ReluGrad, then
   // ApplyGradientDescent. A Relu's group is claimed before its BiasAdd is tried alone.
   std::unordered_map<const Node*, ExecNode> groups;
   for (const Node* n : nodes) {
@@ -160,6 +160,16 @@ std::vector<ExecNode> RewriteForExecution(const std::vector<const Node*>& nodes,
     ExecNode e = Fused(n, "_FusedMatMul", {matmul->input(0), matmul->input(1), n->input(1)}, {false, false, false},
                        {matmul});
     e.kernel = CreateFusedMatMulKernel(*matmul, *n, nullptr);
+    claimed.insert({matmul, n});
+    groups.emplace(n, std::move(e));
+  }
+  for (const Node* n : nodes) {
+    if (n->type() != "ReluGrad" || !IsGemmType(*n)) continue;
+    const Node* matmul = sole_matmul_input(n, 0);
+    if (matmul == nullptr || !SameDevice({n, matmul})) continue;
+    ExecNode e = Fused(n, "_FusedMatMulReluGrad", {matmul->input(0), matmul->input(1), n->input(1)},
+                       {false, false, false}, {matmul});
+    e.kernel = CreateMatMulReluGradKernel(*matmul, *n);
     claimed.insert({matmul, n});
     groups.emplace(n, std::move(e));
   }

@@ -11,6 +11,9 @@
 //    gradient of 32 columns or more) becomes _FusedMatMulApplyGradientDescent named after the
 //    ApplyGradientDescent: var -= lr * op(a) * op(b) as one product accumulating into the
 //    variable, so the gradient is never written and read back.
+//  - flowtrain's own: a MatMul feeding only the gradients of a ReluGrad (a layer's input
+//    gradient going back through its ReLU) becomes _FusedMatMulReluGrad named after the
+//    ReluGrad: the product zeroed where the features are not positive as it is stored.
 // A group fuses only when every tensor passed inside it has no other consumer in the run,
 // is neither fed nor fetched, its nodes are not targets (but the last), nothing
 // control-depends on them, and all of them ask for the same device. The fused node waits

@@ -128,22 +128,25 @@ TEST(GraphRewriteTest, FusedTrainingStepsMatchUnfused) {
   for (Session* s : {&fused, &plain}) s->Run({}, {}, {ops::GlobalVariablesInitializer()});
 
   // The fused plan: _FusedMatMul named after each layer's last node, the hidden layers'
-  // weight gradients applied by _FusedMatMulApplyGradientDescent, no MatMul of the forward
-  // pass left. The input gradients' MatMuls stay, and so does the output layer's 10-column
-  // weight gradient (too narrow to gain from accumulating into the variable).
+  // weight gradients applied by _FusedMatMulApplyGradientDescent, the input gradients of the
+  // two upper layers masked by the ReLUs below as _FusedMatMulReluGrad. Only the output
+  // layer's 10-column weight gradient stays a MatMul (too narrow to gain from accumulating
+  // into the variable).
   const std::vector<std::string> traced = TracedNodes(fused, mlp.Batch(0), {mlp.loss}, {mlp.train});
   EXPECT_TRUE(Has(traced, "dense/Relu = _FusedMatMul")) << testing::PrintToString(traced);
   EXPECT_TRUE(Has(traced, "dense_1/Relu = _FusedMatMul"));
   EXPECT_TRUE(Has(traced, "dense_2/BiasAdd = _FusedMatMul"));
   EXPECT_FALSE(Has(traced, "dense/MatMul = MatMul"));
   EXPECT_FALSE(Has(traced, "dense/BiasAdd = BiasAdd"));
-  int fused_updates = 0, matmuls = 0;
+  int fused_updates = 0, fused_relu_grads = 0, matmuls = 0;
   for (const std::string& label : traced) {
     fused_updates += label.ends_with("= _FusedMatMulApplyGradientDescent");
+    fused_relu_grads += label.ends_with("= _FusedMatMulReluGrad");
     matmuls += label.ends_with("= MatMul");
   }
   EXPECT_EQ(fused_updates, 2);
-  EXPECT_EQ(matmuls, 3);
+  EXPECT_EQ(fused_relu_grads, 2);
+  EXPECT_EQ(matmuls, 1);
   EXPECT_TRUE(Has(traced, "update_0 = _FusedMatMulApplyGradientDescent"));
   EXPECT_TRUE(Has(traced, "update_4 = ApplyGradientDescent"));  // the output layer's kernel
   const std::vector<std::string> plain_traced = TracedNodes(plain, mlp.Batch(0), {mlp.loss}, {mlp.train});
@@ -205,6 +208,33 @@ TEST(GraphRewriteTest, TensorsUsedOutsideAGroupAreNotFused) {
   for (int64_t i = 0; i < got.NumElements(); ++i) {
     const float want = std::max(0.0f, fed_product.data<float>()[i] + b_value.data<float>()[i % 7]);
     ASSERT_NEAR(got.data<float>()[i], want, 1e-6);
+  }
+}
+
+// Products big enough to split over the intra-op threads, by rows and by columns, masked by
+// ReluGrad's features in the fused kernel: the same values as MatMul then ReluGrad.
+TEST(GraphRewriteTest, FusedReluGradMatchesUnfusedOnSplitProducts) {
+  struct Shape {
+    int64_t m, k, n;
+  };
+  for (const Shape& shape : {Shape{256, 512, 300}, Shape{600, 256, 64}, Shape{7, 5, 3}}) {
+    Graph g;
+    auto as_default = g.AsDefault();
+    Output dy = ops::Placeholder(DT_FLOAT, {shape.m, shape.k}, "dy");
+    Output w = ops::Placeholder(DT_FLOAT, {shape.n, shape.k}, "w");
+    Output features = ops::Placeholder(DT_FLOAT, {shape.m, shape.n}, "features");
+    Output grad = ops::ReluGrad(ops::MatMul(dy, w, false, true), features, "grad");
+    const FeedList feeds = {{dy, RandomFloats(TensorShape({shape.m, shape.k}), 11)},
+                            {w, RandomFloats(TensorShape({shape.n, shape.k}), 12)},
+                            {features, RandomFloats(TensorShape({shape.m, shape.n}), 13)}};
+    Session fused(g, Remapping(true)), plain(g, Remapping(false));
+    EXPECT_TRUE(Has(TracedNodes(fused, feeds, {grad}, {}), "grad = _FusedMatMulReluGrad"));
+    const Tensor got = fused.Run(feeds, {grad})[0];
+    const Tensor want = plain.Run(feeds, {grad})[0];
+    ExpectClose(got, want, 1e-5, "ReluGrad of the product");
+    int64_t zeros = 0;
+    for (int64_t i = 0; i < got.NumElements(); ++i) zeros += got.data<float>()[i] == 0;
+    EXPECT_GT(zeros, got.NumElements() / 4);  // about half the features are negative
   }
 }
 
