@@ -147,11 +147,11 @@ struct TrainingGraph {
       std::vector<std::pair<int64_t, int64_t>> intervals;
       for (const auto& device : metadata.step_stats().dev_stats()) {
         for (const auto& node : device.node_stats()) {
-          // The plan's fused MatMuls (runtime/graph_rewrite.h) count too: the bias, ReLU or
-          // SGD update they fold in is a small part of their time.
+          // The plan's fused MatMuls (runtime/graph_rewrite.h) count too: the bias, ReLU,
+          // ReLU gradient or SGD update they fold in is a small part of their time.
           const std::string& label = node.timeline_label();
           if (label.ends_with("= MatMul()") || label.ends_with("= _FusedMatMul()") ||
-              label.ends_with("= _FusedMatMulApplyGradientDescent()")) {
+              label.ends_with("= _FusedMatMulReluGrad()") || label.ends_with("= _FusedMatMulApplyGradientDescent()")) {
             intervals.emplace_back(node.all_start_micros(), node.all_start_micros() + node.op_end_rel_micros());
           }
         }
