@@ -173,10 +173,21 @@ struct Epilogue {
   int64_t ldf = 0;
 };
 
-template <int kVectors, bool kStore>
+// kEpilogue false (no alpha, bias, relu or features) compiles the plain store of the
+// unfused products: with the epilogue's branches in it, GCC kept the accumulators in memory
+// between the loop and the store.
+template <int kVectors, bool kStore, bool kEpilogue>
 // Inlined into Sgemm: a call per tile cost ~5% on products of depth 64.
 [[gnu::always_inline]] inline void MicroKernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t rows,
                                                int64_t cols, const Epilogue& epilogue) {
+  if constexpr (kEpilogue && !kStore) {
+    // Accumulating into a variable (the fused SGD update): its tile, a row apart in memory and
+    // not in cache, is fetched while the products run instead of stalling the loads after.
+    for (int i = 0; i < kRows; ++i) {
+      if (i >= rows) break;
+      for (int v = 0; v < kVectors; ++v) _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 16 * v), _MM_HINT_T0);
+    }
+  }
   __m512 acc[kRows][kVectors];
   for (int i = 0; i < kRows; ++i) {
     for (int v = 0; v < kVectors; ++v) acc[i][v] = _mm512_setzero_ps();
@@ -194,6 +205,18 @@ template <int kVectors, bool kStore>
   }
   __mmask16 mask[kVectors];
   for (int v = 0; v < kVectors; ++v) mask[v] = FirstLanes(cols - 16 * v);
+  if constexpr (!kEpilogue) {
+#pragma GCC unroll 8
+    for (int i = 0; i < kRows; ++i) {
+      if (i >= rows) break;
+      float* row = c + i * ldc;
+      for (int v = 0; v < kVectors; ++v) {
+        const __m512 sum = kStore ? acc[i][v] : _mm512_add_ps(_mm512_maskz_loadu_ps(mask[v], row + 16 * v), acc[i][v]);
+        _mm512_mask_storeu_ps(row + 16 * v, mask[v], sum);
+      }
+    }
+    return;
+  }
   if (epilogue.alpha != 1.0f) {
     const __m512 alpha = _mm512_set1_ps(epilogue.alpha);
     for (int i = 0; i < kRows; ++i) {
@@ -436,6 +459,7 @@ void Sgemm(const GemmArgs<float>& g, const float* whole_a, const float* whole_b)
     // Every block scales its part by alpha; only the last adds the bias and clamps.
     const bool last_block = pc + kc >= g.k;
     Epilogue epilogue{.alpha = g.alpha, .bias = nullptr, .relu = last_block && g.relu, .features = nullptr, .ldf = g.ldf};
+    const bool fused = g.alpha != 1.0f || (last_block && (g.bias != nullptr || g.relu || g.relu_features != nullptr));
     for (int64_t group = 0; group < g.m; group += kGroupRows) {
       const int64_t group_rows = std::min(kGroupRows, g.m - group);
       const float* a_group = packed_a;
@@ -456,16 +480,29 @@ void Sgemm(const GemmArgs<float>& g, const float* whole_a, const float* whole_b)
             epilogue.bias = last_block && g.bias != nullptr ? g.bias + j0 : nullptr;
             epilogue.features =
                 last_block && g.relu_features != nullptr ? g.relu_features + (group + i0) * g.ldf + j0 : nullptr;
-            if (PanelWidth(g, j0) == kCols) {
-              if (store) {
-                MicroKernel<2, true>(kc, a, b, c_row + j0, g.ldc, rows, cols, epilogue);
+            float* c_tile = c_row + j0;
+            if (fused) {
+              if (PanelWidth(g, j0) == kCols) {
+                if (store) {
+                  MicroKernel<2, true, true>(kc, a, b, c_tile, g.ldc, rows, cols, epilogue);
+                } else {
+                  MicroKernel<2, false, true>(kc, a, b, c_tile, g.ldc, rows, cols, epilogue);
+                }
+              } else if (store) {
+                MicroKernel<1, true, true>(kc, a, b, c_tile, g.ldc, rows, cols, epilogue);
               } else {
-                MicroKernel<2, false>(kc, a, b, c_row + j0, g.ldc, rows, cols, epilogue);
+                MicroKernel<1, false, true>(kc, a, b, c_tile, g.ldc, rows, cols, epilogue);
+              }
+            } else if (PanelWidth(g, j0) == kCols) {
+              if (store) {
+                MicroKernel<2, true, false>(kc, a, b, c_tile, g.ldc, rows, cols, epilogue);
+              } else {
+                MicroKernel<2, false, false>(kc, a, b, c_tile, g.ldc, rows, cols, epilogue);
               }
             } else if (store) {
-              MicroKernel<1, true>(kc, a, b, c_row + j0, g.ldc, rows, cols, epilogue);
+              MicroKernel<1, true, false>(kc, a, b, c_tile, g.ldc, rows, cols, epilogue);
             } else {
-              MicroKernel<1, false>(kc, a, b, c_row + j0, g.ldc, rows, cols, epilogue);
+              MicroKernel<1, false, false>(kc, a, b, c_tile, g.ldc, rows, cols, epilogue);
             }
           }
         }
