@@ -15,6 +15,7 @@
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/data_flow_ops.h"
 #include "flowtrain/ops/math_ops.h"
+#include "flowtrain/ops/nn_ops.h"
 #include "flowtrain/ops/variables.h"
 #include "flowtrain/runtime/session_factory.h"
 #include "tests/test_util.h"
@@ -118,6 +119,28 @@ TEST_F(GrpcSessionTest, VariablesOnPsAreAssignedAndReadFromTheWorker) {
   sess->Close();
   auto again = NewWorkerSession(g);
   EXPECT_EQ(Values<float>(again->Run({}, {v.value()}, {})[0]), (std::vector<float>{6, 7, 8}));
+}
+
+TEST_F(GrpcSessionTest, TasksFuseTheirPlansUnlessRemappingIsOff) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output x = ops::Const(Tensor::FromVector<float>({1, -2, 3, -4}, TensorShape({2, 2})), "x");
+  Output w = ops::Const(Tensor::FromVector<float>({1, 0, 0, 1}, TensorShape({2, 2})), "w");
+  Output b = ops::Const(Tensor::FromVector<float>({1, 1}), "b");
+  Output y = ops::Relu(ops::BiasAdd(ops::MatMul(x, w), b), "y");
+  for (bool remapping : {true, false}) {
+    SessionOptions options{.target = local_.workers[0]->target()};
+    options.config.remapping = remapping;
+    auto sess = NewSession(g, options);
+    RunOptions traced{.trace_level = RunOptions::kFullTrace};
+    RunMetadata metadata;
+    EXPECT_EQ(Values<float>(sess->Run({}, {y}, {}, &traced, &metadata)[0]), (std::vector<float>{2, 0, 4, 0}));
+    bool fused = false;
+    for (const auto& dev : metadata.step_stats().dev_stats()) {
+      for (const auto& node : dev.node_stats()) fused = fused || node.timeline_label().find("_FusedMatMul") != std::string::npos;
+    }
+    EXPECT_EQ(fused, remapping);
+  }
 }
 
 TEST_F(GrpcSessionTest, AQueueOnThePsIsSharedBySessionsAndItsOpsRunThere) {

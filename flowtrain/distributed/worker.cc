@@ -2,6 +2,7 @@
 
 #include <random>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/logging.h"
@@ -36,6 +37,22 @@ Endpoint ParseTensorName(Graph& graph, const std::string& name) {
     InvalidArgument("Partition output '", name, "' names no node of the partition");
   }
   return Endpoint{node, std::stoi(name.substr(colon + 1))};
+}
+
+// The nodes of `stage_nodes` that no other of them consumes (by data or control). Running
+// these runs them all, and leaves the others free to be fused into their consumers
+// (graph_rewrite.h), which a target never is.
+std::vector<const Node*> OutermostNodes(const std::vector<const Node*>& stage_nodes) {
+  std::unordered_set<const Node*> consumed;
+  for (const Node* n : stage_nodes) {
+    for (const Endpoint& in : n->inputs()) consumed.insert(in.node);
+    for (const Node* c : n->control_inputs()) consumed.insert(c);
+  }
+  std::vector<const Node*> outermost;
+  for (const Node* n : stage_nodes) {
+    if (consumed.count(n) == 0) outermost.push_back(n);
+  }
+  return outermost;
 }
 
 }  // namespace
@@ -139,6 +156,7 @@ grpc::Status Worker::RegisterGraph(grpc::ServerContext*, const RegisterGraphRequ
     env.resource_mgr = resource_mgr_.get();
     env.intra_op_pool = intra_op_pool_.get();  // no inter-op pool: stages run inline
     env.device_name = StrCat(task_name_, "/device:CPU:0");
+    env.remapping = !request->disable_remapping();
     Partition* raw = partition.get();
     env.get_kernel = [raw, device = env.device_name](const Node* node) {
       std::lock_guard<std::mutex> lock(raw->kernels_mu);
@@ -171,13 +189,13 @@ grpc::Status Worker::RegisterGraph(grpc::ServerContext*, const RegisterGraphRequ
       for (const StageOutput& output : spec.outputs()) {
         fetches.push_back(ParseTensorName(partition->graph, output.tensor()));
       }
-      std::vector<const Node*> targets;
+      std::vector<const Node*> stage_nodes;
       for (const std::string& name : spec.targets()) {
         const Node* node = partition->graph.FindNode(name);
         if (node == nullptr) InvalidArgument("No node ", name, " in the partition");
-        targets.push_back(node);
+        stage_nodes.push_back(node);
       }
-      stage.executor = std::make_unique<Executor>(env, feeds, fetches, targets);
+      stage.executor = std::make_unique<Executor>(env, feeds, fetches, OutermostNodes(stage_nodes));
     }
     std::lock_guard<std::mutex> lock(mu_);
     if (shutting_down_) Unavailable("Task ", task_name_, " is shutting down");

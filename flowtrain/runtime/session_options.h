@@ -29,9 +29,10 @@ struct ConfigProto {
   bool log_device_placement = false;
   // Fuse nodes when a run's plan is compiled (runtime/graph_rewrite.h), on the executable copy
   // only: the graph, its names and checkpoints stay as built. TF's remapper fusion, MatMul +
-  // BiasAdd (+ Relu) -> _FusedMatMul, and flowtrain's own MatMul + ApplyGradientDescent (a
-  // weight gradient applied straight to its variable). false is TF's
-  // graph_options.rewrite_options.remapping = OFF and turns off both.
+  // BiasAdd (+ Relu) -> _FusedMatMul, and flowtrain's own: MatMul + ApplyGradientDescent (a
+  // weight gradient applied straight to its variable) and MatMul + ReluGrad. false is TF's
+  // graph_options.rewrite_options.remapping = OFF and turns off all of them, in a grpc://
+  // session's tasks too.
   bool remapping = true;
 };
 
