@@ -524,24 +524,37 @@ TEST(SaverTest, RestoresTensorFlowCheckpoint) {
 }
 
 TEST(SaverTest, SavesBytesLikeTensorFlow) {
-  // Re-saving the fixture's values gives a checkpoint whose index equals TF's byte for byte
-  // when the same tensors are saved in the same order.
+  // Re-saving the fixture's values gives a checkpoint whose files equal TF's byte for byte
+  // when the same tensors are saved in the same order: by Save, sharded or not, and by
+  // WriteSnapshot of a snapshot taken before the variables changed.
   const std::string fixture = testing::FixturePath("tf1_estimator_model_dir/model.ckpt-2000");
   io::CheckpointReader reader(fixture);
   Graph g;
   auto as_default = g.AsDefault();
   std::vector<Variable> vars;
+  std::vector<Operation> zero;
   for (const auto& [name, dtype] : reader.GetVariableToDataTypeMap()) {
     vars.emplace_back(reader.GetTensor(name), VariableOptions{.name = name});
+    zero.push_back(vars.back().Assign(ops::ZerosLike(vars.back().value())).op());
   }
-  Saver saver({.var_list = vars, .sharded = true, .graph = &g});
-  Session sess(g);
-  sess.Run({}, {}, {ops::GlobalVariablesInitializer(&g)});
-  const std::string dir = testing::MakeTempDir("saver");
-  const std::string path = saver.Save(sess, dir + "/model.ckpt", 2000, "checkpoint", "meta", false);
-  EXPECT_EQ(ReadFileToString(path + ".index"), ReadFileToString(fixture + ".index"));
-  EXPECT_EQ(ReadFileToString(path + ".data-00000-of-00001"),
-            ReadFileToString(fixture + ".data-00000-of-00001"));
+  for (bool sharded : {false, true}) {
+    Saver saver({.var_list = vars, .sharded = sharded, .graph = &g});
+    Session sess(g);
+    sess.Run({}, {}, {ops::GlobalVariablesInitializer(&g)});
+    const std::string dir = testing::MakeTempDir("saver");
+    std::filesystem::create_directories(dir + "/snapshot");
+    const std::string saved = saver.Save(sess, dir + "/model.ckpt", 2000, "checkpoint", "meta", false);
+    const CheckpointSnapshot snapshot =
+        saver.TakeSnapshot(sess, dir + "/snapshot/model.ckpt", 2000, "checkpoint", false);
+    sess.Run({}, {}, zero);
+    const std::string written = saver.WriteSnapshot(snapshot);
+    for (const std::string& path : {saved, written}) {
+      EXPECT_EQ(ReadFileToString(path + ".index"), ReadFileToString(fixture + ".index")) << path;
+      EXPECT_EQ(ReadFileToString(path + ".data-00000-of-00001"),
+                ReadFileToString(fixture + ".data-00000-of-00001"))
+          << path;
+    }
+  }
 }
 
 TEST(SaverTest, MetaGraphRoundTrip) {
