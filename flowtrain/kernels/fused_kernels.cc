@@ -10,25 +10,6 @@
 namespace flowtrain {
 namespace {
 
-// The [m, n] = [m, k] x [k, n] product of a MatMul node's inputs, checked as MatMul checks it.
-struct ProductShape {
-  int64_t m, n, k;
-};
-
-ProductShape CheckProduct(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
-  if (a.dims() != 2 || b.dims() != 2) {
-    InvalidArgument("In[0] and In[1] must be matrices: In[0]: ", a.shape().DebugString(), ", In[1]: ",
-                    b.shape().DebugString());
-  }
-  const ProductShape s{.m = a.dim_size(transpose_a ? 1 : 0), .n = b.dim_size(transpose_b ? 0 : 1),
-                       .k = a.dim_size(transpose_a ? 0 : 1)};
-  if (s.k != b.dim_size(transpose_b ? 1 : 0) || a.dtype() != b.dtype()) {
-    InvalidArgument("Matrix size-incompatible: In[0]: ", a.shape().DebugString(), ", In[1]: ",
-                    b.shape().DebugString());
-  }
-  return s;
-}
-
 // Runs fn.template operator()<T>() for float32 and float64, the dtypes Gemm computes.
 template <typename Fn>
 void DispatchGemmType(DataType dtype, const OpKernel& kernel, Fn&& fn) {
@@ -52,7 +33,7 @@ class FusedMatMulOp : public OpKernel {
     const Tensor& a = ctx->input(0);
     const Tensor& b = ctx->input(1);
     const Tensor& bias = ctx->input(2);
-    const ProductShape s = CheckProduct(a, b, transpose_a_, transpose_b_);
+    const MatMulShape s = CheckMatMulShape(a, b, transpose_a_, transpose_b_);
     if (bias.dims() != 1) InvalidArgument("Biases must be 1D: ", bias.shape().DebugString());
     if (bias.dim_size(0) != s.n) {
       InvalidArgument("Must provide as many biases as the last dimension of the input tensor: ",
@@ -60,9 +41,10 @@ class FusedMatMulOp : public OpKernel {
     }
     Tensor* out = ctx->allocate_output(0, TensorShape({s.m, s.n}));
     DispatchGemmType(a.dtype(), *this, [&]<typename T>() {
-      Gemm<T>(ctx, {.m = s.m, .n = s.n, .k = s.k, .a = a.data<T>(), .lda = a.dim_size(1), .transpose_a = transpose_a_,
-                    .b = b.data<T>(), .ldb = b.dim_size(1), .transpose_b = transpose_b_, .c = out->data<T>(),
-                    .ldc = s.n, .bias = bias.data<T>(), .relu = relu_});
+      GemmArgs<T> args = s.Args<T>(a, b, out->data<T>());
+      args.bias = bias.data<T>();
+      args.relu = relu_;
+      Gemm<T>(ctx, args);
     });
   }
   KernelCost cost() const override { return KernelCost::kExpensive; }
@@ -83,7 +65,7 @@ class MatMulReluGradOp : public OpKernel {
     const Tensor& a = ctx->input(0);
     const Tensor& b = ctx->input(1);
     const Tensor& features = ctx->input(2);
-    const ProductShape s = CheckProduct(a, b, transpose_a_, transpose_b_);
+    const MatMulShape s = CheckMatMulShape(a, b, transpose_a_, transpose_b_);
     const TensorShape shape({s.m, s.n});
     if (features.shape() != shape || features.dtype() != a.dtype()) {
       InvalidArgument("ReluGrad: gradients and features must have the same shape and type: ", shape.DebugString(),
@@ -91,9 +73,10 @@ class MatMulReluGradOp : public OpKernel {
     }
     Tensor* out = ctx->allocate_output(0, shape);
     DispatchGemmType(a.dtype(), *this, [&]<typename T>() {
-      Gemm<T>(ctx, {.m = s.m, .n = s.n, .k = s.k, .a = a.data<T>(), .lda = a.dim_size(1), .transpose_a = transpose_a_,
-                    .b = b.data<T>(), .ldb = b.dim_size(1), .transpose_b = transpose_b_, .c = out->data<T>(),
-                    .ldc = s.n, .relu_features = features.data<T>(), .ldf = s.n});
+      GemmArgs<T> args = s.Args<T>(a, b, out->data<T>());
+      args.relu_features = features.data<T>();
+      args.ldf = s.n;
+      Gemm<T>(ctx, args);
     });
   }
   KernelCost cost() const override { return KernelCost::kExpensive; }
@@ -116,7 +99,7 @@ class MatMulApplyGradientDescentOp : public OpKernel {
     const Tensor& alpha = ctx->input(1);
     const Tensor& a = ctx->input(2);
     const Tensor& b = ctx->input(3);
-    const ProductShape s = CheckProduct(a, b, transpose_a_, transpose_b_);
+    const MatMulShape s = CheckMatMulShape(a, b, transpose_a_, transpose_b_);
     std::unique_lock<std::mutex> lock(var->mu);
     if (!var->initialized) FailedPrecondition("Attempting to use uninitialized value ", var->name);
     const TensorShape grad_shape({s.m, s.n});
@@ -129,13 +112,12 @@ class MatMulApplyGradientDescentOp : public OpKernel {
       InvalidArgument("ApplyGradientDescent: var, alpha and grad differ in type: ", DataTypeString(var->tensor.dtype()),
                       ", ", DataTypeString(alpha.dtype()), ", ", DataTypeString(a.dtype()));
     }
-    // A reader still holds the current buffer (a fetched value): write into a copy so the
-    // value it fetched does not change under it.
-    if (!var->tensor.RefCountIsOne()) var->tensor = var->tensor.DeepCopy();
+    var->PrepareForInPlaceUpdate();
     DispatchGemmType(a.dtype(), *this, [&]<typename T>() {
-      Gemm<T>(ctx, {.m = s.m, .n = s.n, .k = s.k, .a = a.data<T>(), .lda = a.dim_size(1), .transpose_a = transpose_a_,
-                    .b = b.data<T>(), .ldb = b.dim_size(1), .transpose_b = transpose_b_,
-                    .c = var->tensor.data<T>(), .ldc = s.n, .accumulate = true, .alpha = -alpha.scalar<T>()});
+      GemmArgs<T> args = s.Args<T>(a, b, var->tensor.data<T>());
+      args.accumulate = true;
+      args.alpha = -alpha.scalar<T>();
+      Gemm<T>(ctx, args);
     });
     lock.unlock();
     ctx->set_output_ref(0, var);

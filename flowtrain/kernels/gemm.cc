@@ -15,6 +15,7 @@
 #include <immintrin.h>
 #endif
 
+#include "flowtrain/core/error.h"
 #include "flowtrain/kernels/work_sharder.h"
 
 namespace flowtrain {
@@ -648,6 +649,20 @@ void Gemm(OpKernelContext* ctx, const GemmArgs<T>& g) {
       GemmOnThisThread(part);
     }
   });
+}
+
+MatMulShape CheckMatMulShape(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
+  if (a.dims() != 2 || b.dims() != 2) {
+    InvalidArgument("In[0] and In[1] must be matrices: In[0]: ", a.shape().DebugString(), ", In[1]: ",
+                    b.shape().DebugString());
+  }
+  const MatMulShape s{.m = a.dim_size(transpose_a ? 1 : 0), .n = b.dim_size(transpose_b ? 0 : 1),
+                      .k = a.dim_size(transpose_a ? 0 : 1), .transpose_a = transpose_a, .transpose_b = transpose_b};
+  if (s.k != b.dim_size(transpose_b ? 1 : 0) || a.dtype() != b.dtype()) {
+    InvalidArgument("Matrix size-incompatible: In[0]: ", a.shape().DebugString(), ", In[1]: ",
+                    b.shape().DebugString());
+  }
+  return s;
 }
 
 template void GemmOnThisThread<float>(const GemmArgs<float>&);

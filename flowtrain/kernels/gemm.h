@@ -53,6 +53,23 @@ struct GemmArgs {
   int64_t ldf = 0;
 };
 
+// The product of a MatMul node's inputs with its transpose flags: [m, k] x [k, n].
+struct MatMulShape {
+  int64_t m, n, k;
+  bool transpose_a, transpose_b;
+
+  // The GemmArgs of out[m, n] = op(a) * op(b), row-major; callers add the epilogue.
+  template <typename T>
+  GemmArgs<T> Args(const Tensor& a, const Tensor& b, T* out) const {
+    return {.m = m, .n = n, .k = k, .a = a.data<T>(), .lda = a.dim_size(1), .transpose_a = transpose_a,
+            .b = b.data<T>(), .ldb = b.dim_size(1), .transpose_b = transpose_b, .c = out, .ldc = n};
+  }
+};
+
+// Checks a and b as TF's MatMul does: InvalidArgument unless both are matrices whose inner
+// dimensions (after the transposes) match.
+MatMulShape CheckMatMulShape(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b);
+
 // The product on the calling thread (for kernels that already split their work).
 template <typename T>
 void GemmOnThisThread(const GemmArgs<T>& args);

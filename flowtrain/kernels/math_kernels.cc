@@ -264,24 +264,12 @@ class MatMulOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& a = ctx->input(0);
     const Tensor& b = ctx->input(1);
-    if (a.dims() != 2 || b.dims() != 2) {
-      InvalidArgument("In[0] and In[1] must be matrices: In[0]: ", a.shape().DebugString(),
-                      ", In[1]: ", b.shape().DebugString());
-    }
-    const int64_t m = a.dim_size(transpose_a_ ? 1 : 0);
-    const int64_t k = a.dim_size(transpose_a_ ? 0 : 1);
-    const int64_t kb = b.dim_size(transpose_b_ ? 1 : 0);
-    const int64_t n = b.dim_size(transpose_b_ ? 0 : 1);
-    if (k != kb) {
-      InvalidArgument("Matrix size-incompatible: In[0]: ", a.shape().DebugString(),
-                      ", In[1]: ", b.shape().DebugString());
-    }
+    const MatMulShape shape = CheckMatMulShape(a, b, transpose_a_, transpose_b_);
+    const int64_t m = shape.m, n = shape.n, k = shape.k;
     Tensor* out = ctx->allocate_output(0, TensorShape({m, n}));
     DispatchNumericType(a.dtype(), "MatMul", [&]<typename T>() {
       if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-        Gemm<T>(ctx, {.m = m, .n = n, .k = k, .a = a.data<T>(), .lda = a.dim_size(1), .transpose_a = transpose_a_,
-                      .b = b.data<T>(), .ldb = b.dim_size(1), .transpose_b = transpose_b_, .c = out->data<T>(),
-                      .ldc = n});
+        Gemm<T>(ctx, shape.Args<T>(a, b, out->data<T>()));
         return;
       }
       using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;

@@ -17,6 +17,10 @@ Tensor Var::Read() const {
   return tensor;
 }
 
+void Var::PrepareForInPlaceUpdate() {
+  if (!tensor.RefCountIsOne()) tensor = tensor.DeepCopy();
+}
+
 void ResourceMgr::Cleanup(const std::string& container) {
   std::lock_guard<std::mutex> lock(mu_);
   const std::string name = ContainerName(container);

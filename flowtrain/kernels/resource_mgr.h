@@ -34,6 +34,10 @@ class Var : public ResourceBase {
   std::string DebugString() const override;
   // A copy of the current value (sharing the buffer); FailedPrecondition if uninitialized.
   Tensor Read() const;
+  // Called with `mu` held by every kernel about to write `tensor`'s buffer in place: when
+  // another holder shares the buffer (a fetched value, a checkpoint snapshot), the variable
+  // first takes a copy of its own, so that what they hold never changes under them.
+  void PrepareForInPlaceUpdate();
 
   const std::string name;
   mutable std::mutex mu;

@@ -91,11 +91,7 @@ class AssignUpdateOp : public OpKernel {
                         " requires shapes of both tensors to match. lhs shape= ",
                         var->tensor.shape().DebugString(), " rhs shape= ", delta.shape().DebugString());
       }
-      if (!var->tensor.RefCountIsOne()) {
-        // A reader still holds the current buffer (a fetched value): copy on write so the
-        // value it fetched does not change under it.
-        var->tensor = var->tensor.DeepCopy();
-      }
+      var->PrepareForInPlaceUpdate();
       DispatchNumericType(delta.dtype(), type_string(), [&]<typename T>() {
         T* out = var->tensor.data<T>();
         const T* d = delta.data<T>();

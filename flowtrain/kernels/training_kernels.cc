@@ -69,11 +69,7 @@ class ApplyKernel : public OpKernel {
                         " is not a scalar: ", s.shape().DebugString());
       }
     }
-    for (Var* var : vars) {
-      // A reader still holds the current buffer (a fetched value): write into a copy so the
-      // value it fetched does not change under it.
-      if (!var->tensor.RefCountIsOne()) var->tensor = var->tensor.DeepCopy();
-    }
+    for (Var* var : vars) var->PrepareForInPlaceUpdate();
     switch (grad.dtype()) {
       case DT_FLOAT: Run<float>(ctx, self, vars, grad); break;
       case DT_DOUBLE: Run<double>(ctx, self, vars, grad); break;

@@ -492,9 +492,9 @@ CheckpointSnapshot Saver::TakeSnapshot(SessionInterface& session, const std::str
     for (int64_t i = 0; i < n; ++i) {
       snapshot.keys.push_back(names.flat<std::string>()[i]);
       // A fetched variable shares its buffer with the variable, without a copy: every kernel
-      // that updates a variable in place first copies a buffer someone else holds (see
-      // kernels/state_kernels.cc), so the next steps never change what was fetched. The copy
-      // is thus paid by the first update of each variable while the snapshot is alive.
+      // that updates a variable in place first copies a buffer someone else holds
+      // (Var::PrepareForInPlaceUpdate), so the next steps never change what was fetched. The
+      // copy is thus paid by the first update of each variable while the snapshot is alive.
       snapshot.tensors.push_back(values[next++]);
     }
   }
