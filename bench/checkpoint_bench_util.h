@@ -13,6 +13,8 @@
 #define FLOWTRAIN_BENCH_CHECKPOINT_BENCH_UTIL_H_
 
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -88,22 +90,49 @@ class PeakMemory {
   long start_kb_;
 };
 
-// Makes the next reads of `paths` come from the disk: writes back dirty pages, then drops the
-// whole page cache (root: /proc/sys/vm/drop_caches), or else these files' pages
-// (POSIX_FADV_DONTNEED). Returns how, for the benchmark's output.
+// Pages of the file at `path` now in the page cache (mincore of a read-only mapping).
+inline size_t ResidentPages(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return 0;
+  struct stat st;
+  size_t resident = 0;
+  if (::fstat(fd, &st) == 0 && st.st_size > 0) {
+    const size_t size = static_cast<size_t>(st.st_size);
+    void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+    if (map != MAP_FAILED) {
+      const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+      std::vector<unsigned char> in_core((size + page - 1) / page);
+      if (::mincore(map, size, in_core.data()) == 0) {
+        for (unsigned char c : in_core) resident += c & 1;
+      }
+      ::munmap(map, size);
+    }
+  }
+  ::close(fd);
+  return resident;
+}
+
+// Makes the next reads of `paths` come from the disk: writes back their dirty pages and drops
+// their cached pages (POSIX_FADV_DONTNEED). Only these files' pages: dropping the whole cache
+// (drop_caches) would also evict the programs' own code, and a contender whose libraries are
+// large (torch's are hundreds of MB) would then pay for reading them back. If pages stay
+// (mapped by someone), the whole cache is dropped as root. Returns how, for the output.
 inline const char* MakeCold(const std::vector<std::string>& paths) {
+  size_t resident = 0;
   for (const std::string& path : paths) {
     const int fd = ::open(path.c_str(), O_RDONLY);
     if (fd < 0) continue;
     ::fdatasync(fd);
     ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     ::close(fd);
+    resident += ResidentPages(path);
   }
+  if (resident == 0) return "fadvise_dontneed";
   ::sync();
   std::ofstream drop("/proc/sys/vm/drop_caches");
   drop << "3";
   drop.flush();
-  return drop.good() ? "drop_caches" : "fadvise_dontneed";
+  return drop.good() ? "drop_caches" : "fadvise_dontneed_partly";
 }
 
 // Writes the tensors' bytes to `path` in 4 MB write(2) calls and fsyncs it: the disk's

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <sys/mman.h>
+#include <unistd.h>
 #include <vector>
 
 #include "flowtrain/core/error.h"
@@ -144,5 +145,20 @@ CachingAllocator* GlobalCachingAllocator() {
 Allocator* DefaultAllocator() { return GlobalCachingAllocator(); }
 AllocatorStats DefaultAllocatorStats() { return GlobalCachingAllocator()->Stats(); }
 void ReleaseCachedMemory() { GlobalCachingAllocator()->ReleaseAll(); }
+
+void PrefaultForWrite(void* p, size_t bytes) {
+#ifdef MADV_POPULATE_WRITE
+  // madvise wants a page-aligned start; the partial first page is left to fault normally.
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t end = reinterpret_cast<uintptr_t>(p) + bytes;
+  if (end <= begin) return;
+  // Only advice: an older kernel answers EINVAL and the pages fault as they are written.
+  madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
 
 }  // namespace flowtrain

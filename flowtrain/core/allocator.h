@@ -42,6 +42,12 @@ AllocatorStats DefaultAllocatorStats();
 // Returns every cached block to the system.
 void ReleaseCachedMemory();
 
+// Maps the pages of [p, p + bytes) ahead of their first write (MADV_POPULATE_WRITE, Linux >=
+// 5.14; elsewhere it does nothing), without changing their contents, so it may run beside a
+// thread that is filling the same memory. Fresh memory costs a page fault per page on first
+// write; a reader that takes those faults in its read(2) calls falls behind the disk.
+void PrefaultForWrite(void* p, size_t bytes);
+
 }  // namespace flowtrain
 
 #endif  // FLOWTRAIN_CORE_ALLOCATOR_H_

@@ -14,11 +14,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "flowtrain/core/allocator.h"
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/file_util.h"
 #include "flowtrain/io/checkpoint_reader.h"
 #include "flowtrain/io/tensor_bundle.h"
 #include "flowtrain/ops/array_ops.h"
+#include "flowtrain/ops/control_flow_ops.h"
 #include "flowtrain/ops/io_ops.h"
 #include "flowtrain/ops/variables.h"
 #include "flowtrain/runtime/session.h"
@@ -450,6 +452,59 @@ TEST(SaverTest, DamagedCheckpointIsDataLossAndChangesNothing) {
     EXPECT_THAT(m.W(sess), ElementsAre(1, 2, 3, 4));
     EXPECT_EQ(m.Step(sess), 0);
   }
+}
+
+// Restores of more than a few MB map the fresh output pages on a second thread while the reads
+// fill them (RestoreV2's PrefaultAhead): values arrive intact, and a damaged tensor found late
+// stops that thread before the outputs are freed, leaving the variables as they were.
+TEST(SaverTest, LargeRestoreIntoFreshMemoryAndDamageFoundLate) {
+  constexpr int kVariables = 3;
+  constexpr int32_t kFloats = 1 << 20;  // 4 MB each: 12 MB, enough to start the thread
+  Graph g;
+  std::vector<Variable> vars;
+  Operation set_others;
+  {
+    auto as_default = g.AsDefault();
+    std::vector<Operation> sets;
+    for (int i = 0; i < kVariables; ++i) {
+      // A ramp, so that a misplaced page would show.
+      Tensor ramp(DT_FLOAT, TensorShape({kFloats}));
+      for (int32_t k = 0; k < kFloats; ++k) ramp.flat<float>()[k] = static_cast<float>(k) + 1000.0f * static_cast<float>(i);
+      vars.emplace_back(ramp, VariableOptions{.name = StrCat("big_", i)});
+      sets.push_back(vars.back().Assign(ops::Fill(ops::Const<int32_t>({kFloats}), ops::Const(-1.0f))).op());
+    }
+    set_others = ops::Group(sets);
+  }
+  Saver saver({.graph = &g});
+  const std::string dir = testing::MakeTempDir("saver");
+  std::string path;
+  {
+    Session sess(g);
+    sess.Run({}, {}, {ops::GlobalVariablesInitializer(&g)});
+    path = saver.Save(sess, dir + "/model.ckpt");
+  }
+  auto value_at = [&](Session& sess, int var, int64_t index) {
+    return sess.Run({}, {vars[var].value()}, {})[0].flat<float>()[index];
+  };
+  {
+    ReleaseCachedMemory();  // the restore's outputs come from the system, as at a process's start
+    Session sess(g);
+    saver.Restore(sess, path);
+    for (int i = 0; i < kVariables; ++i) {
+      for (int64_t index : {int64_t{0}, int64_t{4095}, int64_t{4096}, int64_t{kFloats / 2}, int64_t{kFloats - 1}}) {
+        EXPECT_EQ(value_at(sess, i, index), static_cast<float>(index) + 1000.0f * static_cast<float>(i));
+      }
+    }
+  }
+  // Damage the last tensor's last bytes: found only after the other two were read.
+  const std::string data = io::DataFilename(path, 0, 1);
+  FlipByte(data, static_cast<int64_t>(std::filesystem::file_size(data)) - 3);
+  ReleaseCachedMemory();
+  Session sess(g);
+  sess.Run({}, {}, {ops::GlobalVariablesInitializer(&g)});
+  sess.Run({}, {}, {set_others});
+  EXPECT_THROW(saver.Restore(sess, path), DataLossError);
+  for (int i = 0; i < kVariables; ++i) EXPECT_EQ(value_at(sess, i, kFloats - 1), -1.0f);
 }
 
 TEST(SaverTest, DamagedShardIsVerifiedBeforeAnyAssign) {
