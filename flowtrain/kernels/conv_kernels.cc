@@ -15,7 +15,6 @@
 // the forward convolution of the output gradient with the turned filter, the filter gradient
 // the adjoint of the forward's transforms. TF_ENABLE_WINOGRAD_NONFUSED=0 turns it off.
 #include <algorithm>
-#include <atomic>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -42,32 +41,14 @@ namespace {
 // small enough to stay in L2.
 constexpr int64_t kBlockElements = 1 << 17;
 
-// Calls fn(shard, first, last, run) for runs [first, last) of consecutive units covering
-// [0, units): one run on a single shard, else four per shard, claimed one at a time by
-// `shards` threads of the pool. A thread the machine delays (other processes share the cores)
-// leaves its remaining runs to the others instead of holding up the kernel, as a fixed split
-// would. fn may keep per-shard state (scratch) indexed by `shard`, or per-run state by `run`.
-template <typename Fn>
-void ClaimRuns(OpKernelContext* ctx, int shards, int64_t units, const Fn& fn) {
-  const int64_t runs = shards <= 1 ? 1 : std::min<int64_t>(units, 4 * shards);
-  std::atomic<int64_t> next{0};
-  ParallelShards(ctx, shards, [&](int s) {
-    for (int64_t run = next.fetch_add(1, std::memory_order_relaxed); run < runs;
-         run = next.fetch_add(1, std::memory_order_relaxed)) {
-      const auto [first, last] = ShardRange(units, static_cast<int>(runs), static_cast<int>(run));
-      fn(s, first, last, run);
-    }
-  });
-}
-
 // out[0, size) = the sum of what fn(shard, first, last, acc) writes (not adds) to acc for the
-// runs of ClaimRuns: the first run writes to out, the others to partials of their own, added
-// in order at the end, so the sum does not depend on which thread ran which run.
+// runs of ClaimRuns (RunsFor's count): the first run writes to out, the others to partials of
+// their own, added in order at the end, so the sum does not depend on which thread ran which.
 template <typename T, typename Fn>
 void SumOverRuns(OpKernelContext* ctx, int shards, int64_t units, T* out, int64_t size, const Fn& fn) {
-  const int64_t runs = shards <= 1 ? 1 : std::min<int64_t>(units, 4 * shards);
+  const int64_t runs = RunsFor(shards, units);
   Tensor partials(DataTypeToEnum<T>::value, TensorShape({runs - 1, size}));
-  ClaimRuns(ctx, shards, units, [&](int s, int64_t first, int64_t last, int64_t run) {
+  ClaimRuns(ctx->intra_op_pool(), shards, units, runs, [&](int s, int64_t first, int64_t last, int64_t run) {
     fn(s, first, last, run == 0 ? out : partials.data<T>() + (run - 1) * size);
   });
   ArrayMap<T> total(out, size);
@@ -452,7 +433,9 @@ class Conv2DOp : public ConvKernelBase {
 #if defined(__AVX512F__)
     if constexpr (std::is_same_v<T, float>) {
       if (DirectSingleChannel(d)) {
-        ClaimRuns(ctx, NumShards(ctx, positions * k * d.out_depth, 1 << 18), d.batch * d.out_rows,
+        const int shards = NumShards(ctx, positions * k * d.out_depth, 1 << 18);
+        const int64_t rows = d.batch * d.out_rows;
+        ClaimRuns(ctx->intra_op_pool(), shards, rows, RunsFor(shards, rows),
                   [&](int, int64_t first, int64_t last, int64_t) {
                     SingleChannelConv(d, input.data<float>(), filter.data<float>(), po, first, last);
                   });
@@ -464,7 +447,7 @@ class Conv2DOp : public ConvKernelBase {
     const int64_t blocks = (positions + block - 1) / block;
     const int shards = std::min<int>(NumShards(ctx, positions * k * d.out_depth, 1 << 18), static_cast<int>(blocks));
     Tensor scratch(input.dtype(), TensorShape({shards, block * k}));
-    ClaimRuns(ctx, shards, blocks, [&](int s, int64_t first, int64_t last, int64_t) {
+    ClaimRuns(ctx->intra_op_pool(), shards, blocks, RunsFor(shards, blocks), [&](int s, int64_t first, int64_t last, int64_t) {
       T* patches = scratch.data<T>() + s * block * k;
       for (int64_t b = first; b < last; ++b) {
         const int64_t begin = b * block;
@@ -523,7 +506,7 @@ class Conv2DBackpropInputOp : public ConvKernelBase {
     const int shards = std::min<int>(NumShards(ctx, d.positions() * k * d.out_depth, 1 << 18), static_cast<int>(d.batch));
     Tensor scratch(grad.dtype(), TensorShape({shards, block * k}));
     std::fill_n(scratch.data<T>(), shards * block * k, T(0));  // kept zero between blocks by Col2ImAddAndClear
-    ClaimRuns(ctx, shards, d.batch, [&](int s, int64_t first_image, int64_t last_image, int64_t) {
+    ClaimRuns(ctx->intra_op_pool(), shards, d.batch, RunsFor(shards, d.batch), [&](int s, int64_t first_image, int64_t last_image, int64_t) {
       T* patches = scratch.data<T>() + s * block * k;
       const int64_t stop = last_image * d.positions_per_image();
       for (int64_t begin = first_image * d.positions_per_image(); begin < stop; begin += block) {

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <string_view>
@@ -258,26 +257,6 @@ float* ThreadScratch(Scratch use, int64_t elements) {
   return buffer.data.get();
 }
 
-// Calls fn(first_block, last_block, run) for `runs` runs of consecutive blocks covering
-// [0, blocks), claimed one at a time by up to `shards` threads of the pool (the caller
-// included), so a thread the machine delays leaves its remaining runs to the others.
-template <typename Fn>
-void ClaimBlockRuns(ThreadPool* pool, int shards, int64_t blocks, int64_t runs, const Fn& fn) {
-  std::atomic<int64_t> next{0};
-  auto work = [&](int) {
-    for (int64_t run = next.fetch_add(1, std::memory_order_relaxed); run < runs;
-         run = next.fetch_add(1, std::memory_order_relaxed)) {
-      const auto [first, last] = ShardRange(blocks, static_cast<int>(runs), static_cast<int>(run));
-      fn(first, last, run);
-    }
-  };
-  if (shards <= 1 || pool == nullptr) {
-    work(0);
-  } else {
-    sharder_internal::RunClaimingShards(pool, shards, sharder_internal::ShardFn(work));
-  }
-}
-
 // Threads worth using for a call of `macs` multiply-adds (after the transforms).
 int ShardsFor(ThreadPool* pool, int64_t macs, int64_t blocks) {
   const int64_t threads = pool == nullptr ? 1 : std::max(pool->NumThreads(), 1);
@@ -430,11 +409,10 @@ void Conv2D(ThreadPool* pool, const WinogradConvDims& d, const float* input, con
   const BlockLayout layout(d, grid);
   const int shards = ShardsFor(pool, grid.total * kPositions * d.in_depth * d.out_depth, layout.blocks);
   float* u = ThreadScratch(Scratch::kFilter, kPositions * d.in_depth * layout.ld_out);
-  ClaimBlockRuns(pool, shards, d.in_depth, shards, [&](int64_t first, int64_t last, int64_t) {
+  ClaimRuns(pool, shards, d.in_depth, shards, [&](int, int64_t first, int64_t last, int64_t) {
     TransformFilter<F>(filter, d.in_depth, d.out_depth, layout.ld_out, first, last, u);
   });
-  const int64_t runs = shards <= 1 ? 1 : std::min<int64_t>(layout.blocks, 4 * shards);
-  ClaimBlockRuns(pool, shards, layout.blocks, runs, [&](int64_t first, int64_t last, int64_t) {
+  ClaimRuns(pool, shards, layout.blocks, RunsFor(shards, layout.blocks), [&](int, int64_t first, int64_t last, int64_t) {
     float* v = ThreadScratch(Scratch::kTiles, layout.v_size() + layout.m_size());
     float* m = v + layout.v_size();
     for (int64_t b = first; b < last; ++b) {
@@ -497,7 +475,7 @@ void Conv2DBackpropFilter(ThreadPool* pool, const WinogradConvDims& d, const flo
                                    : std::min<int64_t>(layout.blocks,
                                                        std::max<int64_t>(shards, std::min<int64_t>(4 * shards, kMaxPartialElements / size)));
   float* partials = ThreadScratch(Scratch::kPartials, runs * size);
-  ClaimBlockRuns(pool, shards, layout.blocks, runs, [&](int64_t first, int64_t last, int64_t run) {
+  ClaimRuns(pool, shards, layout.blocks, runs, [&](int, int64_t first, int64_t last, int64_t run) {
     float* v = ThreadScratch(Scratch::kTiles, layout.v_size() + layout.m_size());
     float* z = v + layout.v_size();
     float* acc = partials + run * size;
@@ -517,7 +495,7 @@ void Conv2DBackpropFilter(ThreadPool* pool, const WinogradConvDims& d, const flo
   });
   // filter_backprop[fr][fc] = sum_{a,b} G[a][fr] P[a][b] G[b][fc], P the sum of the partials,
   // in float64, split over the input channels.
-  ClaimBlockRuns(pool, shards, d.in_depth, shards, [&](int64_t first, int64_t last, int64_t) {
+  ClaimRuns(pool, shards, d.in_depth, shards, [&](int, int64_t first, int64_t last, int64_t) {
     std::vector<double> total(kPositions * d.out_depth);    // P[a][b] of one input channel
     std::vector<double> half(kR * kInTile * d.out_depth);  // (G^T P)[fr][b]
     for (int64_t ci = first; ci < last; ++ci) {

@@ -13,6 +13,7 @@
 #define FLOWTRAIN_KERNELS_WORK_SHARDER_H_
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 #include "flowtrain/kernels/op_kernel.h"
@@ -83,6 +84,34 @@ void ParallelShards(OpKernelContext* ctx, int num_shards, const Fn& fn) {
 // [begin, end) of shard `s` when `units` are split evenly into `num_shards`.
 inline std::pair<int64_t, int64_t> ShardRange(int64_t units, int num_shards, int s) {
   return {units * s / num_shards, units * (s + 1) / num_shards};
+}
+
+// Runs for ClaimRuns when nothing else decides: one on a single shard, else four per shard
+// (no more than there are units).
+inline int64_t RunsFor(int shards, int64_t units) {
+  return shards <= 1 ? 1 : std::min<int64_t>(units, 4 * int64_t{shards});
+}
+
+// Calls fn(shard, first, last, run) for `runs` runs of consecutive units covering [0, units),
+// claimed one at a time by up to `shards` threads of the pool, the caller included. A thread
+// the machine delays (other processes share the cores) leaves its remaining runs to the
+// others instead of holding up the kernel, as a fixed split would. fn may keep per-shard
+// state (scratch) indexed by `shard`, or per-run state (partial sums) by `run`.
+template <typename Fn>
+void ClaimRuns(ThreadPool* pool, int shards, int64_t units, int64_t runs, const Fn& fn) {
+  std::atomic<int64_t> next{0};
+  auto work = [&](int s) {
+    for (int64_t run = next.fetch_add(1, std::memory_order_relaxed); run < runs;
+         run = next.fetch_add(1, std::memory_order_relaxed)) {
+      const auto [first, last] = ShardRange(units, static_cast<int>(runs), static_cast<int>(run));
+      fn(s, first, last, run);
+    }
+  };
+  if (shards <= 1 || pool == nullptr || pool->NumThreads() <= 1) {
+    work(0);
+    return;
+  }
+  sharder_internal::RunClaimingShards(pool, shards, sharder_internal::ShardFn(work));
 }
 
 }  // namespace flowtrain
