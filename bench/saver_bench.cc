@@ -181,7 +181,8 @@ int main(int argc, char** argv) {
   long save_peak_extra_kb = 0;
   const char* cache = "";
   std::string path;
-  // The order rotates from round to round.
+  // Each contender's save and load; torch's come last, so that without torch the others are
+  // the first entries.
   const std::vector<std::function<void()>> saves = {
       [&] { disk_write.push_back(bench::PlainWrite(plain_path, plain_model)); },
       [&] {
@@ -214,9 +215,8 @@ int main(int argc, char** argv) {
     RemoveCheckpointFiles(dir);
     if (torch != nullptr) ft::DeleteFileIfExists(torch->path());
     ::sync();
-    for (size_t i = 0; i < savers; ++i) {
-      saves[(r + i) % savers]();
-    }
+    // The order rotates from round to round.
+    for (size_t i = 0; i < savers; ++i) saves[(r + i) % savers]();
     std::vector<std::string> files = {plain_path, ft::io::DataFilename(path, 0, 1), ft::io::MetaFilename(path)};
     if (torch != nullptr) files.push_back(torch->path());
     for (size_t i = 0; i < loaders; ++i) {
