@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -122,6 +123,28 @@ std::string CopyCheckpoint(const std::string& prefix, const std::string& dir) {
   return (std::filesystem::path(dir) / source.filename()).string();
 }
 
+// Both checkpoints hold the same variables with the same dtypes, shapes and bits: the model's
+// 4 weights, their Adam slots, beta1_power, beta2_power and global_step.
+void ExpectSameCheckpoint(const std::string& a, const std::string& b) {
+  SCOPED_TRACE(a + " vs " + b);
+  io::CheckpointReader reader_a(a), reader_b(b);
+  const auto shapes = reader_a.GetVariableToShapeMap();
+  EXPECT_EQ(shapes.size(), 15u);
+  EXPECT_EQ(reader_b.GetVariableToShapeMap().size(), shapes.size());
+  for (const char* name : {"global_step", "beta1_power", "beta2_power", "dense/kernel/Adam", "dense_1/bias/Adam_1"}) {
+    EXPECT_TRUE(shapes.contains(name)) << name;
+  }
+  for (const auto& [name, shape] : shapes) {
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(reader_b.HasTensor(name));
+    const Tensor ta = reader_a.GetTensor(name), tb = reader_b.GetTensor(name);
+    ASSERT_EQ(ta.dtype(), tb.dtype());
+    ASSERT_EQ(ta.shape(), tb.shape());
+    EXPECT_EQ(std::memcmp(ta.raw_data(), tb.raw_data(), ta.TotalBytes()), 0);
+  }
+  EXPECT_EQ(reader_a.GetTensor("global_step").dtype(), DT_INT64);
+}
+
 // TF's side: handover.py trains in `model_dir` until `last_step`.
 PythonRun RunTf(const std::string& data_dir, const std::string& model_dir, int64_t last_step,
                 const std::string& losses) {
@@ -227,11 +250,15 @@ TEST(Handover, TfThenFlowtrainThenTfContinuesOneJob) {
                                      state->all_model_checkpoint_paths().end()),
             (std::vector<std::string>{model_dir + "/model.ckpt-0", model_dir + "/model.ckpt-100",
                                       model_dir + "/model.ckpt-200"}));
+  // What flowtrain restored is what TF saved: its session re-saved step 100 before training.
+  ExpectSameCheckpoint(tf_checkpoint, model_dir + "/model.ckpt-100");
   const std::string flowtrain_checkpoint = CopyCheckpoint(model_dir + "/model.ckpt-200", root + "/flowtrain_checkpoint");
 
   const PythonRun phase3 = RunTf(data_dir, model_dir, 300, root + "/phase3.losses");
   ASSERT_EQ(phase3.exit_code, 0) << phase3.output;
   ASSERT_EQ(GlobalStepOfLatestCheckpoint(model_dir), 300);
+  // What TF restored is what flowtrain saved: TF's session re-saved step 200 before training.
+  ExpectSameCheckpoint(flowtrain_checkpoint, model_dir + "/model.ckpt-200");
   ExpectLossesOfReference(ReadLosses(root + "/phase3.losses"), reference_losses, 200, 300);
 
   const PythonRun check = RunTfPython({TfScript("handover/check_handover.py"), "--model-dir", model_dir,

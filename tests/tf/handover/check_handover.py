@@ -112,6 +112,7 @@ def check_checkpoints(tf_prefix, flowtrain_prefix, data_dir, reference_loss_200)
     if "global_step" in ours_map:
         check(int(ours.get_tensor("global_step")) == 200, f"global_step {ours.get_tensor('global_step')} in {flowtrain_prefix}")
 
+    print(f"{flowtrain_prefix}: the {len(ours_map)} keys of {tf_prefix}, with their dtypes and shapes", flush=True)
     meta = flowtrain_prefix + ".meta"
     if not check(os.path.exists(meta), f"{meta} is missing"):
         return
@@ -125,6 +126,8 @@ def check_checkpoints(tf_prefix, flowtrain_prefix, data_dir, reference_loss_200)
             check(int(step) == 200, f"imported graph's global_step after restore: {step}")
             loss = float(sess.run(graph.get_tensor_by_name("mean_squared_error:0"),
                                   {graph.get_tensor_by_name("x:0"): xs[200], graph.get_tensor_by_name("y:0"): ys[200]}))
+            print(f"{meta} imported and restored: global step {step}, loss on batch 200 {loss!r} "
+                  f"(reference {reference_loss_200!r})", flush=True)
             check(close(loss, reference_loss_200),
                   f"imported graph's loss on batch 200: {loss!r}, reference {reference_loss_200!r}")
 
