@@ -3,8 +3,10 @@
 graph, runs `init` and 3 training steps (the train_op collection's op, fed batches 0, 1, 2 of
 the workload's data) and requires every loss to be finite; for the workloads with variables
 it also requires the steps to change them (the train op trains) and the loss before the
-first update to be the one the initial weights give (ln 10 within 20% for the 10-class
-models, ln 2 for W4's logistic regression); W1's loss must be x + 27.5 exactly.
+first update to be the loss of the workload's definition, computed here in numpy (float64)
+from the same initial weights and batch 0, within 1e-4: a graph whose layers, activations,
+loss or initial weights strayed from ops_bench's would not give it. W1's loss must be
+x + 27.5 exactly.
 
     check_workloads.py --dir DIR
 
@@ -64,10 +66,52 @@ def check_workload(tf, directory, workload, spec):
     changed = [v.op.name for v, a, b in zip(variables, before, after) if not np.array_equal(a, b)]
     if not changed:
         problems.append(f"{workload}: {STEPS} steps changed no variable")
-    expected = math.log(2.0) if workload == "W4" else math.log(10.0)
-    if not abs(losses[0] - expected) <= 0.2 * expected:
-        problems.append(f"{workload}: first loss {losses[0]}, expected about {expected:.3f}")
+    expected = reference_first_loss(workload)
+    print(f"{workload}: the definition's first loss (numpy) {expected!r}", flush=True)
+    if not abs(losses[0] - expected) <= 1e-4 * abs(expected):
+        problems.append(f"{workload}: first loss {losses[0]!r}, the definition's (numpy) {expected!r}")
     return problems
+
+
+def reference_first_loss(workload):
+    """The mean loss of batch 0 on the initial weights, by the workload's definition."""
+    x, y = wl.batch(workload, 0)
+    x = x.astype(np.float64)
+    seed = wl.SPECS[workload][0] + wl.WEIGHT_SEED_OFFSET
+
+    def kernel(shape, layer_seed, fan_in, fan_out):
+        return wl.uniform(shape, layer_seed, wl.glorot_limit(fan_in, fan_out)).astype(np.float64)
+
+    def relu(v):
+        return np.maximum(v, 0.0)
+
+    def softmax_xent(logits):
+        shifted = logits - logits.max(axis=1, keepdims=True)
+        log_z = np.log(np.exp(shifted).sum(axis=1))
+        return float(np.mean(log_z - shifted[np.arange(len(y)), y]))
+
+    if workload in ("W2", "W2b", "W3"):
+        hidden = wl.W3_HIDDEN if workload == "W3" else wl.W2_HIDDEN
+        h = relu(x @ kernel([wl.MLP_IN, hidden], seed, wl.MLP_IN, hidden))
+        h = relu(h @ kernel([hidden, hidden], seed + 1, hidden, hidden))
+        return softmax_xent(h @ kernel([hidden, wl.MLP_CLASSES], seed + 2, hidden, wl.MLP_CLASSES))
+    if workload == "W4":
+        z = x @ kernel([wl.W4_FEATURES, 1], seed, wl.W4_FEATURES, 1)
+        return float(np.mean(relu(z) - z * y + np.log1p(np.exp(-np.abs(z)))))
+    k = wl.CNN_KERNEL
+
+    def conv_pool(h, fan_in, filters, layer_seed):  # conv k x k SAME, ReLU, max-pool 2x2
+        w = kernel([k, k, fan_in, filters], layer_seed, k * k * fan_in, k * k * filters)
+        padded = np.pad(h, ((0, 0), (k // 2, k // 2), (k // 2, k // 2), (0, 0)))
+        patches = np.lib.stride_tricks.sliding_window_view(padded, (k, k), axis=(1, 2))  # n h w c i j
+        out = relu(np.einsum("nhwcij,ijco->nhwo", patches, w, optimize=True))
+        n, height, width, c = out.shape
+        return out.reshape(n, height // 2, 2, width // 2, 2, c).max(axis=(2, 4))
+
+    h = conv_pool(x, 1, wl.CNN_CONV1, seed)
+    h = conv_pool(h, wl.CNN_CONV1, wl.CNN_CONV2, seed + 1)
+    h = relu(h.reshape(len(h), -1) @ kernel([wl.CNN_FLAT, wl.CNN_DENSE], seed + 2, wl.CNN_FLAT, wl.CNN_DENSE))
+    return softmax_xent(h @ kernel([wl.CNN_DENSE, wl.MLP_CLASSES], seed + 3, wl.CNN_DENSE, wl.MLP_CLASSES))
 
 
 def main():
