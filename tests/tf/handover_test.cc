@@ -18,6 +18,7 @@
 #include <fstream>
 #include <future>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,7 @@ namespace {
 constexpr int64_t kSteps = 300, kBatch = 32, kFeatures = 8, kHidden = 16;
 constexpr double kLearningRate = 0.01;
 constexpr int64_t kSummarySteps = 10;
+constexpr int64_t kCheckpointSteps = 25;
 // flowtrain's phase runs on TF's weights with its own float32 kernels, which round
 // differently from TF's (oneDNN); Adam carries the differences on. Measured on this model the
 // losses stay within 1e-5 of the reference over all 300 steps.
@@ -123,6 +125,37 @@ std::string CopyCheckpoint(const std::string& prefix, const std::string& dir) {
   return (std::filesystem::path(dir) / source.filename()).string();
 }
 
+// `dir`'s state file lists exactly the checkpoints of `steps` (-1: any step), in order, with
+// absolute paths, the last one as the latest; and the checkpoint files in `dir` are exactly
+// theirs (no system left another's deleted checkpoint behind).
+void ExpectCheckpointsInState(const std::string& dir, const std::vector<int64_t>& steps) {
+  SCOPED_TRACE(dir);
+  const std::optional<tensorflow::CheckpointState> state = train::GetCheckpointState(dir);
+  ASSERT_TRUE(state.has_value());
+  const std::vector<std::string> paths(state->all_model_checkpoint_paths().begin(),
+                                       state->all_model_checkpoint_paths().end());
+  ASSERT_EQ(paths.size(), steps.size()) << ::testing::PrintToString(paths);
+  const std::string prefix = dir + "/model.ckpt-";
+  std::set<std::string> listed;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    ASSERT_TRUE(paths[i].starts_with(prefix)) << paths[i];
+    if (steps[i] >= 0) EXPECT_EQ(paths[i], prefix + std::to_string(steps[i]));
+    listed.insert(std::filesystem::path(paths[i]).filename().string());
+  }
+  EXPECT_EQ(state->model_checkpoint_path(), paths.back());
+  std::set<std::string> on_disk;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with("model.ckpt-")) continue;
+    for (const char* suffix : {".index", ".meta", ".data-00000-of-00001"}) {
+      if (name.ends_with(suffix)) on_disk.insert(name.substr(0, name.size() - std::strlen(suffix)));
+    }
+    EXPECT_TRUE(name.ends_with(".index") || name.ends_with(".meta") || name.ends_with(".data-00000-of-00001"))
+        << name;
+  }
+  EXPECT_EQ(on_disk, listed);
+}
+
 // Both checkpoints hold the same variables with the same dtypes, shapes and bits: the model's
 // 4 weights, their Adam slots, beta1_power, beta2_power and global_step.
 void ExpectSameCheckpoint(const std::string& a, const std::string& b) {
@@ -153,7 +186,8 @@ PythonRun RunTf(const std::string& data_dir, const std::string& model_dir, int64
 }
 
 // flowtrain's side: handover.py's model, trained with MonitoredTrainingSession on `model_dir`
-// to `last_step` with TF's defaults but for save_summaries_steps, as TF's side.
+// to `last_step` with TF's defaults but for save_summaries_steps and save_checkpoint_steps, as
+// TF's side.
 Losses RunFlowtrain(const DataSet& data, const std::string& model_dir, int64_t last_step) {
   Graph graph;
   Output x, y, loss;
@@ -175,6 +209,7 @@ Losses RunFlowtrain(const DataSet& data, const std::string& model_dir, int64_t l
   options.graph = &graph;
   options.checkpoint_dir = model_dir;
   options.save_summaries_steps = kSummarySteps;
+  options.save_checkpoint_steps = kCheckpointSteps;
   options.hooks = {std::make_shared<train::StopAtStepHook>(train::LastStep{last_step})};
   Losses losses;
   auto sess = train::MonitoredTrainingSession(options);
@@ -241,15 +276,10 @@ TEST(Handover, TfThenFlowtrainThenTfContinuesOneJob) {
   WriteLosses(root + "/phase2.losses", phase2);
   ASSERT_EQ(GlobalStepOfLatestCheckpoint(model_dir), 200);
   ExpectLossesOfReference(phase2, reference_losses, 100, 200);
-  // The state file as TF's Saver leaves it (absolute paths, save_relative_paths=False): TF's
-  // checkpoints first, kept; step 100, which flowtrain re-saved at its start, moved to its end.
-  const std::optional<tensorflow::CheckpointState> state = train::GetCheckpointState(model_dir);
-  ASSERT_TRUE(state.has_value());
-  EXPECT_EQ(state->model_checkpoint_path(), model_dir + "/model.ckpt-200");
-  EXPECT_EQ(std::vector<std::string>(state->all_model_checkpoint_paths().begin(),
-                                     state->all_model_checkpoint_paths().end()),
-            (std::vector<std::string>{model_dir + "/model.ckpt-0", model_dir + "/model.ckpt-100",
-                                      model_dir + "/model.ckpt-200"}));
+  // The state file as TF's Saver leaves it (absolute paths, save_relative_paths=False, the 5
+  // newest): flowtrain took over TF's list, re-saved step 100 at its start (moving it to the
+  // end) and deleted TF's older checkpoints as its own came.
+  ExpectCheckpointsInState(model_dir, {100, 125, 150, 175, 200});
   // What flowtrain restored is what TF saved: its session re-saved step 100 before training.
   ExpectSameCheckpoint(tf_checkpoint, model_dir + "/model.ckpt-100");
   const std::string flowtrain_checkpoint = CopyCheckpoint(model_dir + "/model.ckpt-200", root + "/flowtrain_checkpoint");
@@ -257,6 +287,10 @@ TEST(Handover, TfThenFlowtrainThenTfContinuesOneJob) {
   const PythonRun phase3 = RunTf(data_dir, model_dir, 300, root + "/phase3.losses");
   ASSERT_EQ(phase3.exit_code, 0) << phase3.output;
   ASSERT_EQ(GlobalStepOfLatestCheckpoint(model_dir), 300);
+  // TF took over flowtrain's list and deleted flowtrain's checkpoints as its own came. (Where
+  // TF's periodic saves fall moves by a step now and then: its hook reads the global step
+  // fetched with the train op, which races the step's increment.)
+  ExpectCheckpointsInState(model_dir, {200, -1, -1, -1, 300});
   // What TF restored is what flowtrain saved: TF's session re-saved step 200 before training.
   ExpectSameCheckpoint(flowtrain_checkpoint, model_dir + "/model.ckpt-200");
   ExpectLossesOfReference(ReadLosses(root + "/phase3.losses"), reference_losses, 200, 300);

@@ -22,8 +22,10 @@ before each step (no hook sees that read); FILE gets a line "<step> <loss>" for 
 this job ran, the loss computed before that step's update.
 
 It runs tf.compat.v1.train.MonitoredTrainingSession(checkpoint_dir=D,
-hooks=[StopAtStepHook(last_step=N)], save_summaries_steps=10) with TF's other defaults; it
-resumes from D's latest checkpoint when D holds one.
+hooks=[StopAtStepHook(last_step=N)], save_summaries_steps=10, save_checkpoint_steps=25) with
+TF's other defaults (a Saver keeping 5 checkpoints, a checkpoint when the session starts and
+when it ends); it resumes from D's latest checkpoint when D holds one. Checkpoints every 25
+steps make each system delete the other's old checkpoints.
 """
 import argparse
 import os
@@ -37,6 +39,7 @@ import numpy as np
 STEPS, BATCH, FEATURES, HIDDEN = 300, 32, 8, 16
 LEARNING_RATE = 0.01
 SUMMARY_STEPS = 10
+CHECKPOINT_STEPS = 25
 
 
 def read_data(data_dir):
@@ -79,7 +82,7 @@ def train(data_dir, model_dir, last_step, losses_path):
             losses[step] = float(value)
 
         with v1.train.MonitoredTrainingSession(
-                checkpoint_dir=model_dir, save_summaries_steps=SUMMARY_STEPS,
+                checkpoint_dir=model_dir, save_summaries_steps=SUMMARY_STEPS, save_checkpoint_steps=CHECKPOINT_STEPS,
                 hooks=[v1.train.StopAtStepHook(last_step=last_step)]) as sess:
             while not sess.should_stop():
                 sess.run_step_fn(step_fn)
