@@ -30,14 +30,13 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
-import numpy as np
-
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import handover  # noqa: E402  (the model's constants and the data reader)
 
 # Phases 2 and 3 run on weights that went through flowtrain's float32 kernels for 100 steps,
 # TF's through TF's (oneDNN) kernels: the two round differently in the last bits, and Adam
-# passes those differences on. Measured on this model: within 1e-5 of the reference.
+# passes those differences on. Measured on this model: within 2e-6 of the reference.
 RELATIVE_TOLERANCE = 1e-4
 PHASES = [(0, 100), (100, 200), (200, 300)]
 SUMMARY_STEPS = handover.SUMMARY_STEPS
