@@ -34,7 +34,7 @@ namespace {
 constexpr int64_t kSteps = 300, kBatch = 32, kFeatures = 8, kHidden = 16;
 constexpr double kLearningRate = 0.01;
 constexpr int64_t kSummarySteps = 10;
-constexpr int64_t kCheckpointSteps = 25;
+constexpr int64_t kCheckpointSteps = 30;
 // flowtrain's phase runs on TF's weights with its own float32 kernels, which round
 // differently from TF's (oneDNN); Adam carries the differences on. Measured on this model the
 // losses stay within 2e-6 of the reference over all 300 steps.
@@ -281,7 +281,7 @@ TEST(Handover, TfThenFlowtrainThenTfContinuesOneJob) {
   // The state file as TF's Saver leaves it (absolute paths, save_relative_paths=False, the 5
   // newest): flowtrain took over TF's list, re-saved step 100 at its start (moving it to the
   // end) and deleted TF's older checkpoints as its own came.
-  ExpectCheckpointsInState(model_dir, {100, 125, 150, 175, 200});
+  ExpectCheckpointsInState(model_dir, {100, 130, 160, 190, 200});
   // What flowtrain restored is what TF saved: its session re-saved step 100 before training.
   ExpectSameCheckpoint(tf_checkpoint, model_dir + "/model.ckpt-100");
   const std::string flowtrain_checkpoint = CopyCheckpoint(model_dir + "/model.ckpt-200", root + "/flowtrain_checkpoint");
@@ -289,9 +289,10 @@ TEST(Handover, TfThenFlowtrainThenTfContinuesOneJob) {
   const PythonRun phase3 = RunTf(data_dir, model_dir, 300, root + "/phase3.losses");
   ASSERT_EQ(phase3.exit_code, 0) << phase3.output;
   ASSERT_EQ(GlobalStepOfLatestCheckpoint(model_dir), 300);
-  // TF took over flowtrain's list and deleted flowtrain's checkpoints as its own came. (Where
-  // TF's periodic saves fall moves by a step now and then: its hook reads the global step
-  // fetched with the train op, which races the step's increment.)
+  // TF took over flowtrain's list and deleted flowtrain's checkpoints as its own came. Where
+  // TF's periodic saves fall moves a step earlier now and then (its hook estimates the step
+  // from the global step fetched with the train op, a read that races the step's increment),
+  // so only their count is fixed: every 30 steps, 3 fit between the start's and the end's.
   ExpectCheckpointsInState(model_dir, {200, -1, -1, -1, 300});
   // What TF restored is what flowtrain saved: TF's session re-saved step 200 before training.
   ExpectSameCheckpoint(flowtrain_checkpoint, model_dir + "/model.ckpt-200");

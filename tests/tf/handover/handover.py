@@ -22,9 +22,9 @@ before each step (no hook sees that read); FILE gets a line "<step> <loss>" for 
 this job ran, the loss computed before that step's update.
 
 It runs tf.compat.v1.train.MonitoredTrainingSession(checkpoint_dir=D,
-hooks=[StopAtStepHook(last_step=N)], save_summaries_steps=10, save_checkpoint_steps=25) with
+hooks=[StopAtStepHook(last_step=N)], save_summaries_steps=10, save_checkpoint_steps=30) with
 TF's other defaults (a Saver keeping 5 checkpoints, a checkpoint when the session starts and
-when it ends); it resumes from D's latest checkpoint when D holds one. Checkpoints every 25
+when it ends); it resumes from D's latest checkpoint when D holds one. Checkpoints every 30
 steps make each system delete the other's old checkpoints.
 """
 import argparse
@@ -39,7 +39,7 @@ import numpy as np
 STEPS, BATCH, FEATURES, HIDDEN = 300, 32, 8, 16
 LEARNING_RATE = 0.01
 SUMMARY_STEPS = 10
-CHECKPOINT_STEPS = 25
+CHECKPOINT_STEPS = 30
 
 
 def read_data(data_dir):
