@@ -6,7 +6,8 @@
 //
 // The model, the data and the TF side are in handover/handover.py; flowtrain builds the same
 // model here under the same variable names. TensorBoard's and TF's view of the result is
-// checked by handover/check_handover.py.
+// checked by handover/check_handover.py. Two variants: Adam in an absolute model directory,
+// Momentum in a relative one (the state file's paths are then relative to it).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,6 +19,7 @@
 #include <fstream>
 #include <future>
 #include <map>
+#include <ostream>
 #include <set>
 #include <string>
 #include <vector>
@@ -33,6 +35,7 @@ namespace {
 // handover.py's constants.
 constexpr int64_t kSteps = 300, kBatch = 32, kFeatures = 8, kHidden = 16;
 constexpr double kLearningRate = 0.01;
+constexpr double kMomentum = 0.9;
 constexpr int64_t kSummarySteps = 10;
 constexpr int64_t kCheckpointSteps = 30;
 // flowtrain's phase runs on TF's weights with its own float32 kernels, which round
@@ -158,17 +161,32 @@ void ExpectCheckpointsInState(const std::string& dir, const std::vector<int64_t>
   EXPECT_EQ(on_disk, listed);
 }
 
+// The two ways the job is trained: Adam (slots <var>/Adam and <var>/Adam_1, beta1_power and
+// beta2_power) in an absolute model directory, or Momentum (slots <var>/Momentum) in a
+// relative one, where TF writes the state file's paths relative to the directory.
+struct Variant {
+  std::string optimizer;  // handover.py's --optimizer
+  bool relative_model_dir;
+  std::vector<std::string> expected_keys;  // some of the checkpoint's keys
+  size_t key_count;                        // all of them
+};
+
+std::ostream& operator<<(std::ostream& os, const Variant& v) {
+  return os << v.optimizer << (v.relative_model_dir ? ", relative model directory" : "");
+}
+
+const Variant kAdam{"adam", false, {"global_step", "beta1_power", "beta2_power", "dense/kernel/Adam", "dense_1/bias/Adam_1"}, 15};
+const Variant kMomentumInRelativeDir{"momentum", true, {"global_step", "dense/kernel/Momentum", "dense_1/bias/Momentum"}, 9};
+
 // Both checkpoints hold the same variables with the same dtypes, shapes and bits: the model's
-// 4 weights, their Adam slots, beta1_power, beta2_power and global_step.
-void ExpectSameCheckpoint(const std::string& a, const std::string& b) {
+// 4 weights, their slots, the optimizer's other variables and global_step.
+void ExpectSameCheckpoint(const Variant& variant, const std::string& a, const std::string& b) {
   SCOPED_TRACE(a + " vs " + b);
   io::CheckpointReader reader_a(a), reader_b(b);
   const auto shapes = reader_a.GetVariableToShapeMap();
-  EXPECT_EQ(shapes.size(), 15u);
+  EXPECT_EQ(shapes.size(), variant.key_count);
   EXPECT_EQ(reader_b.GetVariableToShapeMap().size(), shapes.size());
-  for (const char* name : {"global_step", "beta1_power", "beta2_power", "dense/kernel/Adam", "dense_1/bias/Adam_1"}) {
-    EXPECT_TRUE(shapes.contains(name)) << name;
-  }
+  for (const std::string& name : variant.expected_keys) EXPECT_TRUE(shapes.contains(name)) << name;
   for (const auto& [name, shape] : shapes) {
     SCOPED_TRACE(name);
     ASSERT_TRUE(reader_b.HasTensor(name));
@@ -181,16 +199,17 @@ void ExpectSameCheckpoint(const std::string& a, const std::string& b) {
 }
 
 // TF's side: handover.py trains in `model_dir` until `last_step`.
-PythonRun RunTf(const std::string& data_dir, const std::string& model_dir, int64_t last_step,
-                const std::string& losses) {
-  return RunTfPython({TfScript("handover/handover.py"), "--data", data_dir, "--model-dir", model_dir,
-                      "--last-step", std::to_string(last_step), "--losses", losses});
+PythonRun RunTf(const Variant& variant, const std::string& data_dir, const std::string& model_dir,
+                int64_t last_step, const std::string& losses) {
+  return RunTfPython({TfScript("handover/handover.py"), "--optimizer", variant.optimizer, "--data", data_dir,
+                      "--model-dir", model_dir, "--last-step", std::to_string(last_step), "--losses", losses});
 }
 
 // flowtrain's side: handover.py's model, trained with MonitoredTrainingSession on `model_dir`
 // to `last_step` with TF's defaults but for save_summaries_steps and save_checkpoint_steps, as
 // TF's side.
-Losses RunFlowtrain(const DataSet& data, const std::string& model_dir, int64_t last_step) {
+Losses RunFlowtrain(const Variant& variant, const DataSet& data, const std::string& model_dir,
+                    int64_t last_step) {
   Graph graph;
   Output x, y, loss;
   Variable global_step;
@@ -205,7 +224,11 @@ Losses RunFlowtrain(const DataSet& data, const std::string& model_dir, int64_t l
     loss = ops::ReduceMean(ops::Square(ops::Sub(prediction, y)), {}, false, "mean_squared_error");
     summary::Scalar("loss", loss);
     global_step = train::GetOrCreateGlobalStep();
-    train_op = train::AdamOptimizer(kLearningRate).Minimize(loss, global_step);
+    if (variant.optimizer == "adam") {
+      train_op = train::AdamOptimizer(kLearningRate).Minimize(loss, global_step);
+    } else {
+      train_op = train::MomentumOptimizer(kLearningRate, kMomentum).Minimize(loss, global_step);
+    }
   }
   train::MonitoredTrainingSessionOptions options;
   options.graph = &graph;
@@ -225,6 +248,9 @@ Losses RunFlowtrain(const DataSet& data, const std::string& model_dir, int64_t l
     });
   }
   sess->Close();
+  // The flowtrain job ends here, as its process would: the cached event writer, which still
+  // holds the end's CheckpointSaverHook event, is closed (TF's SummaryWriterCache.clear()).
+  summary::FileWriterCache::Clear();
   return losses;
 }
 
@@ -245,66 +271,104 @@ void ExpectLossesOfReference(const Losses& phase, const Losses& reference, int64
               static_cast<long long>(first), static_cast<long long>(last - 1), worst);
 }
 
-TEST(Handover, TfThenFlowtrainThenTfContinuesOneJob) {
-  // FLOWTRAIN_HANDOVER_DIR keeps the phases' files there to look at; by default they go to a
-  // temporary folder removed at exit.
-  const char* keep = std::getenv("FLOWTRAIN_HANDOVER_DIR");
-  const std::string root = keep != nullptr ? std::string(keep) : MakeTempDir("handover");
-  if (keep != nullptr) {
-    std::filesystem::remove_all(root);
-    std::filesystem::create_directories(root);
+// The state file's first line, as written: TF writes absolute paths for an absolute model
+// directory, paths relative to it for a relative one (Saver's save_relative_paths is False).
+std::string LatestLineOfStateFile(const std::string& dir) {
+  std::ifstream in(dir + "/checkpoint");
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// Runs the phases in a fresh folder (FLOWTRAIN_HANDOVER_DIR keeps them there to look at; by
+// default a temporary folder removed at exit), the current directory while the test runs, so
+// that the relative variant's model directory is relative to it for TF's processes too.
+class Handover : public ::testing::TestWithParam<Variant> {
+ protected:
+  void SetUp() override {
+    const char* keep = std::getenv("FLOWTRAIN_HANDOVER_DIR");
+    root_ = keep != nullptr ? std::string(keep) + "/" + GetParam().optimizer : MakeTempDir("handover");
+    if (keep != nullptr) {
+      std::filesystem::remove_all(root_);
+      std::filesystem::create_directories(root_);
+    }
+    previous_dir_ = std::filesystem::current_path();
+    std::filesystem::current_path(root_);
   }
-  const std::string data_dir = root + "/data", model_dir = root + "/model", reference_dir = root + "/reference";
+  void TearDown() override { std::filesystem::current_path(previous_dir_); }
+
+  std::string root_;
+  std::filesystem::path previous_dir_;
+};
+
+TEST_P(Handover, TfThenFlowtrainThenTfContinuesOneJob) {
+  const Variant& variant = GetParam();
+  const std::string root = root_;
+  const std::string data_dir = root + "/data", reference_dir = root + "/reference";
+  const std::string model_dir = variant.relative_model_dir ? "model" : root + "/model";
   std::filesystem::create_directories(data_dir);
   const DataSet data = WriteDataSet(data_dir);
+  // How a state file written in the model directory names step `step`.
+  auto state_line = [&](int64_t step) {
+    const std::string dir = variant.relative_model_dir ? "" : model_dir + "/";
+    return "model_checkpoint_path: \"" + dir + "model.ckpt-" + std::to_string(step) + "\"";
+  };
 
   // The reference job and phase 1 are independent: run them side by side.
   auto reference_run = std::async(std::launch::async, [&] {
-    return RunTf(data_dir, reference_dir, 300, root + "/reference.losses");
+    return RunTf(variant, data_dir, reference_dir, 300, root + "/reference.losses");
   });
-  const PythonRun phase1 = RunTf(data_dir, model_dir, 100, root + "/phase1.losses");
+  const PythonRun phase1 = RunTf(variant, data_dir, model_dir, 100, root + "/phase1.losses");
   const PythonRun reference = reference_run.get();
   ASSERT_EQ(reference.exit_code, 0) << reference.output;
   ASSERT_EQ(phase1.exit_code, 0) << phase1.output;
   ASSERT_EQ(GlobalStepOfLatestCheckpoint(model_dir), 100);
   ASSERT_EQ(GlobalStepOfLatestCheckpoint(reference_dir), 300);
+  EXPECT_EQ(LatestLineOfStateFile(model_dir), state_line(100));
   const Losses reference_losses = ReadLosses(root + "/reference.losses");
   ASSERT_EQ(reference_losses.size(), 300u);
   ExpectLossesOfReference(ReadLosses(root + "/phase1.losses"), reference_losses, 0, 100);
 
   const std::string tf_checkpoint = CopyCheckpoint(model_dir + "/model.ckpt-100", root + "/tf_checkpoint");
 
-  const Losses phase2 = RunFlowtrain(data, model_dir, 200);
+  const Losses phase2 = RunFlowtrain(variant, data, model_dir, 200);
   WriteLosses(root + "/phase2.losses", phase2);
   ASSERT_EQ(GlobalStepOfLatestCheckpoint(model_dir), 200);
   ExpectLossesOfReference(phase2, reference_losses, 100, 200);
-  // The state file as TF's Saver leaves it (absolute paths, save_relative_paths=False, the 5
-  // newest): flowtrain took over TF's list, re-saved step 100 at its start (moving it to the
-  // end) and deleted TF's older checkpoints as its own came.
+  // The state file as TF's Saver would leave it (paths as TF writes them, the 5 newest):
+  // flowtrain took over TF's list, re-saved step 100 at its start (moving it to the end) and
+  // deleted TF's older checkpoints as its own came.
+  EXPECT_EQ(LatestLineOfStateFile(model_dir), state_line(200));
   ExpectCheckpointsInState(model_dir, {100, 130, 160, 190, 200});
   // What flowtrain restored is what TF saved: its session re-saved step 100 before training.
-  ExpectSameCheckpoint(tf_checkpoint, model_dir + "/model.ckpt-100");
+  ExpectSameCheckpoint(variant, tf_checkpoint, model_dir + "/model.ckpt-100");
   const std::string flowtrain_checkpoint = CopyCheckpoint(model_dir + "/model.ckpt-200", root + "/flowtrain_checkpoint");
 
-  const PythonRun phase3 = RunTf(data_dir, model_dir, 300, root + "/phase3.losses");
+  const PythonRun phase3 = RunTf(variant, data_dir, model_dir, 300, root + "/phase3.losses");
   ASSERT_EQ(phase3.exit_code, 0) << phase3.output;
   ASSERT_EQ(GlobalStepOfLatestCheckpoint(model_dir), 300);
+  EXPECT_EQ(LatestLineOfStateFile(model_dir), state_line(300));
   // TF took over flowtrain's list and deleted flowtrain's checkpoints as its own came. Where
   // TF's periodic saves fall moves a step earlier now and then (its hook estimates the step
   // from the global step fetched with the train op, a read that races the step's increment),
   // so only their count is fixed: every 30 steps, 3 fit between the start's and the end's.
   ExpectCheckpointsInState(model_dir, {200, -1, -1, -1, 300});
   // What TF restored is what flowtrain saved: TF's session re-saved step 200 before training.
-  ExpectSameCheckpoint(flowtrain_checkpoint, model_dir + "/model.ckpt-200");
+  ExpectSameCheckpoint(variant, flowtrain_checkpoint, model_dir + "/model.ckpt-200");
   ExpectLossesOfReference(ReadLosses(root + "/phase3.losses"), reference_losses, 200, 300);
 
-  const PythonRun check = RunTfPython({TfScript("handover/check_handover.py"), "--model-dir", model_dir,
-                                       "--reference-dir", reference_dir, "--reference-losses",
-                                       root + "/reference.losses", "--data", data_dir,
+  const PythonRun check = RunTfPython({TfScript("handover/check_handover.py"),
+                                       "--model-dir", model_dir, "--reference-dir", reference_dir,
+                                       "--reference-losses", root + "/reference.losses", "--data", data_dir,
                                        "--tf-checkpoint", tf_checkpoint, "--flowtrain-checkpoint",
                                        flowtrain_checkpoint});
   EXPECT_EQ(check.exit_code, 0) << check.output;
 }
+
+INSTANTIATE_TEST_SUITE_P(Variants, Handover, ::testing::Values(kAdam, kMomentumInRelativeDir),
+                         [](const ::testing::TestParamInfo<Variant>& info) {
+                           return info.param.relative_model_dir ? "MomentumRelativeModelDir" : "Adam";
+                         });
 
 }  // namespace
 }  // namespace flowtrain::testing

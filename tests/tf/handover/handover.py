@@ -5,7 +5,7 @@ One training job is run by two systems in turn: TF trains to step 100, flowtrain
 from TF's model directory to step 200, TF continues from flowtrain's checkpoint to step 300.
 A second TF job trains 0 -> 300 without interruption as the reference.
 
-    handover.py --data DIR --model-dir D --last-step N --losses FILE
+    handover.py [--optimizer adam|momentum] --data DIR --model-dir D --last-step N --losses FILE
 
 The model (flowtrain's side builds the same, with the same names; keep them in step):
   x [32, 8] float32, y [32, 1] float32, fed per step
@@ -13,7 +13,9 @@ The model (flowtrain's side builds the same, with the same names; keep them in s
   dense_1 16 -> 1         (dense_1/kernel, dense_1/bias)
   loss = mean((prediction - y)^2) ("mean_squared_error"), tf.compat.v1.summary.scalar("loss")
   (an op named "loss" would make the summary op, and so its tag, "loss_1")
-  Adam 0.01 (slots .../Adam, .../Adam_1, beta1_power, beta2_power), global step int64
+  --optimizer adam: Adam 0.01 (slots .../Adam, .../Adam_1, beta1_power, beta2_power)
+  --optimizer momentum: Momentum 0.01, momentum 0.9 (slots .../Momentum)
+  global step int64
 
 Step s trains on batch s of the data set the test writes (DIR/x.bin [300, 32, 8] and
 DIR/y.bin [300, 32, 1], raw little-endian float32), so a job resumed at any step sees the
@@ -38,6 +40,7 @@ import numpy as np
 
 STEPS, BATCH, FEATURES, HIDDEN = 300, 32, 8, 16
 LEARNING_RATE = 0.01
+MOMENTUM = 0.9
 SUMMARY_STEPS = 10
 CHECKPOINT_STEPS = 30
 
@@ -54,23 +57,37 @@ def initial_kernel(fan_in, fan_out, seed):
     return np.random.default_rng(seed).uniform(-limit, limit, size=(fan_in, fan_out)).astype(np.float32)
 
 
-def train(data_dir, model_dir, last_step, losses_path):
+def make_optimizer(name):
+    import tensorflow as tf
+    if name == "adam":
+        return tf.compat.v1.train.AdamOptimizer(LEARNING_RATE)
+    return tf.compat.v1.train.MomentumOptimizer(LEARNING_RATE, momentum=MOMENTUM)
+
+
+def build_model(optimizer):
+    """The model in the default graph: (x, y, loss, global_step, train_op)."""
+    import tensorflow as tf
+    v1 = tf.compat.v1
+    x = v1.placeholder(tf.float32, [BATCH, FEATURES], name="x")
+    y = v1.placeholder(tf.float32, [BATCH, 1], name="y")
+    h = v1.layers.dense(x, HIDDEN, activation=tf.tanh,
+                        kernel_initializer=v1.constant_initializer(initial_kernel(FEATURES, HIDDEN, 1)))
+    prediction = v1.layers.dense(h, 1, kernel_initializer=v1.constant_initializer(initial_kernel(HIDDEN, 1, 2)))
+    loss = tf.reduce_mean(tf.square(prediction - y), name="mean_squared_error")
+    v1.summary.scalar("loss", loss)
+    global_step = v1.train.get_or_create_global_step()
+    train_op = make_optimizer(optimizer).minimize(loss, global_step=global_step)
+    return x, y, loss, global_step, train_op
+
+
+def train(optimizer, data_dir, model_dir, last_step, losses_path):
     import tensorflow as tf
     tf.compat.v1.disable_v2_behavior()
     v1 = tf.compat.v1
     xs, ys = read_data(data_dir)
 
     with tf.Graph().as_default():
-        x = v1.placeholder(tf.float32, [BATCH, FEATURES], name="x")
-        y = v1.placeholder(tf.float32, [BATCH, 1], name="y")
-        h = v1.layers.dense(x, HIDDEN, activation=tf.tanh,
-                            kernel_initializer=v1.constant_initializer(initial_kernel(FEATURES, HIDDEN, 1)))
-        prediction = v1.layers.dense(h, 1,
-                                     kernel_initializer=v1.constant_initializer(initial_kernel(HIDDEN, 1, 2)))
-        loss = tf.reduce_mean(tf.square(prediction - y), name="mean_squared_error")
-        v1.summary.scalar("loss", loss)
-        global_step = v1.train.get_or_create_global_step()
-        train_op = v1.train.AdamOptimizer(LEARNING_RATE).minimize(loss, global_step=global_step)
+        x, y, loss, global_step, train_op = build_model(optimizer)
 
         losses = {}
 
@@ -95,12 +112,13 @@ def train(data_dir, model_dir, last_step, losses_path):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--optimizer", choices=["adam", "momentum"], default="adam")
     parser.add_argument("--data", required=True)
     parser.add_argument("--model-dir", required=True)
     parser.add_argument("--last-step", type=int, required=True)
     parser.add_argument("--losses", required=True)
     args = parser.parse_args()
-    train(args.data, args.model_dir, args.last_step, args.losses)
+    train(args.optimizer, args.data, args.model_dir, args.last_step, args.losses)
     return 0
 
 
