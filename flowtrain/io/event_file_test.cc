@@ -1,6 +1,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -115,19 +116,54 @@ TEST(EventFileWriterTest, EventsReadBackInOrderAndFlushMakesThemVisible) {
   EXPECT_THROW(writer.Flush(), FailedPreconditionError);
 }
 
-TEST(EventFileWriterTest, DeletedFileIsReplacedOnFlush) {
+TEST(EventFileWriterTest, DeletedFileIsReplacedByTheNextEvent) {
   const std::string logdir = MakeTempDir();
   EventFileWriter writer(logdir);
   const std::string first = writer.path();
   ASSERT_EQ(::unlink(first.c_str()), 0);
   writer.Flush();
-  EXPECT_NE(writer.path(), first);
+  EXPECT_TRUE(std::filesystem::is_empty(logdir)) << "no file until there is an event for it";
+  writer.Flush();
   writer.WriteEvent(ScalarEvent("loss", 1.0f, 7));
+  EXPECT_NE(writer.path(), first);
   writer.Close();
   const std::vector<tensorflow::Event> events = ReadEventFile(OnlyEventFile(logdir));
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[0].file_version(), "brain.Event:2");
   EXPECT_EQ(events[1].step(), 7);
+}
+
+// A writer left idle (as FileWriterCache keeps them) whose run directory is deleted does not
+// bring it back when it is flushed or closed, as TF's does not.
+TEST(EventFileWriterTest, IdleWriterLeavesADeletedLogdirDeleted) {
+  const std::string logdir = JoinPath(MakeTempDir(), "run");
+  EventFileWriter writer(logdir);
+  writer.WriteEvent(ScalarEvent("loss", 1.0f, 1));
+  writer.Flush();
+  std::filesystem::remove_all(logdir);
+  writer.Flush();
+  writer.Flush();
+  writer.Close();
+  EXPECT_FALSE(std::filesystem::exists(logdir));
+}
+
+TEST(EventFileWriterTest, EventsWrittenToADeletedFileAreDataLoss) {
+  const std::string logdir = MakeTempDir();
+  EventFileWriter writer(logdir);
+  writer.WriteEvent(ScalarEvent("loss", 1.0f, 1));
+  ASSERT_EQ(::unlink(writer.path().c_str()), 0);
+  writer.WriteEvent(ScalarEvent("loss", 2.0f, 2));
+  try {
+    writer.Flush();
+    FAIL() << "expected DataLoss";
+  } catch (const DataLossError& e) {
+    EXPECT_NE(std::string(e.what()).find("2 events"), std::string::npos) << e.what();
+  }
+  writer.WriteEvent(ScalarEvent("loss", 3.0f, 3));
+  writer.Close();
+  const std::vector<tensorflow::Event> events = ReadEventFile(OnlyEventFile(logdir));
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1].step(), 3);
 }
 
 TEST(EventFileWriterTest, UnusableLogdirIsAFlowtrainErrorNamingIt) {

@@ -65,12 +65,13 @@ void EventFileWriter::OpenNewFile() {
       if (attempt == 100) throw;
     }
   }
-  num_events_ = 0;
   tensorflow::Event version;
   version.set_wall_time(static_cast<double>(seconds));
   version.set_file_version(std::string(kEventFileVersion));
-  WriteEvent(version);
+  writer_->WriteRecord(version.SerializeAsString());
   writer_->Flush();
+  num_events_ = 1;
+  unflushed_events_ = 0;
 }
 
 void EventFileWriter::WriteEvent(const tensorflow::Event& event) {
@@ -83,25 +84,37 @@ void EventFileWriter::WriteEvent(const tensorflow::Event& event) {
 
 void EventFileWriter::WriteSerializedEvent(std::string_view event) {
   if (closed_) FailedPrecondition("Event file '", path_, "' is closed");
+  if (writer_ == nullptr) OpenNewFile();  // the file was deleted: this event starts a new one
   writer_->WriteRecord(event);
   ++num_events_;
+  ++unflushed_events_;
 }
 
 void EventFileWriter::Flush() {
   if (closed_) FailedPrecondition("Event file '", path_, "' is closed");
+  if (writer_ == nullptr) return;  // deleted; nothing written since
   writer_->Flush();
-  if (!FileExists(path_)) {
-    FT_LOG(WARNING) << "Event file " << path_ << " was deleted; writing further events to a "
-                    << "new file";
-    writer_->Close();
-    OpenNewFile();
+  if (FileExists(path_)) {
+    unflushed_events_ = 0;
+    return;
   }
+  // Deleted (someone cleared the logdir): as TF's EventsWriter, open a new file only for the
+  // next event, so that an idle writer does not bring a deleted run back.
+  const uint64_t lost = unflushed_events_;
+  writer_->Close();
+  writer_.reset();
+  unflushed_events_ = 0;
+  if (lost > 0) {
+    DataLoss("Event file ", path_, " was deleted before ", lost,
+             " events reached it; later events go to a new file");
+  }
+  FT_LOG(WARNING) << "Event file " << path_ << " was deleted; later events go to a new file";
 }
 
 void EventFileWriter::Close() {
   if (closed_) return;
   closed_ = true;
-  writer_->Close();
+  if (writer_ != nullptr) writer_->Close();
 }
 
 }  // namespace flowtrain::io

@@ -52,12 +52,15 @@ class EventFileWriter {
   // `event` is a serialized tensorflow::Event (written as is, not checked).
   void WriteSerializedEvent(std::string_view event);
   // Hands everything written to the OS so readers see it. If the file was deleted meanwhile
-  // (someone cleared the logdir), as TF does, later events go to a fresh file.
+  // (someone cleared the logdir), the next event written goes to a fresh file (recreating
+  // the logdir), as in TF, and no file is made until then: an idle writer leaves a deleted
+  // run deleted. Events written since the last Flush went to the deleted file: DataLoss
+  // saying how many.
   void Flush();
   // Flushes and closes. Writing afterwards is FailedPrecondition.
   void Close();
 
-  // Path of the current event file.
+  // Path of the current event file (after a deletion, the deleted one until the next event).
   const std::string& path() const { return path_; }
   const std::string& logdir() const { return logdir_; }
   // Events written to the current file, the version record included.
@@ -70,9 +73,10 @@ class EventFileWriter {
   std::string logdir_;
   std::string suffix_;
   std::string path_;
-  std::unique_ptr<RecordWriter> writer_;
+  std::unique_ptr<RecordWriter> writer_;  // null once the file was found deleted
   std::string scratch_;  // reused serialization buffer
   uint64_t num_events_ = 0;
+  uint64_t unflushed_events_ = 0;  // written since the last Flush
   bool closed_ = false;
 };
 
