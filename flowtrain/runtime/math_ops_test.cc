@@ -166,6 +166,53 @@ TEST_F(MathOpsTest, BinaryGradientsWithBroadcasting) {
   EXPECT_LT(ComputeGradientError({s, y}, {RandomDoubles({}, 9, 0.5, 2.0), yv}, ops::Pow(s, y)), 1e-7);
 }
 
+// FloorMod and Floor follow Python's floor semantics (TF's values: the remainder has y's sign);
+// DivNoNan is 0 where y is 0; TanhGrad/SigmoidGrad are the gradients TF's graphs use.
+TEST_F(MathOpsTest, FloorModFloorDivNoNanAndActivationGrads) {
+  Session sess(g_);
+  EXPECT_EQ(Values<int32_t>(ops::FloorMod(ops::Const<int32_t>({7, -7, 7, -7, 0}),
+                                          ops::Const<int32_t>({3, 3, -3, -3, 5})).Eval(sess)),
+            (std::vector<int32_t>{1, 2, -2, -1, 0}));
+  EXPECT_EQ(Values<int64_t>(ops::FloorMod(ops::Const<int64_t>({10, -1}), ops::Const(int64_t{4})).Eval(sess)),
+            (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(Values<float>(ops::FloorMod(ops::Const<float>({5.5f, -5.5f, 5.5f}),
+                                        ops::Const<float>({2, 2, -2})).Eval(sess)),
+            (std::vector<float>{1.5f, 0.5f, -0.5f}));
+  ExpectInvalidArgument([&] { ops::FloorMod(ops::Const<int32_t>({1}), ops::Const<int32_t>({0})).Eval(sess); },
+                        {"zero"});
+  EXPECT_EQ(Values<float>(ops::Floor(ops::Const<float>({1.5f, -1.5f, 2.0f, -0.0f})).Eval(sess)),
+            (std::vector<float>{1, -2, 2, -0.0f}));
+  EXPECT_EQ(Values<float>(ops::DivNoNan(ops::Const<float>({1, 0, -3, 6}),
+                                        ops::Const<float>({0, 0, 2, 3})).Eval(sess)),
+            (std::vector<float>{0, 0, -1.5f, 2}));
+  EXPECT_EQ(Values<float>(ops::TanhGrad(ops::Const<float>({0.5f, -1}), ops::Const<float>({2, 3})).Eval(sess)),
+            (std::vector<float>{1.5f, 0}));
+  EXPECT_EQ(Values<float>(ops::SigmoidGrad(ops::Const<float>({0.5f, 0.25f}), ops::Const<float>({4, 2})).Eval(sess)),
+            (std::vector<float>{1, 0.375f}));
+}
+
+TEST_F(MathOpsTest, FloorModDivNoNanAndActivationGradGradients) {
+  Output x = In({2, 3}, "x");
+  Output y = In({3}, "y");
+  // Away from the jumps of floor(x / y).
+  const Tensor xv = Tensor::FromVector<double>({0.3, 2.7, -1.4, 5.2, -3.3, 0.9}, TensorShape({2, 3}));
+  const Tensor yv = Tensor::FromVector<double>({1.1, -0.8, 0.7});
+  EXPECT_LT(ComputeGradientError({x, y}, {xv, yv}, ops::FloorMod(x, y)), 1e-8);
+  EXPECT_LT(ComputeGradientError({x, y}, {xv, yv}, ops::DivNoNan(x, y)), 1e-7);
+  Output a = In({2, 3}, "a");
+  Output b = In({2, 3}, "b");
+  const Tensor av = RandomDoubles({2, 3}, 11, -0.9, 0.9);
+  const Tensor bv = RandomDoubles({2, 3}, 12);
+  EXPECT_LT(ComputeGradientError({a, b}, {av, bv}, ops::TanhGrad(a, b)), 1e-8);
+  EXPECT_LT(ComputeGradientError({a, b}, {av, bv}, ops::SigmoidGrad(a, b)), 1e-8);
+  // DivNoNan's gradient is 0 (not NaN) where y == 0.
+  Session sess(g_);
+  Output z = ops::Placeholder(DT_DOUBLE, {2}, "z");
+  const auto grads = ops::Gradients({ops::DivNoNan(ops::Const<double>({1, 2}), z)}, {z});
+  const Tensor g = sess.Run({{z, Tensor::FromVector<double>({0, 2})}}, {grads[0]})[0];
+  EXPECT_EQ(Values<double>(g), (std::vector<double>{0, -0.5}));
+}
+
 TEST_F(MathOpsTest, PowGradientWithRespectToExponentIsZeroForNonPositiveBase) {
   Output x = ops::Const<double>({0.0, -2.0, 2.0});
   Output y = In({3}, "y");

@@ -26,6 +26,7 @@
 // an unlisted failure fails with flowtrain's error, and a check whose prerequisite failed
 // (import -> restore -> forward/gradients/train) is not run and must not be listed.
 #include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 #include <google/protobuf/wire_format_lite.h>
 #include <gtest/gtest.h>
@@ -85,11 +86,28 @@ Proto ParseBinary(const fs::path& path) {
   return p;
 }
 
+// Keeps the text parser's errors (for the failure message) and drops its warnings about the
+// unknown fields it was told to skip.
+class TextErrors : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, int column, const std::string& message) override {
+    errors += StrCat(line + 1, ":", column + 1, ": ", message, "\n");
+  }
+  void AddWarning(int, int, const std::string&) override {}
+  std::string errors;
+};
+
 template <typename Proto>
 Proto ParseText(const fs::path& path) {
   Proto p;
-  if (!google::protobuf::TextFormat::ParseFromString(ReadFileOrFail(path), &p)) {
-    DataLoss(path.string(), " does not parse as text format");
+  // TF 2.x writes NodeDef.experimental_type (a FullTypeDef) that flowtrain's NodeDef does not
+  // have; the binary parser skips unknown fields, the text parser is told to.
+  google::protobuf::TextFormat::Parser parser;
+  parser.AllowUnknownField(true);
+  TextErrors errors;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(ReadFileOrFail(path), &p)) {
+    DataLoss(path.string(), " does not parse as text format: ", errors.errors);
   }
   return p;
 }
