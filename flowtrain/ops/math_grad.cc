@@ -51,8 +51,21 @@ Output ExpandReducedGradient(const Operation& op, const Output& grad) {
   const Tensor* axes = axes_node->constant_value();
   const PartialTensorShape& in_shape = input.shape();
   if (axes == nullptr || in_shape.unknown_rank()) {
-    Unimplemented("Gradient of ", op.type(), " '", op.name(),
-                  "' needs constant reduction axes and an input of known rank");
+    // Axes known only at run time (TF's losses reduce over Range(0, Rank(x))): the kept shape
+    // is Shape(x) with 1 at every reduced axis, the axes (negative ones wrapped with FloorMod)
+    // marked through a one-hot mask over the rank, as TF's reduced_shape does with
+    // DynamicStitch.
+    const Output shape = ops::Shape(input);
+    const Output rank = ops::Size(shape);
+    // A scalar input (rank 0) has no axes to wrap; Maximum keeps FloorMod's divisor non-zero.
+    const Output wrapped = ops::FloorMod(
+        ops::Reshape(ops::Cast(op.input(1), DT_INT32), std::vector<int64_t>{-1}),
+        ops::Maximum(rank, ops::Const(int32_t{1})));
+    const Output hits = ops::ReduceSum(
+        ops::OneHot(wrapped, rank, ops::Const(1.0f), ops::Const(0.0f)), {0});
+    const Output mask = ops::Cast(ops::Minimum(hits, ops::Const(1.0f)), DT_INT32);
+    const Output kept_shape = ops::Add(ops::Mul(shape, ops::Sub(ops::Const(int32_t{1}), mask)), mask);
+    return ops::BroadcastTo(ops::Reshape(grad, kept_shape), shape);
   }
   std::vector<int32_t> keep(in_shape.dims(), 1), reduce(in_shape.dims(), 0);
   for (int64_t i = 0; i < axes->NumElements(); ++i) {

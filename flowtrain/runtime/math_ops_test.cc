@@ -213,6 +213,27 @@ TEST_F(MathOpsTest, FloorModDivNoNanAndActivationGradGradients) {
   EXPECT_EQ(Values<double>(g), (std::vector<double>{0, -0.5}));
 }
 
+// TF's losses reduce over Range(0, Rank(x)): axes known only when the graph runs.
+TEST_F(MathOpsTest, SumAndMeanGradientsWithAxesKnownOnlyAtRunTime) {
+  Output x = In({2, 3, 2}, "x");
+  Output axes = ops::Placeholder(DT_INT32, {-1}, "axes");
+  const Tensor xv = RandomDoubles({2, 3, 2}, 21);
+  for (const std::vector<int32_t>& a : {std::vector<int32_t>{1}, {-1, 0}, {0, 1, 2}, {}}) {
+    GradientCheckOptions options;
+    options.extra_feeds = {{axes, Tensor::FromVector<int32_t>(a)}};
+    EXPECT_LT(ComputeGradientError({x}, {xv}, ops::Sum(x, axes), options), 1e-8) << a.size();
+    EXPECT_LT(ComputeGradientError({x}, {xv}, ops::Mean(x, axes), options), 1e-8) << a.size();
+    EXPECT_LT(ComputeGradientError({x}, {xv}, ops::Sum(x, axes, /*keep_dims=*/true), options), 1e-8);
+  }
+  // As tf.losses builds it: Sum over Range(0, Rank(x)).
+  Output all = ops::Sum(x * x, ops::Range(ops::Const(int32_t{0}), ops::Rank(x), ops::Const(int32_t{1})));
+  EXPECT_LT(ComputeGradientError({x}, {xv}, all), 1e-8);
+  // A scalar reduced over Range(0, 0): no axes at all.
+  Output s = In({}, "s");
+  Output none = ops::Sum(s * s, ops::Range(ops::Const(int32_t{0}), ops::Rank(s), ops::Const(int32_t{1})));
+  EXPECT_LT(ComputeGradientError({s}, {RandomDoubles({}, 22)}, none), 1e-8);
+}
+
 TEST_F(MathOpsTest, PowGradientWithRespectToExponentIsZeroForNonPositiveBase) {
   Output x = ops::Const<double>({0.0, -2.0, 2.0});
   Output y = In({3}, "y");
