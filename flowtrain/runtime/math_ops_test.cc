@@ -195,7 +195,7 @@ TEST_F(MathOpsTest, FloorModDivNoNanAndActivationGradGradients) {
   Output x = In({2, 3}, "x");
   Output y = In({3}, "y");
   // Away from the jumps of floor(x / y).
-  const Tensor xv = Tensor::FromVector<double>({0.3, 2.7, -1.4, 5.2, -3.3, 0.9}, TensorShape({2, 3}));
+  const Tensor xv = Tensor::FromVector<double>({0.3, 2.7, -1.5, 5.2, -3.3, 0.9}, TensorShape({2, 3}));
   const Tensor yv = Tensor::FromVector<double>({1.1, -0.8, 0.7});
   EXPECT_LT(ComputeGradientError({x, y}, {xv, yv}, ops::FloorMod(x, y)), 1e-8);
   EXPECT_LT(ComputeGradientError({x, y}, {xv, yv}, ops::DivNoNan(x, y)), 1e-7);
