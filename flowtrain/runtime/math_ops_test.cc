@@ -10,6 +10,7 @@
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
+#include "flowtrain/graph/graph_def.h"
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/gradients.h"
 #include "flowtrain/ops/math_ops.h"
@@ -353,6 +354,39 @@ TEST_F(MathOpsTest, ArgMaxArgMin) {
 // by rows (m >= n; a shared op(b) in several pieces of columns, the last one a narrow panel)
 // and by column panels (op(a) in several row groups, own and shared), depth over one packing
 // block, every transpose combination, against a float64 reference.
+// TF 2.x writes MatMul's grad_a/grad_b; flowtrain imports them, and leaves them out of the
+// GraphDefs it writes while they are at their default, which TF 1.15 (no such attrs) imports.
+TEST_F(MathOpsTest, MatMulAcceptsTf2AttrsAndExportsThemOnlyWhenSet) {
+  Output a = ops::Const<float>({1, 2, 3, 4}, TensorShape({2, 2}));
+  ops::MatMul(a, a, false, false, "plain");
+  tensorflow::GraphDef def = g_.ToGraphDef();
+  const tensorflow::NodeDef* plain = nullptr;
+  for (const auto& n : def.node()) if (n.name() == "plain") plain = &n;
+  ASSERT_NE(plain, nullptr);
+  EXPECT_TRUE(plain->attr().contains("transpose_a"));
+  EXPECT_FALSE(plain->attr().contains("grad_a"));
+  EXPECT_FALSE(plain->attr().contains("grad_b"));
+
+  tensorflow::NodeDef marked = *plain;
+  marked.set_name("marked");
+  (*marked.mutable_attr())["grad_b"].set_b(true);
+  *def.add_node() = marked;
+  Graph imported;
+  ImportGraphDef(def, &imported);
+  ASSERT_NE(imported.FindNode("marked"), nullptr);
+  ASSERT_NE(imported.FindNode("plain"), nullptr);
+  EXPECT_TRUE(imported.FindNode("marked")->GetAttr<bool>("grad_b"));
+  EXPECT_FALSE(imported.FindNode("plain")->GetAttr<bool>("grad_a"));  // the default
+  bool exported_marked = false;
+  const tensorflow::GraphDef exported = imported.ToGraphDef();
+  for (const auto& n : exported.node()) {
+    if (n.name() == "marked") exported_marked = n.attr().contains("grad_b") && n.attr().at("grad_b").b();
+  }
+  EXPECT_TRUE(exported_marked);
+  Session sess(imported);
+  EXPECT_EQ(Values<float>(sess.Run({}, {"marked:0"}, {})[0]), (std::vector<float>{7, 10, 15, 22}));
+}
+
 TEST_F(MathOpsTest, MatMulSplitOverThreadsMatchesReference) {
   struct Shape {
     int64_t m, n, k;
