@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
+#include <unordered_map>
+#include <vector>
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
@@ -220,6 +222,85 @@ class ConcatOffsetOp : public OpKernel {
   KernelCost cost() const override { return KernelCost::kCheap; }
 };
 FT_REGISTER_KERNEL("ConcatOffset", ConcatOffsetOp);
+
+class UniqueOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    if (x.dims() != 1) InvalidArgument("unique expects a 1D vector, got ", x.shape().DebugString());
+    Tensor* idx = ctx->allocate_output(1, x.shape());
+    DispatchDataType(x.dtype(), "Unique", [&]<typename T>() {
+      // 16-bit floats are compared (and hashed) as the floats they convert to exactly.
+      using Key = std::conditional_t<std::is_same_v<T, half> || std::is_same_v<T, bfloat16>, float, T>;
+      const auto values = x.flat<T>();
+      std::unordered_map<Key, int64_t> seen;
+      std::vector<size_t> first;  // where in x each distinct value first appears
+      for (size_t i = 0; i < values.size(); ++i) {
+        auto [it, inserted] = seen.try_emplace(static_cast<Key>(values[i]), static_cast<int64_t>(first.size()));
+        if (inserted) first.push_back(i);
+        if (idx->dtype() == DT_INT32) {
+          idx->flat<int32_t>()[i] = static_cast<int32_t>(it->second);
+        } else {
+          idx->flat<int64_t>()[i] = it->second;
+        }
+      }
+      if (idx->dtype() == DT_INT32 && first.size() > static_cast<size_t>(INT32_MAX)) {
+        InvalidArgument("Unique: more distinct values than out_idx int32 can number");
+      }
+      Tensor* y = ctx->allocate_output(0, TensorShape({static_cast<int64_t>(first.size())}));
+      auto out = y->flat<T>();
+      for (size_t k = 0; k < first.size(); ++k) out[k] = values[first[k]];
+    });
+  }
+};
+FT_REGISTER_KERNEL("Unique", UniqueOp);
+
+class DynamicStitchOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const int n = ctx->num_inputs() / 2;
+    int64_t max_index = -1;
+    const Tensor& data0 = ctx->input(n);
+    const int index_rank0 = ctx->input(0).dims();
+    for (int m = 0; m < n; ++m) {
+      const Tensor& indices = ctx->input(m);
+      const Tensor& data = ctx->input(n + m);
+      bool prefix = data.dims() >= indices.dims() &&
+                    data.dims() - indices.dims() == data0.dims() - index_rank0;
+      for (int d = 0; prefix && d < indices.dims(); ++d) prefix = data.dim_size(d) == indices.dim_size(d);
+      for (int d = indices.dims(); prefix && d < data.dims(); ++d) {
+        prefix = data.dim_size(d) == data0.dim_size(d - indices.dims() + index_rank0);
+      }
+      if (!prefix) {
+        InvalidArgument("DynamicStitch: data[", m, "].shape = ", data.shape().DebugString(),
+                        " does not start with indices[", m, "].shape = ", indices.shape().DebugString(),
+                        " followed by the shape of the other slices");
+      }
+      for (int64_t i = 0; i < indices.NumElements(); ++i) {
+        const int64_t index = indices.flat<int32_t>()[i];
+        if (index < 0) InvalidArgument("DynamicStitch: indices[", m, "] has a negative index ", index);
+        max_index = std::max(max_index, index);
+      }
+    }
+    DimVector dims = {max_index + 1};
+    for (int d = index_rank0; d < data0.dims(); ++d) dims.push_back(data0.dim_size(d));
+    Tensor* out = ctx->allocate_output(0, TensorShape(std::move(dims)));
+    const int64_t slice = max_index + 1 == 0 ? 0 : out->NumElements() / (max_index + 1);
+    // Rows no index names stay zero (TF leaves them unspecified).
+    DispatchDataType(out->dtype(), "DynamicStitch", [&]<typename T>() {
+      for (T& v : out->flat<T>()) v = T();
+    });
+    for (int m = 0; m < n; ++m) {
+      const Tensor& indices = ctx->input(m);
+      for (int64_t i = 0; i < indices.NumElements(); ++i) {
+        CopyElements(ctx->input(n + m), i * slice, *out, indices.flat<int32_t>()[i] * slice, slice);
+      }
+    }
+  }
+};
+FT_REGISTER_KERNEL("DynamicStitch", DynamicStitchOp);
 
 class RangeOp : public OpKernel {
  public:

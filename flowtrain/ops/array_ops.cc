@@ -327,6 +327,25 @@ void RangeShape(InferenceContext& c) {
   c.set_output(0, PartialTensorShape({n}));
 }
 
+void UniqueShape(InferenceContext& c) {
+  c.set_output(0, PartialTensorShape({-1}));
+  c.set_output(1, c.WithRank(c.input(0), 1));
+}
+
+// [max index + 1] + data's shape past its indices' rank, the first dimension unknown.
+void DynamicStitchShape(InferenceContext& c) {
+  const int n = c.num_inputs() / 2;
+  const PartialTensorShape& indices = c.input(0);
+  const PartialTensorShape& data = c.input(n);
+  if (indices.unknown_rank() || data.unknown_rank()) {
+    c.set_output(0, PartialTensorShape::Unknown());
+    return;
+  }
+  DimVector dims = {-1};
+  for (int d = indices.dims(); d < data.dims(); ++d) dims.push_back(data.dim_size(d));
+  c.set_output(0, PartialTensorShape(std::span<const int64_t>(dims.data(), dims.size())));
+}
+
 void ShapeNShape(InferenceContext& c) {
   for (int i = 0; i < c.num_inputs(); ++i) {
     const PartialTensorShape& in = c.input(i);
@@ -347,6 +366,27 @@ void BroadcastToShape(InferenceContext& c) {
 }
 
 }  // namespace
+
+// The distinct values of a vector in order of first appearance, and for each element the
+// position of its value among them (TF's Unique; Adagrad and friends deduplicate sparse
+// gradients with it).
+FT_REGISTER_OP("Unique")
+    .Input("x: T")
+    .Output("y: T")
+    .Output("idx: out_idx")
+    .Attr("T: type")
+    .Attr("out_idx: {int32, int64} = DT_INT32")
+    .SetShapeFn(UniqueShape);
+
+// merged[indices[m][i], ...] = data[m][i, ...]; later inputs win where indices repeat
+// (TF's DynamicStitch, which TF's gradient of Mean/Sum builds its shapes with).
+FT_REGISTER_OP("DynamicStitch")
+    .Input("indices: N * int32")
+    .Input("data: N * T")
+    .Output("merged: T")
+    .Attr("N: int >= 1")
+    .Attr("T: type")
+    .SetShapeFn(DynamicStitchShape);
 
 // TF's Range: [start, start + delta, ...) up to (not including) limit.
 FT_REGISTER_OP("Range")
@@ -399,6 +439,18 @@ namespace ops {
 
 Output Fill(Output dims, Output value, std::string_view name) {
   return NodeBuilder("Fill", name).Input(dims).Input(value).Finalize();
+}
+std::pair<Output, Output> Unique(Output x, DataType out_idx, std::string_view name) {
+  Operation op = NodeBuilder("Unique", name).Input(x).Attr("out_idx", out_idx).Finalize();
+  return {op.output(0), op.output(1)};
+}
+Output DynamicStitch(const std::vector<Output>& indices, const std::vector<Output>& data,
+                     std::string_view name) {
+  if (indices.size() != data.size() || indices.empty()) {
+    InvalidArgument("DynamicStitch '", name, "' needs as many data as indices tensors (at least one), got ",
+                    indices.size(), " and ", data.size());
+  }
+  return NodeBuilder("DynamicStitch", name).Input(indices).Input(data).Finalize();
 }
 Output Range(Output start, Output limit, Output delta, std::string_view name) {
   return NodeBuilder("Range", name).Input(start).Input(limit).Input(delta).Finalize();

@@ -104,6 +104,36 @@ TEST_F(ArrayOpsTest, RangeShapeNConcatOffset) {
   ExpectInvalidArgument([&] { mismatch[1].Eval(sess); }, {"mismatch"});
 }
 
+TEST_F(ArrayOpsTest, UniqueAndDynamicStitch) {
+  auto [y, idx] = ops::Unique(ops::Const<int32_t>({4, 1, 4, 7, 1, 1}));
+  auto [sy, sidx] = ops::Unique(ops::Const<std::string>({"b", "a", "b"}), DT_INT64);
+  Session sess(g_);
+  std::vector<Tensor> u = sess.Run({}, {y, idx, sy, sidx});
+  EXPECT_EQ(Values<int32_t>(u[0]), (std::vector<int32_t>{4, 1, 7}));
+  EXPECT_EQ(Values<int32_t>(u[1]), (std::vector<int32_t>{0, 1, 0, 2, 1, 1}));
+  EXPECT_EQ(Values<std::string>(u[2]), (std::vector<std::string>{"b", "a"}));
+  EXPECT_EQ(Values<int64_t>(u[3]), (std::vector<int64_t>{0, 1, 0}));
+
+  // As TF's reduced_shape: stitch Shape(x) with 1s at the reduced axes.
+  Output merged = ops::DynamicStitch({ops::Const<int32_t>({0, 1, 2}), ops::Const<int32_t>({1})},
+                                     {ops::Const<int32_t>({2, 3, 4}), ops::Const<int32_t>({1})});
+  EXPECT_EQ(Values<int32_t>(merged.Eval(sess)), (std::vector<int32_t>{2, 1, 4}));
+  Output rows = ops::DynamicStitch({ops::Const<int32_t>({{2}, {0}}, TensorShape({2, 1})), ops::Const<int32_t>({3})},
+                                   {Iota({2, 1, 2}), ops::Const<float>({9, 9}, TensorShape({1, 2}))});
+  const Tensor r = rows.Eval(sess);
+  EXPECT_EQ(r.shape().DebugString(), "[4,2]");
+  EXPECT_EQ(Values<float>(r), (std::vector<float>{2, 3, 0, 0, 0, 1, 9, 9}));
+  Output bad = ops::DynamicStitch({ops::Const<int32_t>({0, 1})}, {ops::Const<float>({1, 2, 3})});
+  ExpectInvalidArgument([&] { bad.Eval(sess); }, {"does not start with"});
+
+  Output a = In({3, 2}, "a");
+  Output b = In({2, 2}, "b");
+  Output stitched = ops::DynamicStitch({ops::Const<int32_t>({4, 0, 2}), ops::Const<int32_t>({1, 3})}, {a, b});
+  EXPECT_LT(ComputeGradientError({a, b}, {RandomDoubles({3, 2}, 31), RandomDoubles({2, 2}, 32)},
+                                 stitched * stitched),
+            1e-8);
+}
+
 TEST_F(ArrayOpsTest, StaticRegexFullMatchMatchesWholeStrings) {
   Output in = ops::Const<std::string>({"s3://bucket/x", "/tmp/s3://", "s3:/", ""});
   Session sess(g_);
