@@ -1,13 +1,46 @@
 #include "flowtrain/graph/graph_def.h"
 
+#include <algorithm>
 #include <map>
+#include <vector>
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/graph/node_builder.h"
+#include "flowtrain/graph/op_registry.h"
 #include "flowtrain/proto/tensor_proto_util.h"
 
 namespace flowtrain {
+namespace {
+
+// Attrs that TF added after 1.15 (flowtrain accepts them because TF 2.x writes them). At their
+// default they are left out of the GraphDefs we write, so that TF 1.15, which rejects attrs
+// its op defs lack, still imports our graphs; a non-default value is kept.
+bool IsNewerThanTf115AtDefault(const Node& node, const std::string& attr,
+                               const tensorflow::AttrValue& value) {
+  static const std::map<std::string, std::vector<std::string>, std::less<>> kNewer = {
+      {"MatMul", {"grad_a", "grad_b"}},
+      {"FusedBatchNormV3", {"exponential_avg_factor"}},
+      {"MaxPool", {"explicit_paddings"}},
+      {"MaxPoolGrad", {"explicit_paddings"}},
+      {"MergeV2Checkpoints", {"allow_missing_files"}},
+  };
+  auto it = kNewer.find(node.type());
+  if (it == kNewer.end() || std::find(it->second.begin(), it->second.end(), attr) == it->second.end()) {
+    return false;
+  }
+  const OpRegistration* reg = OpRegistry::Global()->LookUp(node.type());
+  if (reg == nullptr) return false;
+  for (const auto& a : reg->def.attr()) {
+    if (a.name() == attr) {
+      return a.has_default_value() &&
+             a.default_value().SerializeAsString() == value.SerializeAsString();
+    }
+  }
+  return false;
+}
+
+}  // namespace
 
 tensorflow::GraphDef Graph::ToGraphDef(bool add_shapes) const {
   tensorflow::GraphDef def;
@@ -22,7 +55,9 @@ tensorflow::GraphDef Graph::ToGraphDef(bool add_shapes) const {
     for (const Node* c : node.control_inputs()) nd->add_input(StrCat("^", c->name()));
     nd->set_device(node.requested_device());
     auto* attrs = nd->mutable_attr();
-    for (const auto& [name, value] : node.attrs()) (*attrs)[name] = value;
+    for (const auto& [name, value] : node.attrs()) {
+      if (!IsNewerThanTf115AtDefault(node, name, value)) (*attrs)[name] = value;
+    }
     if (add_shapes && node.num_outputs() > 0) {
       std::vector<PartialTensorShape> shapes;
       for (int i = 0; i < node.num_outputs(); ++i) shapes.push_back(node.output_shape(i));

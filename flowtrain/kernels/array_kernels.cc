@@ -1,6 +1,11 @@
 // Kernels of the array ops: constants, placeholders, identity and shape manipulation. They
 // move data without arithmetic, so they work on raw bytes (or std::string elements).
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <type_traits>
+#include <unordered_map>
+#include <vector>
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
@@ -147,6 +152,200 @@ class ShapeOp : public OpKernel {
   KernelCost cost() const override { return KernelCost::kCheap; }
 };
 FT_REGISTER_KERNEL("Shape", ShapeOp);
+
+class ShapeNOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    for (int k = 0; k < ctx->num_inputs(); ++k) {
+      const Tensor& input = ctx->input(k);
+      Tensor* out = ctx->allocate_output(k, TensorShape({input.dims()}));
+      for (int i = 0; i < input.dims(); ++i) {
+        if (out->dtype() == DT_INT32) {
+          if (input.dim_size(i) > INT32_MAX) {
+            InvalidArgument("ShapeN output type is 32-bit but dim ", i, " of input ", k, " is ",
+                            input.dim_size(i));
+          }
+          out->flat<int32_t>()[i] = static_cast<int32_t>(input.dim_size(i));
+        } else {
+          out->flat<int64_t>()[i] = input.dim_size(i);
+        }
+      }
+    }
+  }
+  KernelCost cost() const override { return KernelCost::kCheap; }
+};
+FT_REGISTER_KERNEL("ShapeN", ShapeNOp);
+
+// Offsets are 0 in every dimension but concat_dim, where they are the running sum of the
+// inputs' sizes; every shape must agree with the first outside concat_dim (TF's errors).
+class ConcatOffsetOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& dim_t = ctx->input(0);
+    if (dim_t.NumElements() != 1) InvalidArgument("Concat dim tensor should be a scalar integer");
+    const Tensor& first = ctx->input(1);
+    if (first.dims() != 1) InvalidArgument("input 0 should be a vector, got ", first.shape().DebugString());
+    const int64_t rank = first.NumElements();
+    int64_t axis = dim_t.flat<int32_t>()[0];
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) {
+      InvalidArgument("Concat dim is out of range: ", dim_t.flat<int32_t>()[0], " vs. ", rank);
+    }
+    auto dim = [](const Tensor& t, int64_t i) -> int64_t {
+      return t.dtype() == DT_INT32 ? t.flat<int32_t>()[i] : t.flat<int64_t>()[i];
+    };
+    int64_t offset = 0;
+    for (int k = 1; k < ctx->num_inputs(); ++k) {
+      const Tensor& shape = ctx->input(k);
+      if (shape.dims() != 1 || shape.NumElements() != rank || shape.dtype() != first.dtype()) {
+        InvalidArgument("input ", k - 1, " should contain ", rank, " elements, but got ",
+                        shape.NumElements());
+      }
+      Tensor* out = ctx->allocate_output(k - 1, TensorShape({rank}));
+      for (int64_t i = 0; i < rank; ++i) {
+        if (i != axis && dim(shape, i) != dim(first, i)) {
+          InvalidArgument("input[", k - 1, ",", i, "] mismatch: ", dim(shape, i), " vs. ",
+                          dim(first, i));
+        }
+        const int64_t v = i == axis ? offset : 0;
+        if (out->dtype() == DT_INT32) {
+          out->flat<int32_t>()[i] = static_cast<int32_t>(v);
+        } else {
+          out->flat<int64_t>()[i] = v;
+        }
+      }
+      offset += dim(shape, axis);
+    }
+  }
+  KernelCost cost() const override { return KernelCost::kCheap; }
+};
+FT_REGISTER_KERNEL("ConcatOffset", ConcatOffsetOp);
+
+class UniqueOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    if (x.dims() != 1) InvalidArgument("unique expects a 1D vector, got ", x.shape().DebugString());
+    Tensor* idx = ctx->allocate_output(1, x.shape());
+    DispatchDataType(x.dtype(), "Unique", [&]<typename T>() {
+      // 16-bit floats are compared (and hashed) as the floats they convert to exactly.
+      using Key = std::conditional_t<std::is_same_v<T, half> || std::is_same_v<T, bfloat16>, float, T>;
+      const auto values = x.flat<T>();
+      std::unordered_map<Key, int64_t> seen;
+      std::vector<size_t> first;  // where in x each distinct value first appears
+      for (size_t i = 0; i < values.size(); ++i) {
+        auto [it, inserted] = seen.try_emplace(static_cast<Key>(values[i]), static_cast<int64_t>(first.size()));
+        if (inserted) first.push_back(i);
+        if (idx->dtype() == DT_INT32) {
+          idx->flat<int32_t>()[i] = static_cast<int32_t>(it->second);
+        } else {
+          idx->flat<int64_t>()[i] = it->second;
+        }
+      }
+      if (idx->dtype() == DT_INT32 && first.size() > static_cast<size_t>(INT32_MAX)) {
+        InvalidArgument("Unique: more distinct values than out_idx int32 can number");
+      }
+      Tensor* y = ctx->allocate_output(0, TensorShape({static_cast<int64_t>(first.size())}));
+      auto out = y->flat<T>();
+      for (size_t k = 0; k < first.size(); ++k) out[k] = values[first[k]];
+    });
+  }
+};
+FT_REGISTER_KERNEL("Unique", UniqueOp);
+
+class DynamicStitchOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const int n = ctx->num_inputs() / 2;
+    int64_t max_index = -1;
+    const Tensor& data0 = ctx->input(n);
+    const int index_rank0 = ctx->input(0).dims();
+    for (int m = 0; m < n; ++m) {
+      const Tensor& indices = ctx->input(m);
+      const Tensor& data = ctx->input(n + m);
+      bool prefix = data.dims() >= indices.dims() &&
+                    data.dims() - indices.dims() == data0.dims() - index_rank0;
+      for (int d = 0; prefix && d < indices.dims(); ++d) prefix = data.dim_size(d) == indices.dim_size(d);
+      for (int d = indices.dims(); prefix && d < data.dims(); ++d) {
+        prefix = data.dim_size(d) == data0.dim_size(d - indices.dims() + index_rank0);
+      }
+      if (!prefix) {
+        InvalidArgument("DynamicStitch: data[", m, "].shape = ", data.shape().DebugString(),
+                        " does not start with indices[", m, "].shape = ", indices.shape().DebugString(),
+                        " followed by the shape of the other slices");
+      }
+      for (int64_t i = 0; i < indices.NumElements(); ++i) {
+        const int64_t index = indices.flat<int32_t>()[i];
+        if (index < 0) InvalidArgument("DynamicStitch: indices[", m, "] has a negative index ", index);
+        max_index = std::max(max_index, index);
+      }
+    }
+    DimVector dims = {max_index + 1};
+    for (int d = index_rank0; d < data0.dims(); ++d) dims.push_back(data0.dim_size(d));
+    Tensor* out = ctx->allocate_output(0, TensorShape(std::move(dims)));
+    const int64_t slice = max_index + 1 == 0 ? 0 : out->NumElements() / (max_index + 1);
+    // Rows no index names stay zero (TF leaves them unspecified).
+    DispatchDataType(out->dtype(), "DynamicStitch", [&]<typename T>() {
+      for (T& v : out->flat<T>()) v = T();
+    });
+    for (int m = 0; m < n; ++m) {
+      const Tensor& indices = ctx->input(m);
+      for (int64_t i = 0; i < indices.NumElements(); ++i) {
+        CopyElements(ctx->input(n + m), i * slice, *out, indices.flat<int32_t>()[i] * slice, slice);
+      }
+    }
+  }
+};
+FT_REGISTER_KERNEL("DynamicStitch", DynamicStitchOp);
+
+class RangeOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    for (int i = 0; i < 3; ++i) {
+      if (ctx->input(i).NumElements() != 1) {
+        InvalidArgument("Range: ", i == 0 ? "start" : i == 1 ? "limit" : "delta",
+                        " must be a scalar, not shape ", ctx->input(i).shape().DebugString());
+      }
+    }
+    switch (ctx->input(0).dtype()) {
+      case DT_INT32: return Run<int32_t>(ctx);
+      case DT_INT64: return Run<int64_t>(ctx);
+      case DT_FLOAT: return Run<float>(ctx);
+      case DT_DOUBLE: return Run<double>(ctx);
+      default: InvalidArgument("Range has no kernel for ", DataTypeString(ctx->input(0).dtype()));
+    }
+  }
+
+ private:
+  template <typename T>
+  static void Run(OpKernelContext* ctx) {
+    const T start = ctx->input(0).flat<T>()[0];
+    const T limit = ctx->input(1).flat<T>()[0];
+    const T delta = ctx->input(2).flat<T>()[0];
+    if (delta == 0) InvalidArgument("Requires delta != 0: ", delta);
+    if (delta > 0 ? start > limit : start < limit) {
+      InvalidArgument("Requires start ", delta > 0 ? "<=" : ">=", " limit when delta ",
+                      delta > 0 ? "> 0" : "< 0", ": ", start, "/", limit);
+    }
+    int64_t n = 0;
+    if constexpr (std::is_integral_v<T>) {
+      n = (std::abs(static_cast<int64_t>(limit) - start) + std::abs(static_cast<int64_t>(delta)) - 1) /
+          std::abs(static_cast<int64_t>(delta));
+    } else {
+      n = static_cast<int64_t>(std::ceil(std::abs((limit - start) / delta)));
+    }
+    Tensor* out = ctx->allocate_output(0, TensorShape({n}));
+    T* o = out->data<T>();
+    T v = start;
+    for (int64_t i = 0; i < n; ++i, v += delta) o[i] = v;
+  }
+};
+FT_REGISTER_KERNEL("Range", RangeOp);
 
 class PackOp : public OpKernel {
  public:

@@ -38,6 +38,11 @@ struct SignFn {
   static constexpr bool kIntegers = true;
   template <typename A> static auto Apply(const A& a) { return a.sign(); }
 };
+struct FloorFn {
+  static constexpr int64_t kCost = 2;
+  static constexpr bool kIntegers = false;
+  template <typename A> static auto Apply(const A& a) { return a.floor(); }
+};
 struct SqrtFn {
   static constexpr int64_t kCost = 2;
   static constexpr bool kIntegers = false;
@@ -165,6 +170,7 @@ FT_REGISTER_KERNEL("Abs", UnaryCwiseOp<AbsFn>);
 FT_REGISTER_KERNEL("Square", UnaryCwiseOp<SquareFn>);
 FT_REGISTER_KERNEL("Sign", UnaryCwiseOp<SignFn>);
 FT_REGISTER_KERNEL("Sqrt", UnaryCwiseOp<SqrtFn>);
+FT_REGISTER_KERNEL("Floor", UnaryCwiseOp<FloorFn>);
 FT_REGISTER_KERNEL("Rsqrt", UnaryCwiseOp<RsqrtFn>);
 FT_REGISTER_KERNEL("Exp", UnaryCwiseOp<ExpFn>);
 FT_REGISTER_KERNEL("Log", UnaryCwiseOp<LogFn>);

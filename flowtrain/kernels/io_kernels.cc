@@ -2,6 +2,7 @@
 // MergeV2Checkpoints, and the string ops that build a sharded save's file names.
 #include <algorithm>
 #include <cstdio>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -131,7 +132,11 @@ FT_REGISTER_KERNEL("RestoreV2", RestoreV2Op);
 class MergeV2CheckpointsOp : public OpKernel {
  public:
   explicit MergeV2CheckpointsOp(OpKernelConstruction& c)
-      : OpKernel(c), delete_old_dirs_(c.GetAttr<bool>("delete_old_dirs")) {}
+      : OpKernel(c), delete_old_dirs_(c.GetAttr<bool>("delete_old_dirs")) {
+    if (c.GetAttr<bool>("allow_missing_files")) {
+      Unimplemented("MergeV2Checkpoints '", name(), "': allow_missing_files=true is not supported");
+    }
+  }
   void Compute(OpKernelContext* ctx) override {
     const Tensor& prefixes = ctx->input(0);
     const Tensor& destination = ctx->input(1);
@@ -226,6 +231,30 @@ class StringJoinOp : public OpKernel {
   std::string separator_;
 };
 FT_REGISTER_KERNEL("StringJoin", StringJoinOp);
+
+class StaticRegexFullMatchOp : public OpKernel {
+ public:
+  explicit StaticRegexFullMatchOp(OpKernelConstruction& c) : OpKernel(c) {
+    const std::string pattern = c.GetAttr<std::string>("pattern");
+    try {
+      regex_ = std::regex(pattern, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      InvalidArgument("StaticRegexFullMatch '", name(), "': invalid pattern '", pattern, "': ", e.what());
+    }
+  }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& input = ctx->input(0);
+    Tensor* out = ctx->allocate_output(0, input.shape());
+    auto in = input.flat<std::string>();
+    auto o = out->flat<bool>();
+    for (int64_t i = 0; i < input.NumElements(); ++i) o[i] = std::regex_match(in[i], regex_);
+  }
+  KernelCost cost() const override { return KernelCost::kCheap; }
+
+ private:
+  std::regex regex_;
+};
+FT_REGISTER_KERNEL("StaticRegexFullMatch", StaticRegexFullMatchOp);
 
 }  // namespace
 }  // namespace flowtrain

@@ -131,6 +131,62 @@ struct FloorDivFn {
   }
 };
 
+// x - floor(x / y) * y: the remainder takes y's sign, as TF's FloorMod (and Python's %).
+template <typename T>
+T FloorModulo(T x, T y) {
+  if constexpr (std::is_integral_v<T>) {
+    T r = x % y;
+    if constexpr (std::is_signed_v<T>) {
+      if (r != 0 && ((r < 0) != (y < 0))) r += y;
+    }
+    return r;
+  } else {
+    using F = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    const F fx = static_cast<F>(x), fy = static_cast<F>(y);
+    F r = std::fmod(fx, fy);
+    if (r != 0 && ((r < 0) != (fy < 0))) r += fy;
+    return static_cast<T>(r);
+  }
+}
+struct FloorModFn {
+  static constexpr bool kDivides = true;
+  template <typename A, typename B>
+  static auto Apply(const A& a, const B& b) {
+    return ApplyElementwise(a, b, [](auto x, auto y) { return FloorModulo<decltype(x)>(x, y); });
+  }
+};
+struct DivNoNanFn {
+  static constexpr bool kDivides = false;
+  template <typename A, typename B>
+  static auto Apply(const A& a, const B& b) {
+    return ApplyElementwise(a, b, [](auto x, auto y) {
+      using T = decltype(x);
+      return y == T(0) ? T(0) : static_cast<T>(x / y);
+    });
+  }
+};
+// TanhGrad(y, dy) = dy * (1 - y^2); SigmoidGrad(y, dy) = dy * y * (1 - y).
+struct TanhGradFn {
+  static constexpr bool kDivides = false;
+  template <typename A, typename B>
+  static auto Apply(const A& a, const B& b) {
+    return ApplyElementwise(a, b, [](auto y, auto dy) {
+      using T = decltype(y);
+      return static_cast<T>(dy * (T(1) - y * y));
+    });
+  }
+};
+struct SigmoidGradFn {
+  static constexpr bool kDivides = false;
+  template <typename A, typename B>
+  static auto Apply(const A& a, const B& b) {
+    return ApplyElementwise(a, b, [](auto y, auto dy) {
+      using T = decltype(y);
+      return static_cast<T>(dy * (y * (T(1) - y)));
+    });
+  }
+};
+
 template <typename T>
 T PowScalar(T x, T y) {
   if constexpr (std::is_integral_v<T>) {
@@ -175,6 +231,10 @@ FT_REGISTER_KERNEL("FloorDiv", BinaryCwiseOp<FloorDivFn>);
 FT_REGISTER_KERNEL("Maximum", BinaryCwiseOp<MaximumFn>);
 FT_REGISTER_KERNEL("Minimum", BinaryCwiseOp<MinimumFn>);
 FT_REGISTER_KERNEL("Pow", BinaryCwiseOp<PowFn>);
+FT_REGISTER_KERNEL("FloorMod", BinaryCwiseOp<FloorModFn>);
+FT_REGISTER_KERNEL("DivNoNan", BinaryCwiseOp<DivNoNanFn>);
+FT_REGISTER_KERNEL("TanhGrad", BinaryCwiseOp<TanhGradFn>);
+FT_REGISTER_KERNEL("SigmoidGrad", BinaryCwiseOp<SigmoidGradFn>);
 FT_REGISTER_KERNEL("SquaredDifference", BinaryCwiseOp<SquaredDifferenceFn>);
 
 class NegOp : public OpKernel {

@@ -386,7 +386,8 @@ class FusedBatchNormKernelBase : public OpKernel {
 
 class FusedBatchNormOp : public FusedBatchNormKernelBase {
  public:
-  using FusedBatchNormKernelBase::FusedBatchNormKernelBase;
+  explicit FusedBatchNormOp(OpKernelConstruction& c)
+      : FusedBatchNormKernelBase(c), exponential_avg_factor_(c.GetAttr<float>("exponential_avg_factor")) {}
 
   void Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
@@ -440,8 +441,22 @@ class FusedBatchNormOp : public FusedBatchNormKernelBase {
       // The batch variance output is unbiased (Bessel's correction), for moving averages.
       const T correction = is_training_ && rows > 1 ? static_cast<T>(rows) / static_cast<T>(rows - 1) : T(1);
       ArrayMap<T>(batch_var->data<T>(), channels) = var * correction;
+      // TF >= 2.1: with exponential_avg_factor f != 1 the training outputs are the running
+      // averages (1 - f) * mean_in + f * batch statistic (Keras's fused moving averages).
+      if (is_training_ && exponential_avg_factor_ != 1.0f) {
+        CheckVector(ctx->input(3), channels, "mean", false);
+        CheckVector(ctx->input(4), channels, "variance", false);
+        const T f = static_cast<T>(exponential_avg_factor_);
+        ArrayMap<T>(batch_mean->data<T>(), channels) =
+            (T(1) - f) * ConstArrayMap<T>(ctx->input(3).data<T>(), channels) + f * mean;
+        ArrayMap<T>(batch_var->data<T>(), channels) =
+            (T(1) - f) * ConstArrayMap<T>(ctx->input(4).data<T>(), channels) + f * (var * correction);
+      }
     });
   }
+
+ private:
+  float exponential_avg_factor_;
 };
 FT_REGISTER_KERNEL("FusedBatchNormV3", FusedBatchNormOp);
 

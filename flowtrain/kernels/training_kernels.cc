@@ -211,6 +211,84 @@ class ApplyAdagradOp : public ApplyKernel<ApplyAdagradOp, 2, 1> {
 };
 FT_REGISTER_KERNEL("ApplyAdagrad", ApplyAdagradOp);
 
+class SparseApplyAdagradOp : public OpKernel {
+ public:
+  explicit SparseApplyAdagradOp(OpKernelConstruction& c)
+      : OpKernel(c), update_slots_(c.GetAttr<bool>("update_slots")) {}
+
+  void Compute(OpKernelContext* ctx) override {
+    Var* var = ctx->input_ref(0);
+    Var* accum = ctx->input_ref(1);
+    std::unique_lock<std::mutex> var_lock(var->mu, std::defer_lock);
+    std::unique_lock<std::mutex> accum_lock(accum->mu, std::defer_lock);
+    if (var == accum) {
+      var_lock.lock();
+    } else {
+      std::lock(var_lock, accum_lock);
+    }
+    for (Var* v : {var, accum}) {
+      if (!v->initialized) FailedPrecondition("Attempting to use uninitialized value ", v->name);
+    }
+    const TensorShape& shape = var->tensor.shape();
+    if (accum->tensor.shape() != shape) {
+      InvalidArgument("SparseApplyAdagrad: var and accum do not have the same shape",
+                      shape.DebugString(), " ", accum->tensor.shape().DebugString());
+    }
+    if (shape.dims() < 1) InvalidArgument("SparseApplyAdagrad: var must be at least 1 dimensional");
+    const Tensor& lr = ctx->input(2);
+    const Tensor& grad = ctx->input(3);
+    const Tensor& indices = ctx->input(4);
+    if (lr.dims() != 0) InvalidArgument("SparseApplyAdagrad: lr is not a scalar: ", lr.shape().DebugString());
+    if (indices.dims() != 1) {
+      InvalidArgument("SparseApplyAdagrad: indices must be one-dimensional, got ", indices.shape().DebugString());
+    }
+    const int64_t n = indices.NumElements();
+    bool grad_ok = grad.dims() == shape.dims() && grad.dims() >= 1 && grad.dim_size(0) == n;
+    for (int d = 1; grad_ok && d < shape.dims(); ++d) grad_ok = grad.dim_size(d) == shape.dim_size(d);
+    if (!grad_ok) {
+      InvalidArgument("SparseApplyAdagrad: grad must be the slices of var at indices: var ",
+                      shape.DebugString(), ", grad ", grad.shape().DebugString(), ", ", n, " indices");
+    }
+    const int64_t rows = shape.dim_size(0);
+    const int64_t row_size = rows == 0 ? 0 : shape.num_elements() / rows;
+    auto index = [&](int64_t i) -> int64_t {
+      return indices.dtype() == DT_INT32 ? indices.flat<int32_t>()[i] : indices.flat<int64_t>()[i];
+    };
+    for (int64_t i = 0; i < n; ++i) {
+      if (index(i) < 0 || index(i) >= rows) {
+        InvalidArgument("SparseApplyAdagrad: index ", index(i), " at offset ", i,
+                        " in indices is out of range [0, ", rows, ")");
+      }
+    }
+    var->PrepareForInPlaceUpdate();
+    accum->PrepareForInPlaceUpdate();
+    auto run = [&]<typename T>() {
+      const T step = lr.scalar<T>();
+      T* v = var->tensor.data<T>();
+      T* a = accum->tensor.data<T>();
+      const T* g = grad.data<T>();
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t r = index(i);
+        ArrayMap<T> vr(v + r * row_size, row_size), ar(a + r * row_size, row_size);
+        ConstArrayMap<T> gr(g + i * row_size, row_size);
+        if (update_slots_) ar += gr.square();
+        vr -= gr * step * ar.rsqrt();
+      }
+    };
+    switch (grad.dtype()) {
+      case DT_FLOAT: run.template operator()<float>(); break;
+      case DT_DOUBLE: run.template operator()<double>(); break;
+      default: ThrowUnsupportedType(grad.dtype(), type_string());
+    }
+    ctx->set_output_ref(0, var);
+  }
+  KernelCost cost() const override { return KernelCost::kExpensive; }
+
+ private:
+  bool update_slots_;
+};
+FT_REGISTER_KERNEL("SparseApplyAdagrad", SparseApplyAdagradOp);
+
 class ApplyRMSPropOp : public ApplyKernel<ApplyRMSPropOp, 3, 4> {
  public:
   using ApplyKernel::ApplyKernel;

@@ -40,6 +40,10 @@ FT_REGISTER_GRADIENT("Fill", FillGrad);
 FT_REGISTER_NO_GRADIENT("Const");
 FT_REGISTER_NO_GRADIENT("Placeholder");
 FT_REGISTER_NO_GRADIENT("Shape");
+FT_REGISTER_NO_GRADIENT("ShapeN");
+FT_REGISTER_NO_GRADIENT("ConcatOffset");
+FT_REGISTER_NO_GRADIENT("Range");
+FT_REGISTER_NO_GRADIENT("Unique");
 FT_REGISTER_NO_GRADIENT("ZerosLike");
 FT_REGISTER_NO_GRADIENT("OnesLike");
 FT_REGISTER_NO_GRADIENT("Where");
@@ -237,6 +241,16 @@ FT_REGISTER_GRADIENT("Select", SelectGrad);
 FT_REGISTER_GRADIENT("SelectV2", SelectV2Grad);
 FT_REGISTER_GRADIENT("GatherV2", GatherV2Grad);
 FT_REGISTER_GRADIENT("UnsortedSegmentSum", UnsortedSegmentSumGrad);
+// TF's _DynamicStitchGrads: each data input gets the rows of the gradient its indices name
+// (a row later inputs overwrote gets the gradient too, as in TF); indices get none.
+FT_REGISTER_GRADIENT("DynamicStitch", [](const Operation& op, const Grads& dy) {
+  const int n = op.num_inputs() / 2;
+  Grads grads(static_cast<size_t>(2 * n));
+  for (int i = 0; i < n; ++i) {
+    grads[n + i] = ops::GatherV2(dy[0], op.input(i), ops::Const(int32_t{0}));
+  }
+  return grads;
+});
 FT_REGISTER_NO_GRADIENT("StopGradient");
 FT_REGISTER_NO_GRADIENT("Size");
 FT_REGISTER_NO_GRADIENT("Rank");

@@ -1,5 +1,6 @@
 #include "flowtrain/ops/array_ops.h"
 
+#include <cmath>
 #include <optional>
 
 #include "flowtrain/core/error.h"
@@ -288,6 +289,75 @@ namespace {
 
 void FillShape(InferenceContext& c) { c.set_output(0, c.InputAsShape(0)); }
 
+double ScalarAsDouble(const Tensor& t) {
+  switch (t.dtype()) {
+    case DT_INT32: return t.scalar<int32_t>();
+    case DT_INT64: return static_cast<double>(t.scalar<int64_t>());
+    case DT_FLOAT: return t.scalar<float>();
+    case DT_DOUBLE: return t.scalar<double>();
+    default: InvalidArgument("Range: unsupported dtype ", DataTypeString(t.dtype()));
+  }
+}
+
+// Range's length when start, limit and delta are constants: ceil((limit - start) / delta)
+// (TF's formula, integer-exact for integer types), else unknown.
+void RangeShape(InferenceContext& c) {
+  for (int i = 0; i < 3; ++i) c.WithRank(c.input(i), 0);
+  const Tensor* start = c.input_tensor(0);
+  const Tensor* limit = c.input_tensor(1);
+  const Tensor* delta = c.input_tensor(2);
+  if (start == nullptr || limit == nullptr || delta == nullptr) {
+    c.set_output(0, PartialTensorShape({-1}));
+    return;
+  }
+  const double s = ScalarAsDouble(*start), l = ScalarAsDouble(*limit), d = ScalarAsDouble(*delta);
+  if (d == 0) InvalidArgument("Requires delta != 0: ", d);
+  if (d > 0 ? s > l : s < l) {
+    InvalidArgument("Requires start ", d > 0 ? "<=" : ">=", " limit when delta ",
+                    d > 0 ? "> 0" : "< 0", ": ", s, "/", l);
+  }
+  int64_t n = 0;
+  if (start->dtype() == DT_INT32 || start->dtype() == DT_INT64) {
+    const int64_t si = static_cast<int64_t>(s), li = static_cast<int64_t>(l),
+                  di = static_cast<int64_t>(d);
+    n = (std::abs(li - si) + std::abs(di) - 1) / std::abs(di);
+  } else {
+    n = static_cast<int64_t>(std::ceil(std::abs((l - s) / d)));
+  }
+  c.set_output(0, PartialTensorShape({n}));
+}
+
+void UniqueShape(InferenceContext& c) {
+  c.set_output(0, PartialTensorShape({-1}));
+  c.set_output(1, c.WithRank(c.input(0), 1));
+}
+
+// [max index + 1] + data's shape past its indices' rank, the first dimension unknown.
+void DynamicStitchShape(InferenceContext& c) {
+  const int n = c.num_inputs() / 2;
+  const PartialTensorShape& indices = c.input(0);
+  const PartialTensorShape& data = c.input(n);
+  if (indices.unknown_rank() || data.unknown_rank()) {
+    c.set_output(0, PartialTensorShape::Unknown());
+    return;
+  }
+  DimVector dims = {-1};
+  for (int d = indices.dims(); d < data.dims(); ++d) dims.push_back(data.dim_size(d));
+  c.set_output(0, PartialTensorShape(std::span<const int64_t>(dims.data(), dims.size())));
+}
+
+void ShapeNShape(InferenceContext& c) {
+  for (int i = 0; i < c.num_inputs(); ++i) {
+    const PartialTensorShape& in = c.input(i);
+    c.set_output(i, in.unknown_rank() ? PartialTensorShape({-1}) : PartialTensorShape({in.dims()}));
+  }
+}
+
+void ConcatOffsetShape(InferenceContext& c) {
+  c.WithRank(c.input(0), 0);
+  for (int i = 1; i < c.num_inputs(); ++i) c.set_output(i - 1, c.WithRank(c.input(i), 1));
+}
+
 void BroadcastToShape(InferenceContext& c) {
   const PartialTensorShape target = c.InputAsShape(1);
   // Checks compatibility where both are known; the result has the target's shape.
@@ -296,6 +366,55 @@ void BroadcastToShape(InferenceContext& c) {
 }
 
 }  // namespace
+
+// The distinct values of a vector in order of first appearance, and for each element the
+// position of its value among them (TF's Unique; Adagrad and friends deduplicate sparse
+// gradients with it).
+FT_REGISTER_OP("Unique")
+    .Input("x: T")
+    .Output("y: T")
+    .Output("idx: out_idx")
+    .Attr("T: type")
+    .Attr("out_idx: {int32, int64} = DT_INT32")
+    .SetShapeFn(UniqueShape);
+
+// merged[indices[m][i], ...] = data[m][i, ...]; later inputs win where indices repeat
+// (TF's DynamicStitch, which TF's gradient of Mean/Sum builds its shapes with).
+FT_REGISTER_OP("DynamicStitch")
+    .Input("indices: N * int32")
+    .Input("data: N * T")
+    .Output("merged: T")
+    .Attr("N: int >= 1")
+    .Attr("T: type")
+    .SetShapeFn(DynamicStitchShape);
+
+// TF's Range: [start, start + delta, ...) up to (not including) limit.
+FT_REGISTER_OP("Range")
+    .Input("start: Tidx")
+    .Input("limit: Tidx")
+    .Input("delta: Tidx")
+    .Output("output: Tidx")
+    .Attr("Tidx: {float, double, int32, int64} = DT_INT32")
+    .SetShapeFn(RangeShape);
+
+// The shapes of N tensors at once (TF's ShapeN, which its gradients of Conv2D use).
+FT_REGISTER_OP("ShapeN")
+    .Input("input: N * T")
+    .Output("output: N * out_type")
+    .Attr("N: int >= 1")
+    .Attr("T: type")
+    .Attr("out_type: {int32, int64} = DT_INT32")
+    .SetShapeFn(ShapeNShape);
+
+// Where each input of a ConcatV2 along concat_dim starts (TF's ConcatOffset, which the
+// gradient of ConcatV2 slices with).
+FT_REGISTER_OP("ConcatOffset")
+    .Input("concat_dim: int32")
+    .Input("shape: N * shape_type")
+    .Output("offset: N * shape_type")
+    .Attr("N: int >= 2")
+    .Attr("shape_type: {int32, int64} = DT_INT32")
+    .SetShapeFn(ConcatOffsetShape);
 
 FT_REGISTER_OP("Fill")
     .Input("dims: index_type")
@@ -320,6 +439,35 @@ namespace ops {
 
 Output Fill(Output dims, Output value, std::string_view name) {
   return NodeBuilder("Fill", name).Input(dims).Input(value).Finalize();
+}
+std::pair<Output, Output> Unique(Output x, DataType out_idx, std::string_view name) {
+  Operation op = NodeBuilder("Unique", name).Input(x).Attr("out_idx", out_idx).Finalize();
+  return {op.output(0), op.output(1)};
+}
+Output DynamicStitch(const std::vector<Output>& indices, const std::vector<Output>& data,
+                     std::string_view name) {
+  if (indices.size() != data.size() || indices.empty()) {
+    InvalidArgument("DynamicStitch '", name, "' needs as many data as indices tensors (at least one), got ",
+                    indices.size(), " and ", data.size());
+  }
+  return NodeBuilder("DynamicStitch", name).Input(indices).Input(data).Finalize();
+}
+Output Range(Output start, Output limit, Output delta, std::string_view name) {
+  return NodeBuilder("Range", name).Input(start).Input(limit).Input(delta).Finalize();
+}
+std::vector<Output> ShapeN(const std::vector<Output>& inputs, DataType out_type,
+                           std::string_view name) {
+  Node* node = NodeBuilder("ShapeN", name).Input(inputs).Attr("out_type", out_type).Finalize().node();
+  std::vector<Output> outs;
+  for (int i = 0; i < node->num_outputs(); ++i) outs.emplace_back(node, i);
+  return outs;
+}
+std::vector<Output> ConcatOffset(Output concat_dim, const std::vector<Output>& shapes,
+                                 std::string_view name) {
+  Node* node = NodeBuilder("ConcatOffset", name).Input(concat_dim).Input(shapes).Finalize().node();
+  std::vector<Output> outs;
+  for (int i = 0; i < node->num_outputs(); ++i) outs.emplace_back(node, i);
+  return outs;
 }
 Output ZerosLike(Output x, std::string_view name) {
   return NodeBuilder("ZerosLike", name).Input(x).Finalize();

@@ -56,6 +56,20 @@ Output GatherV2(Output params, Output indices, Output axis, std::string_view nam
 Output Where(Output condition, std::string_view name = "Where");
 // A tensor of shape `dims` (a 1-D int tensor) filled with the scalar `value`.
 Output Fill(Output dims, Output value, std::string_view name = "Fill");
+// The distinct values of the vector x in order of first appearance (y), and where each
+// element's value is in y (idx): TF's Unique.
+std::pair<Output, Output> Unique(Output x, DataType out_idx = DT_INT32, std::string_view name = "Unique");
+// merged[indices[m][i], ...] = data[m][i, ...], TF's DynamicStitch.
+Output DynamicStitch(const std::vector<Output>& indices, const std::vector<Output>& data,
+                     std::string_view name = "DynamicStitch");
+// [start, start + delta, ...) below `limit` (above it for a negative delta); TF's Range.
+Output Range(Output start, Output limit, Output delta, std::string_view name = "Range");
+// The shape of each input, as one op (TF's ShapeN).
+std::vector<Output> ShapeN(const std::vector<Output>& inputs, DataType out_type = DT_INT32,
+                           std::string_view name = "ShapeN");
+// The offset at which each of `shapes` starts in their concatenation along `concat_dim`.
+std::vector<Output> ConcatOffset(Output concat_dim, const std::vector<Output>& shapes,
+                                 std::string_view name = "ConcatOffset");
 Output ZerosLike(Output x, std::string_view name = "zeros_like");
 Output OnesLike(Output x, std::string_view name = "ones_like");
 // `input` broadcast to `shape` (numpy rules).

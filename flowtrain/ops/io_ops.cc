@@ -45,6 +45,9 @@ FT_REGISTER_OP("MergeV2Checkpoints")
     .Input("checkpoint_prefixes: string")
     .Input("destination_prefix: string")
     .Attr("delete_old_dirs: bool = true")
+    // TF >= 2.6: true skips prefixes without files. flowtrain implements the default (false),
+    // what TF's savers write; the kernel refuses true.
+    .Attr("allow_missing_files: bool = false")
     .SetIsStateful()
     .SetShapeFn(shape_fns::UnknownShape);
 
@@ -68,7 +71,20 @@ FT_REGISTER_OP("StringJoin")
     .Output("output: string")
     .SetShapeFn(StringJoinShape);
 
+// Whether each string matches `pattern` as a whole. TF's savers (2.x) test the checkpoint
+// prefix with "^s3://.*" to pick the temporary-file suffix. The pattern is RE2 syntax in TF;
+// flowtrain reads it as an ECMAScript regex (std::regex), the same for the patterns TF writes.
+FT_REGISTER_OP("StaticRegexFullMatch")
+    .Input("input: string")
+    .Output("output: bool")
+    .Attr("pattern: string")
+    .SetShapeFn(shape_fns::UnchangedShape);
+
 namespace ops {
+
+Output StaticRegexFullMatch(Output input, const std::string& pattern, std::string_view name) {
+  return NodeBuilder("StaticRegexFullMatch", name).Input(input).Attr("pattern", pattern).Finalize();
+}
 
 Operation SaveV2(Output prefix, Output tensor_names, Output shape_and_slices,
                  const std::vector<Output>& tensors, std::string_view name) {

@@ -42,6 +42,10 @@ Output ShardedFilespec(Output basename, Output num_shards, std::string_view name
 // Element-wise concatenation of strings (scalars broadcast) with `separator` between them.
 Output StringJoin(const std::vector<Output>& inputs, std::string_view separator = "",
                   std::string_view name = "StringJoin");
+// True where the whole string matches `pattern` (TF's StaticRegexFullMatch, which TF 2.x's
+// savers put in every graph).
+Output StaticRegexFullMatch(Output input, const std::string& pattern,
+                            std::string_view name = "StaticRegexFullMatch");
 
 }  // namespace flowtrain::ops
 

@@ -51,8 +51,21 @@ Output ExpandReducedGradient(const Operation& op, const Output& grad) {
   const Tensor* axes = axes_node->constant_value();
   const PartialTensorShape& in_shape = input.shape();
   if (axes == nullptr || in_shape.unknown_rank()) {
-    Unimplemented("Gradient of ", op.type(), " '", op.name(),
-                  "' needs constant reduction axes and an input of known rank");
+    // Axes known only at run time (TF's losses reduce over Range(0, Rank(x))): the kept shape
+    // is Shape(x) with 1 at every reduced axis, the axes (negative ones wrapped with FloorMod)
+    // marked through a one-hot mask over the rank, as TF's reduced_shape does with
+    // DynamicStitch.
+    const Output shape = ops::Shape(input);
+    const Output rank = ops::Size(shape);
+    // A scalar input (rank 0) has no axes to wrap; Maximum keeps FloorMod's divisor non-zero.
+    const Output wrapped = ops::FloorMod(
+        ops::Reshape(ops::Cast(op.input(1), DT_INT32), std::vector<int64_t>{-1}),
+        ops::Maximum(rank, ops::Const(int32_t{1})));
+    const Output hits = ops::ReduceSum(
+        ops::OneHot(wrapped, rank, ops::Const(1.0f), ops::Const(0.0f)), {0});
+    const Output mask = ops::Cast(ops::Minimum(hits, ops::Const(1.0f)), DT_INT32);
+    const Output kept_shape = ops::Add(ops::Mul(shape, ops::Sub(ops::Const(int32_t{1}), mask)), mask);
+    return ops::BroadcastTo(ops::Reshape(grad, kept_shape), shape);
   }
   std::vector<int32_t> keep(in_shape.dims(), 1), reduce(in_shape.dims(), 0);
   for (int64_t i = 0; i < axes->NumElements(); ++i) {
@@ -108,6 +121,25 @@ FT_REGISTER_GRADIENT("RealDiv", [](const Operation& op, const Grads& dy) {
   return Grads{gx, gy};
 });
 FT_REGISTER_NO_GRADIENT("FloorDiv");
+// TF's _FloorModGrad: z = x - floor(x / y) * y, so dz/dx = 1 and dz/dy = -floor(x / y).
+FT_REGISTER_GRADIENT("FloorMod", [](const Operation& op, const Grads& dy) {
+  const Output x = op.input(0);
+  const Output y = op.input(1);
+  auto [gx, gy] = ops::ReduceBroadcastGradients(x, y, dy[0],
+                                                ops::Mul(dy[0], ops::Neg(ops::FloorDiv(x, y))));
+  return Grads{gx, gy};
+});
+// TF's _DivNoNanGrad: as RealDiv's, with DivNoNan for the divisions (0 where y == 0).
+FT_REGISTER_GRADIENT("DivNoNan", [](const Operation& op, const Grads& dy) {
+  const Output x = op.input(0);
+  const Output y = op.input(1);
+  auto [gx, gy] = ops::ReduceBroadcastGradients(
+      x, y, ops::DivNoNan(dy[0], y),
+      ops::Mul(dy[0], ops::DivNoNan(ops::DivNoNan(ops::Neg(x), y), y)));
+  return Grads{gx, gy};
+});
+// Floor is flat almost everywhere: TF gives it no gradient.
+FT_REGISTER_NO_GRADIENT("Floor");
 FT_REGISTER_NO_GRADIENT("LogicalNot");
 FT_REGISTER_NO_GRADIENT("BroadcastGradientArgs");
 
@@ -279,6 +311,19 @@ FT_REGISTER_GRADIENT("Log1p", [](const Operation& op, const Grads& dy) {
 FT_REGISTER_GRADIENT("Tanh", [](const Operation& op, const Grads& dy) {
   const Output y = op.output(0);
   return Grads{dy[0] * (ScalarLike(1, y) - ops::Square(y))};
+});
+// TF's _TanhGradGrad / _SigmoidGradGrad: second derivatives, for gradients of gradients.
+FT_REGISTER_GRADIENT("TanhGrad", [](const Operation& op, const Grads& dy) {
+  const Output y = op.input(0);
+  const Output g = op.input(1);
+  // z = g * (1 - y^2): dz/dy = -2 y g, dz/dg = 1 - y^2.
+  return Grads{dy[0] * ScalarLike(-2, y) * y * g, ops::TanhGrad(y, dy[0])};
+});
+FT_REGISTER_GRADIENT("SigmoidGrad", [](const Operation& op, const Grads& dy) {
+  const Output y = op.input(0);
+  const Output g = op.input(1);
+  // z = g * y * (1 - y): dz/dy = g * (1 - 2 y), dz/dg = y * (1 - y).
+  return Grads{dy[0] * g * (ScalarLike(1, y) - ScalarLike(2, y) * y), ops::SigmoidGrad(y, dy[0])};
 });
 FT_REGISTER_GRADIENT("Cos", [](const Operation& op, const Grads& dy) {
   return Grads{ops::Neg(dy[0]) * ops::Sin(op.input(0))};

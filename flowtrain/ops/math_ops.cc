@@ -45,6 +45,10 @@ FT_BINARY_CWISE_OP("RealDiv", FT_NUMBER_TYPES);
 FT_BINARY_CWISE_OP("FloorDiv", FT_NUMBER_TYPES);
 FT_BINARY_CWISE_OP("Maximum", "{bfloat16, half, float, double, int32, int64}");
 FT_BINARY_CWISE_OP("Minimum", "{bfloat16, half, float, double, int32, int64}");
+// TF's FloorMod: the remainder of floor division, x - floor(x / y) * y (its sign is y's).
+FT_BINARY_CWISE_OP("FloorMod", "{bfloat16, half, float, double, uint8, int8, int16, int32, int64}");
+// TF's DivNoNan: x / y, and 0 where y is 0.
+FT_BINARY_CWISE_OP("DivNoNan", "{bfloat16, half, float, double}");
 
 FT_REGISTER_OP("Neg")
     .Input("x: T")
@@ -60,6 +64,9 @@ FT_REGISTER_OP("MatMul")
     .Attr("transpose_a: bool = false")
     .Attr("transpose_b: bool = false")
     .Attr("T: {bfloat16, half, float, double, int32, int64}")
+    // TF >= 2.16 marks the MatMuls of a gradient (hints for its grappler; no effect on values).
+    .Attr("grad_a: bool = false")
+    .Attr("grad_b: bool = false")
     .SetShapeFn(MatMulShape);
 
 FT_REGISTER_OP("LogicalNot")
@@ -77,6 +84,12 @@ Output RealDiv(Output x, Output y, std::string_view name) { return Binary("RealD
 Output FloorDiv(Output x, Output y, std::string_view name) { return Binary("FloorDiv", x, y, name); }
 Output Maximum(Output x, Output y, std::string_view name) { return Binary("Maximum", x, y, name); }
 Output Minimum(Output x, Output y, std::string_view name) { return Binary("Minimum", x, y, name); }
+Output FloorMod(Output x, Output y, std::string_view name) { return Binary("FloorMod", x, y, name); }
+Output DivNoNan(Output x, Output y, std::string_view name) { return Binary("DivNoNan", x, y, name); }
+Output TanhGrad(Output y, Output dy, std::string_view name) { return Binary("TanhGrad", y, dy, name); }
+Output SigmoidGrad(Output y, Output dy, std::string_view name) {
+  return Binary("SigmoidGrad", y, dy, name);
+}
 Output Neg(Output x, std::string_view name) { return NodeBuilder("Neg", name).Input(x).Finalize(); }
 
 Output MatMul(Output a, Output b, bool transpose_a, bool transpose_b, std::string_view name) {
@@ -355,6 +368,20 @@ FT_UNARY_CWISE_OP("Cos", FT_FLOAT_TYPES);
 FT_UNARY_CWISE_OP("Sin", FT_FLOAT_TYPES);
 FT_UNARY_CWISE_OP("Sigmoid", FT_FLOAT_TYPES);
 FT_UNARY_CWISE_OP("Reciprocal", FT_FLOAT_TYPES);
+FT_UNARY_CWISE_OP("Floor", FT_FLOAT_TYPES);
+// The gradients of Tanh and Sigmoid given their output y: dy * (1 - y^2) and dy * y * (1 - y).
+FT_REGISTER_OP("TanhGrad")
+    .Input("y: T")
+    .Input("dy: T")
+    .Output("z: T")
+    .Attr("T: " FT_FLOAT_TYPES)
+    .SetShapeFn(shape_fns::UnchangedShape);
+FT_REGISTER_OP("SigmoidGrad")
+    .Input("y: T")
+    .Input("dy: T")
+    .Output("z: T")
+    .Attr("T: " FT_FLOAT_TYPES)
+    .SetShapeFn(shape_fns::UnchangedShape);
 FT_REGISTER_OP("Softplus")
     .Input("features: T")
     .Output("activations: T")
@@ -385,9 +412,13 @@ FT_COMPARISON_OP("Less", FT_REAL_TYPES);
 FT_COMPARISON_OP("LessEqual", FT_REAL_TYPES);
 FT_COMPARISON_OP("Greater", FT_REAL_TYPES);
 FT_COMPARISON_OP("GreaterEqual", FT_REAL_TYPES);
+// incompatible_shape_error=false (TF >= 1.14) would make unbroadcastable shapes compare unequal
+// instead of failing; flowtrain accepts the attr and always fails on them, as with the default.
 FT_COMPARISON_OP("Equal", "{bfloat16, half, float, double, uint8, int8, int16, int32, int64, bool, string}")
+    .Attr("incompatible_shape_error: bool = true")
     .SetIsCommutative();
 FT_COMPARISON_OP("NotEqual", "{bfloat16, half, float, double, uint8, int8, int16, int32, int64, bool, string}")
+    .Attr("incompatible_shape_error: bool = true")
     .SetIsCommutative();
 #undef FT_COMPARISON_OP
 
@@ -467,6 +498,7 @@ Output Exp(Output x, std::string_view name) { return Unary("Exp", x, name); }
 Output Log(Output x, std::string_view name) { return Unary("Log", x, name); }
 Output Log1p(Output x, std::string_view name) { return Unary("Log1p", x, name); }
 Output Tanh(Output x, std::string_view name) { return Unary("Tanh", x, name); }
+Output Floor(Output x, std::string_view name) { return Unary("Floor", x, name); }
 Output Cos(Output x, std::string_view name) { return Unary("Cos", x, name); }
 Output Sin(Output x, std::string_view name) { return Unary("Sin", x, name); }
 Output Sigmoid(Output x, std::string_view name) { return Unary("Sigmoid", x, name); }

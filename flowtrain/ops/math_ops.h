@@ -20,6 +20,10 @@ Output Mul(Output x, Output y, std::string_view name = "Mul");
 Output RealDiv(Output x, Output y, std::string_view name = "RealDiv");
 // Division rounding toward negative infinity (integers) / floor(x / y) (floats).
 Output FloorDiv(Output x, Output y, std::string_view name = "FloorDiv");
+// x - floor(x / y) * y, TF's FloorMod (the result has y's sign).
+Output FloorMod(Output x, Output y, std::string_view name = "FloorMod");
+// x / y, and 0 where y == 0 (TF's DivNoNan).
+Output DivNoNan(Output x, Output y, std::string_view name = "DivNoNan");
 Output Maximum(Output x, Output y, std::string_view name = "Maximum");
 Output Minimum(Output x, Output y, std::string_view name = "Minimum");
 Output Neg(Output x, std::string_view name = "Neg");
@@ -64,6 +68,11 @@ Output Exp(Output x, std::string_view name = "Exp");
 Output Log(Output x, std::string_view name = "Log");
 Output Log1p(Output x, std::string_view name = "Log1p");
 Output Tanh(Output x, std::string_view name = "Tanh");
+// dy * (1 - y^2) for y = tanh(x): the gradient TF's graphs compute Tanh's with.
+Output TanhGrad(Output y, Output dy, std::string_view name = "TanhGrad");
+// dy * y * (1 - y) for y = sigmoid(x).
+Output SigmoidGrad(Output y, Output dy, std::string_view name = "SigmoidGrad");
+Output Floor(Output x, std::string_view name = "Floor");
 Output Cos(Output x, std::string_view name = "Cos");
 Output Sin(Output x, std::string_view name = "Sin");
 Output Sigmoid(Output x, std::string_view name = "Sigmoid");

@@ -320,6 +320,7 @@ FT_REGISTER_OP("Conv2DBackpropFilter")
   Attr("ksize: list(int) >= 4")                         \
       .Attr("strides: list(int) >= 4")                  \
       .Attr("padding: string")                          \
+      .Attr("explicit_paddings: list(int) = []")        \
       .Attr("data_format: string = 'NHWC'")
 
 FT_REGISTER_OP("MaxPool")
@@ -365,6 +366,7 @@ FT_REGISTER_OP("FusedBatchNormV3")
     .Attr("T: {half, bfloat16, float, double}")
     .Attr("U: {float, double}")
     .Attr("epsilon: float = 0.0001")
+    .Attr("exponential_avg_factor: float = 1.0")
     .Attr("data_format: string = 'NHWC'")
     .Attr("is_training: bool = true")
     .SetShapeFn(FusedBatchNormShape);

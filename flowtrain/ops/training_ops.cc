@@ -91,6 +91,27 @@ FT_REGISTER_OP("ApplyAdagrad")
     .Attr("update_slots: bool = true")
     .SetShapeFn(ApplyShape(2));
 
+// ApplyAdagrad on the rows `indices` of var and accum only (TF's SparseApplyAdagrad, what
+// Adagrad runs for an IndexedSlices gradient such as embedding_lookup's): grad holds one row
+// per index.
+FT_REGISTER_OP("SparseApplyAdagrad")
+    .Input("var: Ref(T)")
+    .Input("accum: Ref(T)")
+    .Input("lr: T")
+    .Input("grad: T")
+    .Input("indices: Tindices")
+    .Output("out: Ref(T)")
+    .Attr(kFloatTypes)
+    .Attr("Tindices: {int32, int64}")
+    .Attr("use_locking: bool = false")
+    .Attr("update_slots: bool = true")
+    .SetShapeFn([](InferenceContext& c) {
+      const PartialTensorShape var = c.Merge(c.input(0), c.input(1));
+      c.WithRank(c.input(2), 0);
+      c.WithRank(c.input(4), 1);
+      c.set_output(0, var);
+    });
+
 FT_REGISTER_OP("ApplyRMSProp")
     .Input("var: Ref(T)")
     .Input("ms: Ref(T)")
@@ -124,6 +145,7 @@ FT_REGISTER_NO_GRADIENT("ApplyGradientDescent");
 FT_REGISTER_NO_GRADIENT("ApplyMomentum");
 FT_REGISTER_NO_GRADIENT("ApplyAdam");
 FT_REGISTER_NO_GRADIENT("ApplyAdagrad");
+FT_REGISTER_NO_GRADIENT("SparseApplyAdagrad");
 FT_REGISTER_NO_GRADIENT("ApplyRMSProp");
 FT_REGISTER_NO_GRADIENT("ApplyCenteredRMSProp");
 
@@ -171,6 +193,20 @@ Output ApplyAdam(Output var, Output m, Output v, Output beta1_power, Output beta
       .Input(grad)
       .Attr("use_locking", use_locking)
       .Attr("use_nesterov", use_nesterov)
+      .Finalize();
+}
+
+Output SparseApplyAdagrad(Output var, Output accum, Output lr, Output grad, Output indices,
+                          bool use_locking, bool update_slots, std::string_view name) {
+  RequireRefs("SparseApplyAdagrad", {&var, &accum});
+  return NodeBuilder("SparseApplyAdagrad", name)
+      .Input(var)
+      .Input(accum)
+      .Input(lr)
+      .Input(grad)
+      .Input(indices)
+      .Attr("use_locking", use_locking)
+      .Attr("update_slots", update_slots)
       .Finalize();
 }
 

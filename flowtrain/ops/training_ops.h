@@ -38,6 +38,11 @@ Output ApplyAdam(Output var, Output m, Output v, Output beta1_power, Output beta
                  bool use_nesterov = false, std::string_view name = "ApplyAdam");
 Output ApplyAdagrad(Output var, Output accum, Output lr, Output grad, bool use_locking = false,
                     bool update_slots = true, std::string_view name = "ApplyAdagrad");
+// ApplyAdagrad on rows `indices` of var and accum, `grad` holding one row per index (rows
+// repeated in `indices` are updated once per occurrence, in order).
+Output SparseApplyAdagrad(Output var, Output accum, Output lr, Output grad, Output indices,
+                          bool use_locking = false, bool update_slots = true,
+                          std::string_view name = "SparseApplyAdagrad");
 Output ApplyRMSProp(Output var, Output ms, Output mom, Output lr, Output rho, Output momentum,
                     Output epsilon, Output grad, bool use_locking = false,
                     std::string_view name = "ApplyRMSProp");

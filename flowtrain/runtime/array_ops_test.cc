@@ -10,6 +10,7 @@
 #include "flowtrain/core/error.h"
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/gradients.h"
+#include "flowtrain/ops/io_ops.h"
 #include "flowtrain/ops/math_ops.h"
 #include "flowtrain/runtime/gradient_checker.h"
 #include "flowtrain/runtime/session.h"
@@ -58,6 +59,91 @@ TEST_F(ArrayOpsTest, BroadcastToOfOneValue) {
 }
 
 // ---- StopGradient, Size, Rank, ExpandDims ----
+
+// Range, ShapeN and ConcatOffset: the index helpers TF's own graphs (its gradients of Mean,
+// Conv2D and ConcatV2, dynamic_rnn, embedding_lookup) are full of.
+TEST_F(ArrayOpsTest, RangeShapeNConcatOffset) {
+  Output r = ops::Range(ops::Const(int32_t{3}), ops::Const(int32_t{12}), ops::Const(int32_t{4}));
+  EXPECT_EQ(r.shape().DebugString(), "[3]");  // known at build time from the constants
+  Output down = ops::Range(ops::Const(int64_t{5}), ops::Const(int64_t{0}), ops::Const(int64_t{-2}));
+  Output f = ops::Range(ops::Const(0.5f), ops::Const(2.0f), ops::Const(0.5f));
+  Output n = ops::Placeholder(DT_INT32, {}, "n");
+  Output dynamic = ops::Range(ops::Const(int32_t{0}), n, ops::Const(int32_t{1}));
+  EXPECT_EQ(dynamic.shape().DebugString(), "[?]");
+  Session sess(g_);
+  EXPECT_EQ(Values<int32_t>(r.Eval(sess)), (std::vector<int32_t>{3, 7, 11}));
+  EXPECT_EQ(Values<int64_t>(down.Eval(sess)), (std::vector<int64_t>{5, 3, 1}));
+  EXPECT_EQ(Values<float>(f.Eval(sess)), (std::vector<float>{0.5f, 1.0f, 1.5f}));
+  EXPECT_EQ(sess.Run({{n, Tensor::Scalar<int32_t>(0)}}, {dynamic})[0].NumElements(), 0);
+  ExpectInvalidArgument([&] { sess.Run({{n, Tensor::Scalar<int32_t>(-1)}}, {dynamic}); },
+                        {"Requires start <= limit when delta > 0"});
+  ExpectInvalidArgument([&] { ops::Range(ops::Const(1), ops::Const(2), ops::Const(0)); },
+                        {"Requires delta != 0"});
+
+  const std::vector<Output> shapes = ops::ShapeN({Iota({2, 3}), Iota({4}), ops::Const(1.0f)});
+  ASSERT_EQ(shapes.size(), 3u);
+  const std::vector<Tensor> sv = sess.Run({}, shapes);
+  EXPECT_EQ(Values<int32_t>(sv[0]), (std::vector<int32_t>{2, 3}));
+  EXPECT_EQ(Values<int32_t>(sv[1]), (std::vector<int32_t>{4}));
+  EXPECT_EQ(sv[2].NumElements(), 0);
+  const std::vector<Output> s64 = ops::ShapeN({Iota({5, 1})}, DT_INT64);
+  EXPECT_EQ(Values<int64_t>(s64[0].Eval(sess)), (std::vector<int64_t>{5, 1}));
+
+  const std::vector<Output> offsets = ops::ConcatOffset(
+      ops::Const(int32_t{1}), {ops::Const<int32_t>({2, 3, 5}), ops::Const<int32_t>({2, 4, 5}),
+                               ops::Const<int32_t>({2, 1, 5})});
+  const std::vector<Tensor> ov = sess.Run({}, offsets);
+  EXPECT_EQ(Values<int32_t>(ov[0]), (std::vector<int32_t>{0, 0, 0}));
+  EXPECT_EQ(Values<int32_t>(ov[1]), (std::vector<int32_t>{0, 3, 0}));
+  EXPECT_EQ(Values<int32_t>(ov[2]), (std::vector<int32_t>{0, 7, 0}));
+  const std::vector<Output> negative_axis = ops::ConcatOffset(
+      ops::Const(int32_t{-1}), {ops::Const<int32_t>({2, 3}), ops::Const<int32_t>({2, 4})});
+  EXPECT_EQ(Values<int32_t>(negative_axis[1].Eval(sess)), (std::vector<int32_t>{0, 3}));
+  const std::vector<Output> mismatch = ops::ConcatOffset(
+      ops::Const(int32_t{0}), {ops::Const<int32_t>({2, 3}), ops::Const<int32_t>({2, 4})});
+  ExpectInvalidArgument([&] { mismatch[1].Eval(sess); }, {"mismatch"});
+}
+
+TEST_F(ArrayOpsTest, UniqueAndDynamicStitch) {
+  auto [y, idx] = ops::Unique(ops::Const<int32_t>({4, 1, 4, 7, 1, 1}));
+  auto [sy, sidx] = ops::Unique(ops::Const<std::string>({"b", "a", "b"}), DT_INT64);
+  Session sess(g_);
+  std::vector<Tensor> u = sess.Run({}, {y, idx, sy, sidx});
+  EXPECT_EQ(Values<int32_t>(u[0]), (std::vector<int32_t>{4, 1, 7}));
+  EXPECT_EQ(Values<int32_t>(u[1]), (std::vector<int32_t>{0, 1, 0, 2, 1, 1}));
+  EXPECT_EQ(Values<std::string>(u[2]), (std::vector<std::string>{"b", "a"}));
+  EXPECT_EQ(Values<int64_t>(u[3]), (std::vector<int64_t>{0, 1, 0}));
+
+  // As TF's reduced_shape: stitch Shape(x) with 1s at the reduced axes.
+  Output merged = ops::DynamicStitch({ops::Const<int32_t>({0, 1, 2}), ops::Const<int32_t>({1})},
+                                     {ops::Const<int32_t>({2, 3, 4}), ops::Const<int32_t>({1})});
+  EXPECT_EQ(Values<int32_t>(merged.Eval(sess)), (std::vector<int32_t>{2, 1, 4}));
+  Output rows = ops::DynamicStitch({ops::Const<int32_t>({{2}, {0}}, TensorShape({2, 1})), ops::Const<int32_t>({3})},
+                                   {Iota({2, 1, 2}), ops::Const<float>({9, 9}, TensorShape({1, 2}))});
+  const Tensor r = rows.Eval(sess);
+  EXPECT_EQ(r.shape().DebugString(), "[4,2]");
+  EXPECT_EQ(Values<float>(r), (std::vector<float>{2, 3, 0, 0, 0, 1, 9, 9}));
+  Output bad = ops::DynamicStitch({ops::Const<int32_t>({0, 1})}, {ops::Const<float>({1, 2, 3})});
+  ExpectInvalidArgument([&] { bad.Eval(sess); }, {"does not start with"});
+
+  Output a = In({3, 2}, "a");
+  Output b = In({2, 2}, "b");
+  Output stitched = ops::DynamicStitch({ops::Const<int32_t>({4, 0, 2}), ops::Const<int32_t>({1, 3})}, {a, b});
+  EXPECT_LT(ComputeGradientError({a, b}, {RandomDoubles({3, 2}, 31), RandomDoubles({2, 2}, 32)},
+                                 stitched * stitched),
+            1e-8);
+}
+
+TEST_F(ArrayOpsTest, StaticRegexFullMatchMatchesWholeStrings) {
+  Output in = ops::Const<std::string>({"s3://bucket/x", "/tmp/s3://", "s3:/", ""});
+  Session sess(g_);
+  EXPECT_EQ(Values<bool>(ops::StaticRegexFullMatch(in, "^s3://.*").Eval(sess)),
+            (std::vector<bool>{true, false, false, false}));
+  EXPECT_EQ(Values<bool>(ops::StaticRegexFullMatch(in, "s3:/").Eval(sess)),
+            (std::vector<bool>{false, false, true, false}));
+  Output bad = ops::StaticRegexFullMatch(in, "(unclosed");
+  ExpectInvalidArgument([&] { bad.Eval(sess); }, {"invalid pattern"});
+}
 
 TEST_F(ArrayOpsTest, StopGradientSizeRankExpandDims) {
   Output x = In({2, 3});

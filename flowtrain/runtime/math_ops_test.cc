@@ -10,6 +10,7 @@
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
+#include "flowtrain/graph/graph_def.h"
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/gradients.h"
 #include "flowtrain/ops/math_ops.h"
@@ -166,6 +167,74 @@ TEST_F(MathOpsTest, BinaryGradientsWithBroadcasting) {
   EXPECT_LT(ComputeGradientError({s, y}, {RandomDoubles({}, 9, 0.5, 2.0), yv}, ops::Pow(s, y)), 1e-7);
 }
 
+// FloorMod and Floor follow Python's floor semantics (TF's values: the remainder has y's sign);
+// DivNoNan is 0 where y is 0; TanhGrad/SigmoidGrad are the gradients TF's graphs use.
+TEST_F(MathOpsTest, FloorModFloorDivNoNanAndActivationGrads) {
+  Session sess(g_);
+  EXPECT_EQ(Values<int32_t>(ops::FloorMod(ops::Const<int32_t>({7, -7, 7, -7, 0}),
+                                          ops::Const<int32_t>({3, 3, -3, -3, 5})).Eval(sess)),
+            (std::vector<int32_t>{1, 2, -2, -1, 0}));
+  EXPECT_EQ(Values<int64_t>(ops::FloorMod(ops::Const<int64_t>({10, -1}), ops::Const(int64_t{4})).Eval(sess)),
+            (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(Values<float>(ops::FloorMod(ops::Const<float>({5.5f, -5.5f, 5.5f}),
+                                        ops::Const<float>({2, 2, -2})).Eval(sess)),
+            (std::vector<float>{1.5f, 0.5f, -0.5f}));
+  ExpectInvalidArgument([&] { ops::FloorMod(ops::Const<int32_t>({1}), ops::Const<int32_t>({0})).Eval(sess); },
+                        {"zero"});
+  EXPECT_EQ(Values<float>(ops::Floor(ops::Const<float>({1.5f, -1.5f, 2.0f, -0.0f})).Eval(sess)),
+            (std::vector<float>{1, -2, 2, -0.0f}));
+  EXPECT_EQ(Values<float>(ops::DivNoNan(ops::Const<float>({1, 0, -3, 6}),
+                                        ops::Const<float>({0, 0, 2, 3})).Eval(sess)),
+            (std::vector<float>{0, 0, -1.5f, 2}));
+  EXPECT_EQ(Values<float>(ops::TanhGrad(ops::Const<float>({0.5f, -1}), ops::Const<float>({2, 3})).Eval(sess)),
+            (std::vector<float>{1.5f, 0}));
+  EXPECT_EQ(Values<float>(ops::SigmoidGrad(ops::Const<float>({0.5f, 0.25f}), ops::Const<float>({4, 2})).Eval(sess)),
+            (std::vector<float>{1, 0.375f}));
+}
+
+TEST_F(MathOpsTest, FloorModDivNoNanAndActivationGradGradients) {
+  Output x = In({2, 3}, "x");
+  Output y = In({3}, "y");
+  // Away from the jumps of floor(x / y).
+  const Tensor xv = Tensor::FromVector<double>({0.3, 2.7, -1.5, 5.2, -3.3, 0.9}, TensorShape({2, 3}));
+  const Tensor yv = Tensor::FromVector<double>({1.1, -0.8, 0.7});
+  EXPECT_LT(ComputeGradientError({x, y}, {xv, yv}, ops::FloorMod(x, y)), 1e-8);
+  EXPECT_LT(ComputeGradientError({x, y}, {xv, yv}, ops::DivNoNan(x, y)), 1e-7);
+  Output a = In({2, 3}, "a");
+  Output b = In({2, 3}, "b");
+  const Tensor av = RandomDoubles({2, 3}, 11, -0.9, 0.9);
+  const Tensor bv = RandomDoubles({2, 3}, 12);
+  EXPECT_LT(ComputeGradientError({a, b}, {av, bv}, ops::TanhGrad(a, b)), 1e-8);
+  EXPECT_LT(ComputeGradientError({a, b}, {av, bv}, ops::SigmoidGrad(a, b)), 1e-8);
+  // DivNoNan's gradient is 0 (not NaN) where y == 0.
+  Session sess(g_);
+  Output z = ops::Placeholder(DT_DOUBLE, {2}, "z");
+  const auto grads = ops::Gradients({ops::DivNoNan(ops::Const<double>({1, 2}), z)}, {z});
+  const Tensor g = sess.Run({{z, Tensor::FromVector<double>({0, 2})}}, {grads[0]})[0];
+  EXPECT_EQ(Values<double>(g), (std::vector<double>{0, -0.5}));
+}
+
+// TF's losses reduce over Range(0, Rank(x)): axes known only when the graph runs.
+TEST_F(MathOpsTest, SumAndMeanGradientsWithAxesKnownOnlyAtRunTime) {
+  Output x = In({2, 3, 2}, "x");
+  Output axes = ops::Placeholder(DT_INT32, {-1}, "axes");
+  const Tensor xv = RandomDoubles({2, 3, 2}, 21);
+  for (const std::vector<int32_t>& a : {std::vector<int32_t>{1}, {-1, 0}, {0, 1, 2}, {}}) {
+    GradientCheckOptions options;
+    options.extra_feeds = {{axes, Tensor::FromVector<int32_t>(a)}};
+    EXPECT_LT(ComputeGradientError({x}, {xv}, ops::Sum(x, axes), options), 1e-8) << a.size();
+    EXPECT_LT(ComputeGradientError({x}, {xv}, ops::Mean(x, axes), options), 1e-8) << a.size();
+    EXPECT_LT(ComputeGradientError({x}, {xv}, ops::Sum(x, axes, /*keep_dims=*/true), options), 1e-8);
+  }
+  // As tf.losses builds it: Sum over Range(0, Rank(x)).
+  Output all = ops::Sum(x * x, ops::Range(ops::Const(int32_t{0}), ops::Rank(x), ops::Const(int32_t{1})));
+  EXPECT_LT(ComputeGradientError({x}, {xv}, all), 1e-8);
+  // A scalar reduced over Range(0, 0): no axes at all.
+  Output s = In({}, "s");
+  Output none = ops::Sum(s * s, ops::Range(ops::Const(int32_t{0}), ops::Rank(s), ops::Const(int32_t{1})));
+  EXPECT_LT(ComputeGradientError({s}, {RandomDoubles({}, 22)}, none), 1e-8);
+}
+
 TEST_F(MathOpsTest, PowGradientWithRespectToExponentIsZeroForNonPositiveBase) {
   Output x = ops::Const<double>({0.0, -2.0, 2.0});
   Output y = In({3}, "y");
@@ -285,6 +354,39 @@ TEST_F(MathOpsTest, ArgMaxArgMin) {
 // by rows (m >= n; a shared op(b) in several pieces of columns, the last one a narrow panel)
 // and by column panels (op(a) in several row groups, own and shared), depth over one packing
 // block, every transpose combination, against a float64 reference.
+// TF 2.x writes MatMul's grad_a/grad_b; flowtrain imports them, and leaves them out of the
+// GraphDefs it writes while they are at their default, which TF 1.15 (no such attrs) imports.
+TEST_F(MathOpsTest, MatMulAcceptsTf2AttrsAndExportsThemOnlyWhenSet) {
+  Output a = ops::Const<float>({1, 2, 3, 4}, TensorShape({2, 2}));
+  ops::MatMul(a, a, false, false, "plain");
+  tensorflow::GraphDef def = g_.ToGraphDef();
+  const tensorflow::NodeDef* plain = nullptr;
+  for (const auto& n : def.node()) if (n.name() == "plain") plain = &n;
+  ASSERT_NE(plain, nullptr);
+  EXPECT_TRUE(plain->attr().contains("transpose_a"));
+  EXPECT_FALSE(plain->attr().contains("grad_a"));
+  EXPECT_FALSE(plain->attr().contains("grad_b"));
+
+  tensorflow::NodeDef marked = *plain;
+  marked.set_name("marked");
+  (*marked.mutable_attr())["grad_b"].set_b(true);
+  *def.add_node() = marked;
+  Graph imported;
+  ImportGraphDef(def, &imported);
+  ASSERT_NE(imported.FindNode("marked"), nullptr);
+  ASSERT_NE(imported.FindNode("plain"), nullptr);
+  EXPECT_TRUE(imported.FindNode("marked")->GetAttr<bool>("grad_b"));
+  EXPECT_FALSE(imported.FindNode("plain")->GetAttr<bool>("grad_a"));  // the default
+  bool exported_marked = false;
+  const tensorflow::GraphDef exported = imported.ToGraphDef();
+  for (const auto& n : exported.node()) {
+    if (n.name() == "marked") exported_marked = n.attr().contains("grad_b") && n.attr().at("grad_b").b();
+  }
+  EXPECT_TRUE(exported_marked);
+  Session sess(imported);
+  EXPECT_EQ(Values<float>(sess.Run({}, {"marked:0"}, {})[0]), (std::vector<float>{7, 10, 15, 22}));
+}
+
 TEST_F(MathOpsTest, MatMulSplitOverThreadsMatchesReference) {
   struct Shape {
     int64_t m, n, k;

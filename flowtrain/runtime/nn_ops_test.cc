@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "flowtrain/core/error.h"
+#include "flowtrain/graph/node_builder.h"
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/gradients.h"
 #include "flowtrain/ops/math_ops.h"
@@ -586,6 +587,35 @@ TEST_F(NnOpsTest, FusedBatchNormTrainingAndInference) {
                   1e-4);
     }
   }
+}
+
+// Keras (TF >= 2.1) fuses the moving averages into the op: with exponential_avg_factor f the
+// training outputs are (1 - f) * mean_in + f * batch statistic.
+TEST_F(NnOpsTest, FusedBatchNormExponentialAverageFactor) {
+  Output x = ops::Const<float>({1, 10, 3, 20, 5, 30, 7, 40}, TensorShape({1, 2, 2, 2}));
+  Output scale = ops::Const<float>({1, 1});
+  Output offset = ops::Const<float>({0, 0});
+  Output mean_in = ops::Const<float>({2, -4});
+  Output var_in = ops::Const<float>({1, 3});
+  auto with_factor = [&](float f) {
+    return NodeBuilder("FusedBatchNormV3", "bn")
+        .Input(x).Input(scale).Input(offset).Input(mean_in).Input(var_in)
+        .Attr("exponential_avg_factor", f)
+        .Finalize();
+  };
+  Operation plain = with_factor(1.0f);
+  Operation blended = with_factor(0.25f);
+  Session sess(g_);
+  const auto out = sess.Run({}, {plain.output(1), plain.output(2), blended.output(0), plain.output(0),
+                                 blended.output(1), blended.output(2)});
+  // Channel 0: 1, 3, 5, 7 (mean 4, unbiased variance 20/3); channel 1: 10..40 (25, 500/3).
+  EXPECT_EQ(testing::Values<float>(out[0]), (std::vector<float>{4, 25}));
+  EXPECT_NEAR(out[1].flat<float>()[0], 20.0 / 3, 1e-5);
+  EXPECT_EQ(testing::Values<float>(out[2]), testing::Values<float>(out[3]));  // y uses the batch statistics either way
+  EXPECT_NEAR(out[4].flat<float>()[0], 0.75 * 2 + 0.25 * 4, 1e-6);
+  EXPECT_NEAR(out[4].flat<float>()[1], 0.75 * -4 + 0.25 * 25, 1e-6);
+  EXPECT_NEAR(out[5].flat<float>()[0], 0.75 * 1 + 0.25 * 20.0 / 3, 1e-5);
+  EXPECT_NEAR(out[5].flat<float>()[1], 0.75 * 3 + 0.25 * 500.0 / 3, 1e-4);
 }
 
 TEST_F(NnOpsTest, FusedBatchNormGradients) {

@@ -123,6 +123,43 @@ TEST(TrainingOpsTest, ApplyAdagrad) {
   ExpectNear(Read(s, accum), want_acc);
 }
 
+// Rows 2 and 0 of a [3, 2] variable, row 2 twice (updated once per occurrence, in order).
+TEST(TrainingOpsTest, SparseApplyAdagradUpdatesOnlyTheIndexedRows) {
+  Fixture f;
+  Variable var(Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, TensorShape({3, 2})), {.name = "var"});
+  Variable accum(Tensor::FromVector<float>({0.1f, 0.1f, 0.1f, 0.1f, 0.1f, 0.1f}, TensorShape({3, 2})),
+                 {.name = "accum"});
+  const std::vector<float> g = {0.5f, -1.0f, 2.0f, 0.25f, -0.5f, 1.5f};
+  Output update = ops::SparseApplyAdagrad(var.ref(), accum.ref(), ops::Const(0.5f),
+                                          ops::Const(Tensor::FromVector<float>(g, TensorShape({3, 2}))),
+                                          ops::Const<int64_t>({2, 0, 2}));
+  EXPECT_EQ(update.shape().DebugString(), "[3,2]");
+  Session s(f.g);
+  s.Run({}, {}, {ops::GlobalVariablesInitializer()});
+  s.Run({}, {}, {update.op()});
+  std::vector<double> want_var = {1, 2, 3, 4, 5, 6}, want_acc(6, 0.1);
+  for (int i : {0, 1, 2}) {
+    const int row = std::vector<int>{2, 0, 2}[i];
+    for (int c = 0; c < 2; ++c) {
+      const double gi = g[i * 2 + c];
+      want_acc[row * 2 + c] += gi * gi;
+      want_var[row * 2 + c] -= 0.5 * gi / std::sqrt(want_acc[row * 2 + c]);
+    }
+  }
+  ExpectNear(Read(s, var), want_var);
+  ExpectNear(Read(s, accum), want_acc);
+
+  Output out_of_range = ops::SparseApplyAdagrad(var.ref(), accum.ref(), ops::Const(0.5f),
+                                                ops::Const(Tensor::FromVector<float>({1, 1}, TensorShape({1, 2}))),
+                                                ops::Const<int32_t>({3}));
+  EXPECT_THROW(s.Run({}, {}, {out_of_range.op()}), InvalidArgumentError);
+  Output wrong_rows = ops::SparseApplyAdagrad(var.ref(), accum.ref(), ops::Const(0.5f),
+                                              ops::Const(Tensor::FromVector<float>({1, 1}, TensorShape({1, 2}))),
+                                              ops::Const<int32_t>({0, 1}));
+  EXPECT_THROW(s.Run({}, {}, {wrong_rows.op()}), InvalidArgumentError);
+  ExpectNear(Read(s, var), want_var);  // the failed updates changed nothing
+}
+
 TEST(TrainingOpsTest, ApplyRMSPropAndCentered) {
   const double lr = 0.01, rho = 0.9, momentum = 0.5, eps = 1e-6;
   {
