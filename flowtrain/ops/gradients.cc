@@ -8,6 +8,7 @@
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/ops/array_ops.h"
+#include "flowtrain/ops/control_flow_ops.h"
 #include "flowtrain/ops/math_ops.h"
 
 namespace flowtrain {
@@ -54,7 +55,8 @@ Output Aggregate(std::vector<Output>& grads) {
 }  // namespace
 
 std::vector<Output> Gradients(const std::vector<Output>& ys, const std::vector<Output>& xs,
-                              const std::vector<Output>& grad_ys, std::string_view name) {
+                              const std::vector<Output>& grad_ys, std::string_view name,
+                              bool gate_gradients) {
   if (ys.empty()) InvalidArgument("Gradients needs at least one y");
   if (!grad_ys.empty() && grad_ys.size() != ys.size()) {
     InvalidArgument("Passed ", grad_ys.size(), " grad_ys for ", ys.size(), " ys");
@@ -158,6 +160,10 @@ std::vector<Output> Gradients(const std::vector<Output>& ys, const std::vector<O
         {
           auto op_scope = graph.NameScope(StrCat(node->name(), "_grad"));
           in_grads = (*fn)(op, out_grads);
+          if (gate_gradients && std::count_if(in_grads.begin(), in_grads.end(),
+                                              [](const Output& g) { return static_cast<bool>(g); }) > 1) {
+            in_grads = ops::Tuple(in_grads);
+          }
         }
         if (in_grads.size() != static_cast<size_t>(node->num_inputs())) {
           Internal("Gradient function of ", node->DebugName(), " returned ", in_grads.size(),

@@ -15,6 +15,7 @@
 #include "flowtrain/core/tensor.h"
 #include "flowtrain/io/record_writer.h"
 #include "flowtrain/ops/array_ops.h"
+#include "flowtrain/ops/clip_ops.h"
 #include "flowtrain/ops/layers.h"
 #include "flowtrain/ops/math_ops.h"
 #include "flowtrain/ops/nn_ops.h"
@@ -25,6 +26,11 @@
 #include "flowtrain/summary/file_writer.h"
 #include "flowtrain/summary/summary.h"
 #include "flowtrain/train/adam.h"
+#include "flowtrain/train/basic_session_run_hooks.h"
+#include "flowtrain/train/checkpoint_management.h"
+#include "flowtrain/train/learning_rate_decay.h"
+#include "flowtrain/train/meta_graph.h"
+#include "flowtrain/train/monitored_training_session.h"
 #include "flowtrain/train/momentum.h"
 #include "flowtrain/train/saver.h"
 #include "tests/test_util.h"
@@ -278,10 +284,10 @@ TEST(InteropTest, MetaGraphImportsRunsAndTrainsInTensorFlow) {
   sess.Run({}, {}, {ops::GlobalVariablesInitializer(&m.graph)});
   for (int i = 0; i < 5; ++i) sess.Run({{m.x, batch.x}, {m.y, batch.y}}, {}, {m.train_op});
   const std::string prefix = m.saver->Save(sess, dir + "/model.ckpt", m.global_step);
-  std::vector<std::pair<std::string, Tensor>> expected = {{"x", batch.x}, {"y", batch.y}};
+  std::vector<std::pair<std::string, Tensor>> expected = {{"feed/x:0", batch.x}, {"feed/y:0", batch.y}};
   std::vector<Tensor> out = sess.Run({{m.x, batch.x}, {m.y, batch.y}}, {m.pred, m.loss});
-  expected.emplace_back("pred", out[0]);
-  expected.emplace_back("loss", out[1]);
+  expected.emplace_back("fetch/pred:0", out[0]);
+  expected.emplace_back("fetch/loss:0", out[1]);
   // flowtrain continues 10 steps from the checkpoint's state: the loss before each step.
   std::vector<float> losses;
   for (int i = 0; i < 10; ++i) {
@@ -293,9 +299,96 @@ TEST(InteropTest, MetaGraphImportsRunsAndTrainsInTensorFlow) {
   for (const Variable& v : ops::GlobalVariables(&m.graph)) {
     expected.emplace_back("final/" + v.op().name(), v.value().Eval(sess));
   }
+  expected.emplace_back("start_step", Tensor::Scalar<int64_t>(5));
   WriteFile(dir + "/expected.json", TensorListJson(expected));
   RunChecker("check_meta_graph.py",
              {"--meta", prefix + ".meta", "--prefix", prefix, "--expected", dir + "/expected.json"});
+}
+
+// A conv net (conv2d, max pooling, flatten, dense, sparse softmax cross entropy, a decayed
+// learning rate, gradients clipped by global norm, Nesterov momentum, summaries) trained by
+// MonitoredTrainingSession, whose CheckpointSaverHook writes the checkpoint and .meta. flowtrain
+// imports that .meta into a new graph and trains 10 more steps; TF must do the same with the
+// same losses, and run the imported summary op.
+TEST(InteropTest, MonitoredTrainingSessionMetaGraphTrainsOnInTensorFlow) {
+  const std::string dir = MakeTempDir("interop_mts");
+  const int n = 12;
+  std::vector<float> pixels;
+  std::vector<int64_t> classes;
+  for (int i = 0; i < n; ++i) {
+    for (int k = 0; k < 36; ++k) pixels.push_back(std::sin(0.3f * k * (1 + i % 3) + i));
+    classes.push_back(i % 3);
+  }
+  const Tensor images_value = Tensor::FromVector<float>(pixels, TensorShape({n, 6, 6, 1}));
+  const Tensor labels_value = Tensor::FromVector<int64_t>(classes);
+  {
+    Graph g;
+    auto as_default = g.AsDefault();
+    g.set_seed(3);
+    Output images = ops::Placeholder(DT_FLOAT, PartialTensorShape({-1, 6, 6, 1}), "images");
+    Output labels = ops::Placeholder(DT_INT64, PartialTensorShape({-1}), "labels");
+    Output h = layers::Conv2D(images, 4, {3, 3}, {1, 1}, "same", ops::Relu);
+    h = layers::MaxPooling2D(h, {2, 2}, {2, 2});
+    Output logits = layers::Dense(layers::Flatten(h), 3);
+    Output loss = ops::Identity(
+        ops::ReduceMean(ops::SparseSoftmaxCrossEntropyWithLogits(labels, logits)), "loss");
+    summary::Scalar("xent", loss);
+    summary::Histogram("logits", logits);
+    Variable step = train::GetOrCreateGlobalStep();
+    Output lr = train::ExponentialDecay(0.2, step.value(), 4, 0.8);
+    train::MomentumOptimizer opt(lr, 0.9, {.use_nesterov = true});
+    std::vector<train::GradAndVar> grads_and_vars = opt.ComputeGradients(loss);
+    std::vector<Output> grads;
+    for (const auto& [grad, var] : grads_and_vars) grads.push_back(grad);
+    auto [clipped, norm] = ops::ClipByGlobalNorm(grads, 1.0f);
+    for (size_t i = 0; i < grads_and_vars.size(); ++i) grads_and_vars[i].first = clipped[i];
+    Operation train_op = opt.ApplyGradients(grads_and_vars, step);
+    train::MonitoredTrainingSessionOptions options;
+    options.checkpoint_dir = dir;
+    options.save_checkpoint_steps = int64_t{8};
+    options.save_checkpoint_secs = std::nullopt;
+    options.save_summaries_steps = int64_t{4};
+    options.hooks = {std::make_shared<train::StopAtStepHook>(train::LastStep{8})};
+    auto sess = train::MonitoredTrainingSession(options);
+    while (!sess->ShouldStop()) sess->Run({train_op}, {{images, images_value}, {labels, labels_value}});
+  }
+  const std::optional<std::string> prefix = train::LatestCheckpoint(dir);
+  ASSERT_TRUE(prefix.has_value());
+  ASSERT_EQ(*prefix, dir + "/model.ckpt-8");
+
+  // flowtrain continues from its own .meta and checkpoint.
+  Graph g;
+  std::shared_ptr<train::Saver> saver = train::ImportMetaGraph(*prefix + ".meta", &g);
+  ASSERT_NE(saver, nullptr);
+  Session sess(g);
+  saver->Restore(sess, *prefix);
+  const Output loss = g.GetTensorByName("loss:0");
+  const Output logits = g.GetTensorByName("dense/BiasAdd:0");
+  const std::vector<Operation> train_ops = g.GetCollection<Operation>(GraphKeys::kTrainOp);
+  ASSERT_EQ(train_ops.size(), 1u);
+  const FeedList feeds = {{g.GetTensorByName("images:0"), images_value},
+                          {g.GetTensorByName("labels:0"), labels_value}};
+  std::vector<std::pair<std::string, Tensor>> expected = {{"feed/images:0", images_value},
+                                                          {"feed/labels:0", labels_value}};
+  std::vector<Tensor> out = sess.Run(feeds, {logits, loss});
+  expected.emplace_back("fetch/dense/BiasAdd:0", out[0]);
+  expected.emplace_back("fetch/loss:0", out[1]);
+  std::vector<float> losses;
+  for (int i = 0; i < 10; ++i) {
+    losses.push_back(sess.Run(feeds, {loss})[0].scalar<float>());
+    sess.Run(feeds, {}, {train_ops[0]});
+  }
+  losses.push_back(sess.Run(feeds, {loss})[0].scalar<float>());
+  expected.emplace_back("continued_losses", Tensor::FromVector<float>(losses));
+  for (const Variable& v : ops::GlobalVariables(&g)) {
+    expected.emplace_back("final/" + v.op().name(), v.value().Eval(sess));
+  }
+  expected.emplace_back("start_step", Tensor::Scalar<int64_t>(8));
+  expected.emplace_back("summary_op_count", Tensor::Scalar<int64_t>(1));
+  expected.emplace_back("summary_loss_tag", Tensor::Scalar<std::string>("xent"));
+  WriteFile(dir + "/expected.json", TensorListJson(expected));
+  RunChecker("check_meta_graph.py",
+             {"--meta", *prefix + ".meta", "--prefix", *prefix, "--expected", dir + "/expected.json"});
 }
 
 // ---- TFRecords of tf.train.Example ----

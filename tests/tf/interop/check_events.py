@@ -180,7 +180,8 @@ class Server:
         self.process = subprocess.Popen(
             [tensorboard, "--logdir", logdir, "--host", "127.0.0.1", "--port", str(self.port),
              "--load_fast=false", "--reload_interval=1",
-             "--samples_per_plugin=scalars=0,histograms=0,images=0,audio=0,text=0"],
+             # Enough for every step (0 would make the data provider downsample to nothing).
+             "--samples_per_plugin=scalars=100,histograms=100,images=100,audio=100,text=100"],
             stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
     def url(self, path, **params):
