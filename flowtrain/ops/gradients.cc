@@ -160,9 +160,16 @@ std::vector<Output> Gradients(const std::vector<Output>& ys, const std::vector<O
         {
           auto op_scope = graph.NameScope(StrCat(node->name(), "_grad"));
           in_grads = (*fn)(op, out_grads);
-          if (gate_gradients && std::count_if(in_grads.begin(), in_grads.end(),
-                                              [](const Output& g) { return static_cast<bool>(g); }) > 1) {
-            in_grads = ops::Tuple(in_grads);
+          if (gate_gradients && in_grads.size() == static_cast<size_t>(node->num_inputs())) {
+            // Unlike TF, only the gradients that are used are gated, so that the gate does not
+            // make a run compute one nobody needs (a first layer's gradient of its input).
+            std::vector<Output> used(in_grads.size());
+            for (size_t i = 0; i < in_grads.size(); ++i) {
+              if (between.count(node->input(static_cast<int>(i)).node)) used[i] = in_grads[i];
+            }
+            if (std::count_if(used.begin(), used.end(), [](const Output& g) { return static_cast<bool>(g); }) > 1) {
+              in_grads = ops::Tuple(used);
+            }
           }
         }
         if (in_grads.size() != static_cast<size_t>(node->num_inputs())) {
