@@ -13,6 +13,8 @@
 #include <gtest/gtest.h>
 
 #include "flowtrain/core/tensor.h"
+#include "flowtrain/graph/op_registry.h"
+#include "flowtrain/proto/op_def.pb.h"
 #include "flowtrain/io/record_writer.h"
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/clip_ops.h"
@@ -389,6 +391,25 @@ TEST(InteropTest, MonitoredTrainingSessionMetaGraphTrainsOnInTensorFlow) {
   WriteFile(dir + "/expected.json", TensorListJson(expected));
   RunChecker("check_meta_graph.py",
              {"--meta", *prefix + ".meta", "--prefix", *prefix, "--expected", dir + "/expected.json"});
+}
+
+// ---- Op definitions ----
+
+// Every op flowtrain registers (and so may write into a GraphDef or a MetaGraph's
+// stripped_op_list) must be TF's op with TF's signature: the same inputs and outputs, attrs
+// TF knows with the same types, no attr TF requires that flowtrain lacks, and defaults TF
+// would fill in the same way. Otherwise TF rejects, or silently reinterprets, what we write.
+TEST(InteropTest, EveryRegisteredOpHasTensorFlowsSignature) {
+  const std::string dir = MakeTempDir("interop_ops");
+  tensorflow::OpList ops;
+  for (const std::string& name : OpRegistry::Global()->ListOps()) {
+    *ops.add_op() = OpRegistry::Global()->Get(name).def;
+  }
+  ASSERT_GT(ops.op_size(), 100);
+  std::ofstream out(dir + "/ops.pb", std::ios::binary);
+  ASSERT_TRUE(ops.SerializeToOstream(&out));
+  out.close();
+  RunChecker("check_op_defs.py", {"--ops", dir + "/ops.pb"});
 }
 
 // ---- TFRecords of tf.train.Example ----

@@ -4,7 +4,8 @@ event) and through a real `tensorboard --logdir` server on 127.0.0.1 queried ove
 API. Values are compared with what flowtrain computed or was fed: the scalar flowtrain's session
 computed, histogram statistics and bucket counts recomputed from the raw values, images decoded
 from PNG and audio decoded from WAV back to flowtrain's pixels and samples, the text, and the
-graph's nodes.
+graph's nodes; and the histograms and WAV clips equal those TF's own tf.summary ops make of the
+same values.
 
   check_events.py --expected DIR/expected.json
 """
@@ -90,6 +91,24 @@ def markdown_html(text):
     return re.sub(r"\*\*(.*?)\*\*", r"<strong>\1</strong>", text)
 
 
+def tf_summaries(expected):
+    """Per step, TF's own tf.compat.v1.summary histogram and audio of the values flowtrain was
+    fed, as {tag: Summary.Value}: flowtrain's must equal them field for field."""
+    with tf.Graph().as_default():
+        weights = tf.compat.v1.placeholder(tf.float32, [None])
+        sound = tf.compat.v1.placeholder(tf.float32, [2, None])
+        merged = tf.compat.v1.summary.merge([
+            tf.compat.v1.summary.histogram(HISTOGRAM_TAG, weights),
+            tf.compat.v1.summary.audio("sound", sound, expected["sample_rate"], max_outputs=2)])
+        with tf.compat.v1.Session() as sess:
+            out = []
+            for s in expected["steps"]:
+                summary = tf.compat.v1.Summary.FromString(sess.run(merged, {
+                    weights: ic.array_from_json(s["weights"]), sound: ic.array_from_json(s["sound"])}))
+                out.append({v.tag: v for v in summary.value})
+            return out
+
+
 # ---- EventAccumulator ----
 
 def check_accumulator(expected):
@@ -112,6 +131,7 @@ def check_accumulator(expected):
         ic.expect_exact("scalar %s at step %d" % (SCALAR_TAG, e.step), np.float32(e.value),
                         ic.array_from_json(s["loss"]))
 
+    tf_values = tf_summaries(expected)
     histograms = acc.Histograms(HISTOGRAM_TAG)
     expect_steps("histogram", [e.step for e in histograms], expected)
     for e, s in zip(histograms, steps):
@@ -125,6 +145,13 @@ def check_accumulator(expected):
         ic.expect_close(what + " sum_squares", h.sum_squares, (values ** 2).sum(), rtol=1e-9)
         limits = list(h.bucket_limit)
         check_histogram(what, [-np.inf] + limits[:-1], limits, list(h.bucket), values)
+        want = tf_values[steps.index(s)][HISTOGRAM_TAG].histo
+        got = (h.min, h.max, h.num, h.sum, h.sum_squares, list(h.bucket_limit), list(h.bucket))
+        tf_histo = (want.min, want.max, want.num, want.sum, want.sum_squares, list(want.bucket_limit),
+                    list(want.bucket))
+        if got != tf_histo:
+            ic.fail("%s differs from tf.summary.histogram of the same values:\n flowtrain %s\n TF        %s" % (
+                what, got, tf_histo))
 
     for i, tag in enumerate(IMAGE_TAGS):
         images = acc.Images(tag)
@@ -144,6 +171,14 @@ def check_accumulator(expected):
                 ic.fail("audio %s: %s of %d frames" % (tag, e.content_type, e.length_frames))
             check_audio("audio %s at step %d" % (tag, e.step), e.encoded_audio_string, want,
                         expected["sample_rate"])
+            tf_audio = tf_values[steps.index(s)][tag].audio
+            if e.encoded_audio_string != tf_audio.encoded_audio_string:
+                ic.fail("audio %s at step %d: flowtrain's WAV (%d bytes) differs from tf.summary.audio's (%d bytes)" % (
+                    tag, e.step, len(e.encoded_audio_string), len(tf_audio.encoded_audio_string)))
+            if (e.sample_rate, e.length_frames) != (tf_audio.sample_rate, tf_audio.length_frames):
+                ic.fail("audio %s at step %d: rate/frames %s, TF's %s" % (
+                    tag, e.step, (e.sample_rate, e.length_frames),
+                    (tf_audio.sample_rate, tf_audio.length_frames)))
 
     texts = acc.Tensors(TEXT_TAG)
     expect_steps("text", [e.step for e in texts], expected)
