@@ -200,6 +200,14 @@ def check_accumulator(expected):
 
 # ---- A real TensorBoard server ----
 
+def die_with_parent():
+    """In the server's process: be killed when the checker dies (even by its watchdog)."""
+    import ctypes
+    import signal
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -217,7 +225,8 @@ class Server:
              "--load_fast=false", "--reload_interval=1",
              # Enough for every step (0 would make the data provider downsample to nothing).
              "--samples_per_plugin=scalars=100,histograms=100,images=100,audio=100,text=100"],
-            stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            preexec_fn=die_with_parent)
 
     def url(self, path, **params):
         query = ("?" + urllib.parse.urlencode(params)) if params else ""

@@ -1,5 +1,6 @@
 """Helpers shared by the interop checkers: reading expected.json (as the C++ test writes it)
 and failing with a message that names the mismatch."""
+import faulthandler
 import json
 import sys
 
@@ -14,8 +15,14 @@ def fail(message):
     raise Mismatch(message)
 
 
+# Longest a checker may take: past it, the stacks are printed and the process exits (even from
+# inside TF's C++ code), so a test never hangs.
+CHECKER_TIMEOUT_SECS = 300
+
+
 def run(main):
     """Runs main(); any Mismatch (or other error) becomes a non-zero exit with its message."""
+    faulthandler.dump_traceback_later(CHECKER_TIMEOUT_SECS, exit=True)
     try:
         main()
     except Mismatch as e:
