@@ -33,6 +33,8 @@
 #include "flowtrain/train/learning_rate_decay.h"
 #include "flowtrain/train/meta_graph.h"
 #include "flowtrain/train/monitored_training_session.h"
+#include "flowtrain/train/input.h"
+#include "flowtrain/ops/reader_ops.h"
 #include "flowtrain/train/momentum.h"
 #include "flowtrain/train/saver.h"
 #include "tests/test_util.h"
@@ -410,6 +412,37 @@ TEST(InteropTest, EveryRegisteredOpHasTensorFlowsSignature) {
   ASSERT_TRUE(ops.SerializeToOstream(&out));
   out.close();
   RunChecker("check_op_defs.py", {"--ops", dir + "/ops.pb"});
+}
+
+// A TF1 queue-based input pipeline (StringInputProducer, TFRecordReader, Batch) exported by
+// flowtrain: TF imports it, its queue runners come from the MetaGraph's "queue_runners"
+// collection, and it reads every record of its epochs, then ends with OutOfRange.
+TEST(InteropTest, QueueInputPipelineRunsInTensorFlow) {
+  const std::string dir = MakeTempDir("interop_queues");
+  std::vector<std::string> paths, records;
+  for (int f = 0; f < 3; ++f) {
+    paths.push_back(dir + "/part-" + std::to_string(f) + ".tfrecord");
+    io::RecordWriter writer(paths.back());
+    for (int r = 0; r < 4; ++r) {
+      records.push_back("file " + std::to_string(f) + " record " + std::to_string(r));
+      writer.WriteRecord(records.back());
+    }
+    writer.Close();
+  }
+  Graph g;
+  auto as_default = g.AsDefault();
+  ops::FIFOQueue files = train::StringInputProducer(paths, {.num_epochs = 2, .seed = 5});
+  ops::TFRecordReader reader;
+  auto [key, value] = reader.Read(files);
+  std::vector<Output> batch = train::Batch({key, value}, 5, {.allow_smaller_final_batch = true});
+  train::ExportMetaGraph(g, nullptr, dir + "/pipeline.meta");
+  std::vector<std::string> twice = records;
+  twice.insert(twice.end(), records.begin(), records.end());
+  std::vector<std::string> hex;
+  for (const std::string& r : twice) hex.push_back(Hex(r));
+  WriteFile(dir + "/expected.json", "{\"meta\":" + Quote(dir + "/pipeline.meta") + ",\"values\":" +
+                                        Quote(batch[1].name()) + ",\"records\":" + List(hex) + "}");
+  RunChecker("check_queue_pipeline.py", {"--expected", dir + "/expected.json"});
 }
 
 // ---- TFRecords of tf.train.Example ----

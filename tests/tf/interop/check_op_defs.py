@@ -21,9 +21,6 @@ KNOWN = {
         "exact resume (ops::MakeSaveableRandomOpStates), opt-in",
     "RestoreRandomOpStates: TF has no such op":
         "exact resume (ops::MakeSaveableRandomOpStates), opt-in",
-    "StringInputProducerEpoch: TF has no such op":
-        "train::StringInputProducer; TF builds it from a local epochs variable, CountUpTo and "
-        "RandomShuffle, which flowtrain lacks (CountUpTo)",
     # Kernels beyond TF's: graphs in these dtypes are flowtrain's only (gradient checks in double).
     "Conv2DBackpropFilter: attr T: allows [3] that TF does not": "int32 kernel",
     "FusedBatchNormV3: attr T: allows [2] that TF does not": "double kernel",
