@@ -1,8 +1,6 @@
-// Kernels of TFRecordReaderV2 / ReaderReadV2 (records from files named by a queue) and of
-// StringInputProducerEpoch (the epochs of file names a string input producer enqueues).
+// Kernels of TFRecordReaderV2 / ReaderReadV2 (records from files named by a queue).
 #include <algorithm>
 #include <memory>
-#include <random>
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
@@ -115,49 +113,6 @@ class ReaderReadOp : public OpKernel {
   }
 };
 FT_REGISTER_KERNEL("ReaderReadV2", ReaderReadOp);
-
-// Epochs produced so far in one session.
-class EpochCounter : public ResourceBase {
- public:
-  explicit EpochCounter(uint64_t seed) : rng(seed) {}
-  std::string DebugString() const override { return StrCat("EpochCounter ", epochs); }
-  std::mutex mu;
-  int64_t epochs = 0;
-  std::mt19937_64 rng;
-};
-
-class StringInputProducerEpochOp : public OpKernel {
- public:
-  explicit StringInputProducerEpochOp(OpKernelConstruction& c)
-      : OpKernel(c),
-        num_epochs_(c.GetAttr<int64_t>("num_epochs")),
-        shuffle_(c.GetAttr<bool>("shuffle")) {
-    const auto seed = static_cast<uint64_t>(c.GetAttr<int64_t>("seed"));
-    const auto seed2 = static_cast<uint64_t>(c.GetAttr<int64_t>("seed2"));
-    seed_ = seed == 0 && seed2 == 0 ? std::random_device()() : seed * 0x9E3779B97F4A7C15ull + seed2;
-  }
-  void Compute(OpKernelContext* ctx) override {
-    auto counter = ctx->resource_manager()->LookupOrCreate<EpochCounter>(
-        "", StrCat(name(), "/epochs"), [&] { return std::make_shared<EpochCounter>(seed_); });
-    const Tensor& strings = ctx->input(0);
-    if (strings.NumElements() == 0) InvalidArgument(name(), ": the input list of strings is empty");
-    Tensor epoch = strings.DeepCopy();
-    std::lock_guard<std::mutex> lock(counter->mu);
-    if (num_epochs_ > 0 && counter->epochs >= num_epochs_) OutOfRange("Reached limit of ", num_epochs_);
-    ++counter->epochs;
-    if (shuffle_) {
-      auto values = epoch.flat<std::string>();
-      std::shuffle(values.begin(), values.end(), counter->rng);
-    }
-    ctx->set_output(0, std::move(epoch));
-  }
-
- private:
-  int64_t num_epochs_;
-  bool shuffle_;
-  uint64_t seed_;
-};
-FT_REGISTER_KERNEL("StringInputProducerEpoch", StringInputProducerEpochOp);
 
 }  // namespace
 }  // namespace flowtrain

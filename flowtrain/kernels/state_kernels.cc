@@ -103,6 +103,35 @@ class AssignUpdateOp : public OpKernel {
   }
 };
 FT_REGISTER_KERNEL("AssignAdd", AssignUpdateOp<true>);
+
+class CountUpToOp : public OpKernel {
+ public:
+  explicit CountUpToOp(OpKernelConstruction& c) : OpKernel(c), limit_(c.GetAttr<int64_t>("limit")) {}
+  void Compute(OpKernelContext* ctx) override {
+    Var* var = ctx->input_ref(0);
+    std::lock_guard<std::mutex> lock(var->mu);
+    if (!var->initialized) FailedPrecondition("Attempting to use uninitialized value ", var->name);
+    if (var->tensor.dims() != 0) {
+      InvalidArgument("Not a scalar: ", var->tensor.shape().DebugString());
+    }
+    auto count = [&]<typename T>() {
+      const T before = *var->tensor.data<T>();
+      if (static_cast<int64_t>(before) >= limit_) OutOfRange("Reached limit of ", limit_);
+      var->PrepareForInPlaceUpdate();
+      *var->tensor.data<T>() = before + 1;
+      ctx->set_output(0, Tensor::Scalar<T>(before));
+    };
+    if (var->tensor.dtype() == DT_INT32) {
+      count.template operator()<int32_t>();
+    } else {
+      count.template operator()<int64_t>();
+    }
+  }
+
+ private:
+  int64_t limit_;
+};
+FT_REGISTER_KERNEL("CountUpTo", CountUpToOp);
 FT_REGISTER_KERNEL("AssignSub", AssignUpdateOp<false>);
 
 class IsVariableInitializedOp : public OpKernel {

@@ -8,6 +8,7 @@
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/ops/array_ops.h"
+#include "flowtrain/ops/control_flow_ops.h"
 #include "flowtrain/ops/math_ops.h"
 
 namespace flowtrain {
@@ -54,7 +55,8 @@ Output Aggregate(std::vector<Output>& grads) {
 }  // namespace
 
 std::vector<Output> Gradients(const std::vector<Output>& ys, const std::vector<Output>& xs,
-                              const std::vector<Output>& grad_ys, std::string_view name) {
+                              const std::vector<Output>& grad_ys, std::string_view name,
+                              bool gate_gradients) {
   if (ys.empty()) InvalidArgument("Gradients needs at least one y");
   if (!grad_ys.empty() && grad_ys.size() != ys.size()) {
     InvalidArgument("Passed ", grad_ys.size(), " grad_ys for ", ys.size(), " ys");
@@ -158,6 +160,17 @@ std::vector<Output> Gradients(const std::vector<Output>& ys, const std::vector<O
         {
           auto op_scope = graph.NameScope(StrCat(node->name(), "_grad"));
           in_grads = (*fn)(op, out_grads);
+          if (gate_gradients && in_grads.size() == static_cast<size_t>(node->num_inputs())) {
+            // Unlike TF, only the gradients that are used are gated, so that the gate does not
+            // make a run compute one nobody needs (a first layer's gradient of its input).
+            std::vector<Output> used(in_grads.size());
+            for (size_t i = 0; i < in_grads.size(); ++i) {
+              if (between.count(node->input(static_cast<int>(i)).node)) used[i] = in_grads[i];
+            }
+            if (std::count_if(used.begin(), used.end(), [](const Output& g) { return static_cast<bool>(g); }) > 1) {
+              in_grads = ops::Tuple(used);
+            }
+          }
         }
         if (in_grads.size() != static_cast<size_t>(node->num_inputs())) {
           Internal("Gradient function of ", node->DebugName(), " returned ", in_grads.size(),

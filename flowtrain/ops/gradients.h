@@ -68,10 +68,16 @@ struct GradientRegistrar {
 namespace ops {
 
 // d(sum of ys)/d(x) for each x (an empty Output where x does not affect ys). `grad_ys`, when
-// given, weights each y (default: ones of y's shape).
+// given, weights each y (default: ones of y's shape). With `gate_gradients` (TF's
+// gate_gradients=True, which optimizers use), the gradients of an op's inputs are passed
+// through ops::Tuple ("<op>_grad/tuple/...") when it has more than one that is used (TF gates
+// unused ones too, which makes a run compute them), so none is used
+// before all are computed: in TF's runtime a variable read aliases the variable, and without
+// the gate an optimizer could update a weight while the gradient of another input of the
+// same op still reads it.
 std::vector<Output> Gradients(const std::vector<Output>& ys, const std::vector<Output>& xs,
                               const std::vector<Output>& grad_ys = {},
-                              std::string_view name = "gradients");
+                              std::string_view name = "gradients", bool gate_gradients = false);
 
 // Helpers for gradient functions.
 // The gradient of an op that broadcast `x` and `y` into its output, summed back to each

@@ -21,16 +21,6 @@ FT_REGISTER_OP("ReaderReadV2")
     .SetIsStateful()
     .SetShapeFn(shape_fns::ScalarShape);
 
-FT_REGISTER_OP("StringInputProducerEpoch")
-    .Input("strings: string")
-    .Output("epoch: string")
-    .Attr("num_epochs: int = 0")
-    .Attr("shuffle: bool = true")
-    .Attr("seed: int = 0")
-    .Attr("seed2: int = 0")
-    .SetIsStateful()
-    .SetShapeFn([](InferenceContext& c) { c.set_output(0, c.WithRank(c.input(0), 1)); });
-
 namespace ops {
 
 TFRecordReader::TFRecordReader(const TFRecordReaderOptions& options)
@@ -44,18 +34,6 @@ std::pair<Output, Output> TFRecordReader::Read(const QueueBase& filename_queue,
                                                std::string_view name) const {
   Operation op = NodeBuilder("ReaderReadV2", name).Input(handle_).Input(filename_queue.handle()).Finalize();
   return {op.output(0), op.output(1)};
-}
-
-Output StringInputProducerEpoch(Output strings, int64_t num_epochs, bool shuffle,
-                                std::optional<int64_t> seed, std::string_view name) {
-  const auto [seed1, seed2] = GetSeeds(*strings.graph(), seed);
-  return NodeBuilder("StringInputProducerEpoch", name)
-      .Input(strings)
-      .Attr("num_epochs", num_epochs)
-      .Attr("shuffle", shuffle)
-      .Attr("seed", seed1)
-      .Attr("seed2", seed2)
-      .Finalize();
 }
 
 }  // namespace ops

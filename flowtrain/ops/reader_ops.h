@@ -39,13 +39,6 @@ class TFRecordReader {
   Output handle_;
 };
 
-// One epoch of `strings` per run (shuffled if asked), and OutOfRangeError "Reached limit of
-// <num_epochs>" once `num_epochs` (> 0) epochs were produced in the session. It stands in for
-// what TF's input_producer builds from a local epoch variable, CountUpTo and RandomShuffle.
-Output StringInputProducerEpoch(Output strings, int64_t num_epochs, bool shuffle,
-                                std::optional<int64_t> seed,
-                                std::string_view name = "StringInputProducerEpoch");
-
 }  // namespace flowtrain::ops
 
 #endif  // FLOWTRAIN_OPS_READER_OPS_H_

@@ -35,6 +35,13 @@ FT_REGISTER_OP("VariableV2")
     .SetIsStateful()
     .SetShapeFn(shape_fns::ShapeFromShapeAttr);
 
+FT_REGISTER_OP("CountUpTo")
+    .Input("ref: Ref(T)")
+    .Output("output: T")
+    .Attr("limit: int")
+    .Attr("T: {int32, int64}")
+    .SetShapeFn([](InferenceContext& c) { c.set_output(0, c.WithRank(c.input(0), 0)); });
+
 FT_REGISTER_OP("Assign")
     .Input("ref: Ref(T)")
     .Input("value: T")
@@ -90,6 +97,11 @@ Output Assign(Output ref, Output value, bool validate_shape, bool use_locking,
 Output AssignAdd(Output ref, Output value, bool use_locking, std::string_view name) {
   RequireRef(ref, "AssignAdd");
   return NodeBuilder("AssignAdd", name).Input(ref).Input(value).Attr("use_locking", use_locking).Finalize();
+}
+
+Output CountUpTo(Output ref, int64_t limit, std::string_view name) {
+  RequireRef(ref, "CountUpTo");
+  return NodeBuilder("CountUpTo", name).Input(ref).Attr("limit", limit).Finalize();
 }
 
 Output AssignSub(Output ref, Output value, bool use_locking, std::string_view name) {

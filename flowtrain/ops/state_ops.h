@@ -22,6 +22,9 @@ Output AssignAdd(Output ref, Output value, bool use_locking = false,
 Output AssignSub(Output ref, Output value, bool use_locking = false,
                  std::string_view name = "AssignSub");
 Output IsVariableInitialized(Output ref, std::string_view name = "IsVariableInitialized");
+// tf.count_up_to: increments the int32/int64 scalar variable `ref` and returns its value from
+// before; OutOfRange("Reached limit of <limit>") once it has reached `limit`.
+Output CountUpTo(Output ref, int64_t limit, std::string_view name = "CountUpTo");
 
 }  // namespace flowtrain::ops
 

@@ -1,5 +1,6 @@
 #include "flowtrain/runtime/graph_rewrite.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -27,7 +28,7 @@ class RunUses {
       for (const Endpoint& in : n->inputs()) {
         if (fed_.count(in) == 0) ++consumers_[in];
       }
-      for (const Node* c : n->control_inputs()) ++control_consumers_[c];
+      for (const Node* c : n->control_inputs()) control_consumers_[c].push_back(n);
     }
   }
 
@@ -42,13 +43,35 @@ class RunUses {
     return control_consumers_.count(e.node) == 0 && e.node->num_outputs() == 1;
   }
 
+  // OnlyPassedOn, except that `gate` may wait for e's node too (see GateOf).
+  bool OnlyPassedOnAndGated(const Endpoint& e, const Node* gate) const {
+    auto control = control_consumers_.find(e.node);
+    if (control == control_consumers_.end() || control->second.size() != 1 || control->second[0] != gate) {
+      return false;
+    }
+    if (!Runs(e.node) || fed_.count(e) != 0 || fetched_.count(e) != 0 || targets_.count(e.node) != 0) return false;
+    auto consumers = consumers_.find(e);
+    return consumers != consumers_.end() && consumers->second == 1 && e.node->num_outputs() == 1;
+  }
+
  private:
   std::unordered_set<const Node*> nodes_;
   std::unordered_set<Endpoint, EndpointHash> fed_, fetched_;
   std::unordered_set<const Node*> targets_;
   std::unordered_map<Endpoint, int, EndpointHash> consumers_;
-  std::unordered_map<const Node*, int> control_consumers_;
+  std::unordered_map<const Node*, std::vector<const Node*>> control_consumers_;
 };
+
+// The gate of a gated gradient (ops::Tuple, as optimizers gate gradients like TF's GATE_OP):
+// `n` is Identity(x) waiting only for a NoOp with no inputs. Null if `n` is no such identity.
+// The gate matters to TF, whose variable reads alias the variable; in our runtime an update
+// never changes a value read before it (see "AnSgdStepAppliesTheGradientsOfTheWeightsBeforeIt"),
+// so a group may take the identity in and stop waiting for the gate.
+const Node* GateOf(const Node* n) {
+  if (n->type() != "Identity" || n->num_inputs() != 1 || n->control_inputs().size() != 1) return nullptr;
+  const Node* gate = n->control_inputs()[0];
+  return gate->type() == "NoOp" && gate->num_inputs() == 0 ? gate : nullptr;
+}
 
 bool IsGemmType(const Node& n) {
   const DataType t = n.GetAttr<DataType>("T");
@@ -128,13 +151,42 @@ std::vector<ExecNode> RewriteForExecution(const std::vector<const Node*>& nodes,
   std::unordered_set<const Node*> claimed;  // nodes already inside a group
   auto free = [&](const Node* n) { return claimed.count(n) == 0; };
 
-  // The MatMul whose only use is `consumer`'s input `index`, or null.
-  auto sole_matmul_input = [&](const Node* consumer, int index) -> const Node* {
+  // The MatMul whose only use is `consumer`'s input `index` (directly or through a gated
+  // gradient's identity), or null.
+  struct MatMulInput {
+    const Node* matmul = nullptr;
+    const Node* passthrough = nullptr;  // the gated identity between, if any
+    const Node* gate = nullptr;
+    explicit operator bool() const { return matmul != nullptr; }
+  };
+  auto sole_matmul_input = [&](const Node* consumer, int index) -> MatMulInput {
     const Endpoint& in = consumer->input(index);
-    if (in.node->type() != "MatMul" || !free(in.node) || !uses.OnlyPassedOn(in) || !IsGemmType(*in.node)) {
-      return nullptr;
+    MatMulInput found;
+    if (const Node* gate = GateOf(in.node); gate != nullptr && free(in.node) && uses.OnlyPassedOn(in)) {
+      const Endpoint& gated = in.node->input(0);
+      if (gated.node->type() != "MatMul" || !free(gated.node) || !uses.OnlyPassedOnAndGated(gated, gate) ||
+          !IsGemmType(*gated.node)) {
+        return {};
+      }
+      return {gated.node, in.node, gate};
     }
-    return in.node;
+    if (in.node->type() != "MatMul" || !free(in.node) || !uses.OnlyPassedOn(in) || !IsGemmType(*in.node)) {
+      return {};
+    }
+    found.matmul = in.node;
+    return found;
+  };
+  // The group's inner nodes ({matmul} or {matmul, identity}); the group no longer waits for
+  // the gate, which waits for the group instead.
+  auto inner_nodes = [](const MatMulInput& m) {
+    std::vector<const Node*> nodes = {m.matmul};
+    if (m.passthrough != nullptr) nodes.push_back(m.passthrough);
+    return nodes;
+  };
+  auto drop_gate = [](ExecNode& e, const MatMulInput& m) {
+    if (m.gate == nullptr) return;
+    e.control_inputs.erase(std::remove(e.control_inputs.begin(), e.control_inputs.end(), m.gate),
+                           e.control_inputs.end());
   };
 
   // Groups by their last node, found from it: Relu or BiasAdd (_FusedMatMul), ReluGrad, then
@@ -145,43 +197,60 @@ std::vector<ExecNode> RewriteForExecution(const std::vector<const Node*>& nodes,
     const Endpoint& in = n->input(0);
     if (in.node->type() != "BiasAdd" || !IsNhwc(*in.node) || !uses.OnlyPassedOn(in)) continue;
     const Node* bias_add = in.node;
-    const Node* matmul = sole_matmul_input(bias_add, 0);
-    if (matmul == nullptr || !SameDevice({n, bias_add, matmul})) continue;
+    const MatMulInput m = sole_matmul_input(bias_add, 0);
+    if (!m || !SameDevice({n, bias_add, m.matmul})) continue;
+    const Node* matmul = m.matmul;
+    std::vector<const Node*> inner = inner_nodes(m);
+    inner.push_back(bias_add);
     ExecNode e = Fused(n, "_FusedMatMul", {matmul->input(0), matmul->input(1), bias_add->input(1)},
-                       {false, false, false}, {matmul, bias_add});
+                       {false, false, false}, inner);
+    drop_gate(e, m);
     e.kernel = CreateFusedMatMulKernel(*matmul, *bias_add, n);
-    claimed.insert({matmul, bias_add, n});
+    claimed.insert(inner.begin(), inner.end());
+    claimed.insert(n);
     groups.emplace(n, std::move(e));
   }
   for (const Node* n : nodes) {
     if (n->type() != "BiasAdd" || !IsNhwc(*n) || !free(n)) continue;
-    const Node* matmul = sole_matmul_input(n, 0);
-    if (matmul == nullptr || !SameDevice({n, matmul})) continue;
+    const MatMulInput m = sole_matmul_input(n, 0);
+    if (!m || !SameDevice({n, m.matmul})) continue;
+    const Node* matmul = m.matmul;
+    const std::vector<const Node*> inner = inner_nodes(m);
     ExecNode e = Fused(n, "_FusedMatMul", {matmul->input(0), matmul->input(1), n->input(1)}, {false, false, false},
-                       {matmul});
+                       inner);
+    drop_gate(e, m);
     e.kernel = CreateFusedMatMulKernel(*matmul, *n, nullptr);
-    claimed.insert({matmul, n});
+    claimed.insert(inner.begin(), inner.end());
+    claimed.insert(n);
     groups.emplace(n, std::move(e));
   }
   for (const Node* n : nodes) {
     if (n->type() != "ReluGrad" || !IsGemmType(*n)) continue;
-    const Node* matmul = sole_matmul_input(n, 0);
-    if (matmul == nullptr || !SameDevice({n, matmul})) continue;
+    const MatMulInput m = sole_matmul_input(n, 0);
+    if (!m || !SameDevice({n, m.matmul})) continue;
+    const Node* matmul = m.matmul;
+    const std::vector<const Node*> inner = inner_nodes(m);
     ExecNode e = Fused(n, "_FusedMatMulReluGrad", {matmul->input(0), matmul->input(1), n->input(1)},
-                       {false, false, false}, {matmul});
+                       {false, false, false}, inner);
+    drop_gate(e, m);
     e.kernel = CreateMatMulReluGradKernel(*matmul, *n);
-    claimed.insert({matmul, n});
+    claimed.insert(inner.begin(), inner.end());
+    claimed.insert(n);
     groups.emplace(n, std::move(e));
   }
   for (const Node* n : nodes) {
     if (n->type() != "ApplyGradientDescent") continue;
-    const Node* matmul = sole_matmul_input(n, 2);
-    if (matmul == nullptr || !SameDevice({n, matmul}) || !WideEnoughToAccumulate(*matmul)) continue;
+    const MatMulInput m = sole_matmul_input(n, 2);
+    if (!m || !SameDevice({n, m.matmul}) || !WideEnoughToAccumulate(*m.matmul)) continue;
+    const Node* matmul = m.matmul;
+    const std::vector<const Node*> inner = inner_nodes(m);
     ExecNode e = Fused(n, "_FusedMatMulApplyGradientDescent",
                        {n->input(0), n->input(1), matmul->input(0), matmul->input(1)}, {true, false, false, false},
-                       {matmul});
+                       inner);
+    drop_gate(e, m);
     e.kernel = CreateMatMulApplyGradientDescentKernel(*matmul, *n);
-    claimed.insert({matmul, n});
+    claimed.insert(inner.begin(), inner.end());
+    claimed.insert(n);
     groups.emplace(n, std::move(e));
   }
 

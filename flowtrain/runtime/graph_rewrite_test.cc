@@ -80,7 +80,8 @@ void ExpectClose(const Tensor& got, const Tensor& want, double tolerance, const 
 }
 
 // An MLP in-hidden-hidden-classes with ReLUs, softmax cross-entropy and SGD, built from ops as
-// TF's layers and GradientDescentOptimizer build it.
+// TF's layers and GradientDescentOptimizer build it (with `gated` gradients, as optimizers
+// gate them).
 struct Mlp {
   static constexpr int64_t kIn = 600, kHidden = 96, kClasses = 10, kBatch = 70;
   Graph g;
@@ -91,7 +92,7 @@ struct Mlp {
   Output loss;
   Operation train;
 
-  Mlp() {
+  explicit Mlp(bool gated = false) {
     const int64_t sizes[] = {kIn, kHidden, kHidden, kClasses};
     Output h = x;
     for (int layer = 0; layer < 3; ++layer) {
@@ -108,7 +109,7 @@ struct Mlp {
     loss = ops::ReduceMean(ops::SparseSoftmaxCrossEntropyWithLogits(y, h));
     std::vector<Output> values;
     for (const Variable& v : vars) values.push_back(v.value());
-    std::vector<Output> grads = ops::Gradients({loss}, values);
+    std::vector<Output> grads = ops::Gradients({loss}, values, {}, "gradients", gated);
     std::vector<Operation> updates;
     for (size_t i = 0; i < vars.size(); ++i) {
       updates.push_back(
@@ -122,8 +123,11 @@ struct Mlp {
   }
 };
 
-TEST(GraphRewriteTest, FusedTrainingStepsMatchUnfused) {
-  Mlp mlp;
+void ExpectFusedTrainingStepsMatchUnfused(bool gated) {
+  SCOPED_TRACE(gated ? "gated gradients" : "plain gradients");
+  Mlp mlp(gated);
+  // The hidden layers' MatMuls have both gradients used (of the layer below and of the kernel).
+  EXPECT_EQ(mlp.g.FindNode("gradients/dense_1/MatMul_grad/tuple/group_deps") != nullptr, gated);
   Session fused(mlp.g, Remapping(true)), plain(mlp.g, Remapping(false));
   for (Session* s : {&fused, &plain}) s->Run({}, {}, {ops::GlobalVariablesInitializer()});
 
@@ -168,6 +172,12 @@ TEST(GraphRewriteTest, FusedTrainingStepsMatchUnfused) {
     ExpectClose(v.value().Eval(fused), v.value().Eval(plain), 1e-5, v.op().name());
   }
 }
+
+TEST(GraphRewriteTest, FusedTrainingStepsMatchUnfused) { ExpectFusedTrainingStepsMatchUnfused(false); }
+
+// Gated gradients (ops::Tuple's identities after a gate, as optimizers build them) fuse the same:
+// a group takes the identity in and the gate waits for the group.
+TEST(GraphRewriteTest, GatedGradientsFuseAsPlainOnes) { ExpectFusedTrainingStepsMatchUnfused(true); }
 
 // A MatMul whose output is fetched, or used by another node of the run, stays unfused; a
 // fetched BiasAdd ends its group (the Relu runs alone).

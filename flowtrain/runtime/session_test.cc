@@ -246,6 +246,31 @@ TEST(Session, AssignChecksShapes) {
   EXPECT_EQ(sess.Run({}, {unchecked})[0].NumElements(), 3);
 }
 
+TEST(Session, CountUpToCountsToItsLimit) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Variable v32(Tensor::Scalar<int32_t>(0), {.name = "v32"});
+  Variable v64(Tensor::Scalar<int64_t>(5), {.name = "v64"});
+  Output up32 = ops::CountUpTo(v32.ref(), 2);
+  Output up64 = ops::CountUpTo(v64.ref(), 7);
+  EXPECT_EQ(up64.dtype(), DT_INT64);
+  EXPECT_THROW(ops::CountUpTo(v32.value(), 2), InvalidArgumentError);  // needs the variable
+  Session sess(g);
+  sess.Run({}, {}, {ops::GlobalVariablesInitializer()});
+  EXPECT_EQ(sess.Run({}, {up32})[0].scalar<int32_t>(), 0);  // the value before the increment
+  EXPECT_EQ(sess.Run({}, {up32})[0].scalar<int32_t>(), 1);
+  try {
+    sess.Run({}, {up32});
+    ADD_FAILURE() << "expected OutOfRange";
+  } catch (const OutOfRangeError& e) {
+    EXPECT_NE(std::string(e.what()).find("Reached limit of 2"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(sess.Run({}, {v32.value()})[0].scalar<int32_t>(), 2);  // unchanged at the limit
+  EXPECT_EQ(sess.Run({}, {up64})[0].scalar<int64_t>(), 5);
+  EXPECT_EQ(sess.Run({}, {up64})[0].scalar<int64_t>(), 6);
+  EXPECT_THROW(sess.Run({}, {up64}), OutOfRangeError);
+}
+
 TEST(Session, PlansAreCompiledOncePerSignature) {
   Graph g;
   auto as_default = g.AsDefault();

@@ -4,7 +4,11 @@
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/ops/array_ops.h"
+#include "flowtrain/graph/node_builder.h"
+#include "flowtrain/ops/random_ops.h"
 #include "flowtrain/ops/reader_ops.h"
+#include "flowtrain/ops/state_ops.h"
+#include "flowtrain/ops/variables.h"
 #include "flowtrain/train/queue_runner.h"
 
 namespace flowtrain::train {
@@ -55,6 +59,21 @@ std::vector<Output> Finish(const ops::QueueBase& queue, const std::vector<Output
 
 namespace {
 
+// TF's limit_epochs: `tensor`, after CountUpTo of the local variable "limit_epochs/epochs",
+// which fails with OutOfRange on the (num_epochs + 1)-th evaluation.
+Output LimitEpochs(Graph& graph, Output tensor, int64_t num_epochs) {
+  OpNameScope scope(graph, "limit_epochs");
+  Variable epochs(Tensor::Scalar<int64_t>(0),
+                  {.name = "epochs", .trainable = false, .collections = {GraphKeys::kLocalVariables}});
+  Output counter = ops::CountUpTo(epochs.ref(), num_epochs);
+  scope.Exit();
+  return NodeBuilder("Identity", scope.op_name())
+      .ExactName()
+      .Input(tensor)
+      .ControlInputs({counter.op()})
+      .Finalize();
+}
+
 // Builds the producer under the name scope `options.name`; `strings` is called inside it.
 ops::FIFOQueue BuildStringInputProducer(Graph& graph, const std::function<Output()>& strings,
                                         const StringInputProducerOptions& options) {
@@ -63,7 +82,11 @@ ops::FIFOQueue BuildStringInputProducer(Graph& graph, const std::function<Output
   if (list.dtype() != DT_STRING) {
     InvalidArgument("StringInputProducer needs strings, got ", list.DebugString());
   }
-  Output epoch = ops::StringInputProducerEpoch(list, options.num_epochs, options.shuffle, options.seed);
+  // TF's input_producer: a shuffle per epoch, and limit_epochs counting the epochs in a local
+  // variable, so that the graph is TF's and runs in TF.
+  Output epoch = list;
+  if (options.shuffle) epoch = ops::random::Shuffle(epoch, options.seed);
+  if (options.num_epochs > 0) epoch = LimitEpochs(graph, epoch, options.num_epochs);
   ops::FIFOQueue queue(options.capacity, {DT_STRING},
                        {.shapes = {PartialTensorShape({})}, .shared_name = options.shared_name});
   AddQueueRunner(QueueRunner(queue, {queue.EnqueueMany({epoch})}));

@@ -24,7 +24,10 @@
 namespace flowtrain::train {
 
 struct StringInputProducerOptions {
-  int64_t num_epochs = 0;  // 0: produce forever
+  // 0: produce forever. Otherwise, as TF's limit_epochs, the epochs are counted in the local
+  // variable "<name>/limit_epochs/epochs": run ops::LocalVariablesInitializer() first
+  // (MonitoredTrainingSession's local_init_op does).
+  int64_t num_epochs = 0;
   bool shuffle = true;     // a new permutation every epoch
   std::optional<int64_t> seed;
   int64_t capacity = 32;

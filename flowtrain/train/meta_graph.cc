@@ -9,6 +9,8 @@
 #include "flowtrain/graph/graph_def.h"
 #include "flowtrain/graph/op_registry.h"
 #include "flowtrain/ops/variables.h"
+#include "flowtrain/proto/queue_runner.pb.h"
+#include "flowtrain/train/queue_runner.h"
 #include "flowtrain/train/saver.h"
 
 namespace flowtrain::train {
@@ -23,6 +25,32 @@ bool IsVariableCollection(std::string_view key) {
       GraphKeys::kMovingAverageVariables, GraphKeys::kConcatenatedVariables,
       GraphKeys::kGlobalStep,             GraphKeys::kTrainableResourceVariables};
   return kKeys.contains(key);
+}
+
+// TF's QueueRunner.to_proto.
+tensorflow::QueueRunnerDef ToQueueRunnerDef(const QueueRunner& runner) {
+  tensorflow::QueueRunnerDef def;
+  def.set_queue_name(runner.queue().name());
+  for (const Operation& op : runner.enqueue_ops()) def.add_enqueue_op_name(op.name());
+  def.set_close_op_name(runner.close_op().name());
+  def.set_cancel_op_name(runner.cancel_op().name());
+  for (Code code : runner.queue_closed_codes()) def.add_queue_closed_exception_types(static_cast<int>(code));
+  return def;
+}
+
+// TF's QueueRunner.from_proto: the runner of ops already in `graph`.
+QueueRunner FromQueueRunnerDef(const tensorflow::QueueRunnerDef& def, Graph& graph) {
+  std::vector<Operation> enqueue_ops;
+  for (const std::string& name : def.enqueue_op_name()) enqueue_ops.push_back(graph.GetOperationByName(name));
+  QueueRunnerOptions options;
+  options.close_op = graph.GetOperationByName(def.close_op_name());
+  options.cancel_op = graph.GetOperationByName(def.cancel_op_name());
+  if (def.queue_closed_exception_types_size() > 0) {
+    options.queue_closed_codes.clear();
+    for (int code : def.queue_closed_exception_types()) options.queue_closed_codes.push_back(static_cast<Code>(code));
+  }
+  return QueueRunner(ops::QueueBase::FromHandle(graph.GetOperationByName(def.queue_name()).output(0)),
+                     std::move(enqueue_ops), std::move(options));
 }
 
 // Fills `def` from the collection's items if they all have one supported type; false if not.
@@ -41,6 +69,10 @@ bool ToCollectionDef(const std::vector<std::any>& items, tensorflow::CollectionD
       const auto& saver = std::any_cast<const std::shared_ptr<Saver>&>(item);
       if (saver == nullptr || saver->empty() || !saver->built()) return false;
       def->mutable_bytes_list()->add_value(saver->saver_def().SerializeAsString());
+    }
+  } else if (type == typeid(QueueRunner)) {
+    for (const std::any& item : items) {
+      def->mutable_bytes_list()->add_value(ToQueueRunnerDef(std::any_cast<const QueueRunner&>(item)).SerializeAsString());
     }
   } else if (type == typeid(Operation)) {
     for (const std::any& item : items) {
@@ -84,6 +116,14 @@ void ImportCollection(const std::string& key, const tensorflow::CollectionDef& d
       tensorflow::SaverDef sdef;
       if (!sdef.ParseFromString(bytes)) DataLoss("Collection '", key, "' holds a damaged SaverDef");
       graph->AddToCollection(key, std::make_shared<Saver>(*graph, sdef));
+    }
+    return;
+  }
+  if (def.has_bytes_list() && key == GraphKeys::kQueueRunners) {
+    for (const std::string& bytes : def.bytes_list().value()) {
+      tensorflow::QueueRunnerDef qdef;
+      if (!qdef.ParseFromString(bytes)) DataLoss("Collection '", key, "' holds a damaged QueueRunnerDef");
+      graph->AddToCollection(key, FromQueueRunnerDef(qdef, *graph));
     }
     return;
   }

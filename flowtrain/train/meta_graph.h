@@ -12,7 +12,8 @@
 //
 // Collections are written as TF writes them: variable collections ("variables",
 // "trainable_variables", "global_step", ...) as bytes_list of VariableDef protos, "savers" as
-// SaverDefs, collections of Operations/Outputs as node_list of names ("train", "loss:0");
+// SaverDefs, QueueRunners ("queue_runners") as QueueRunnerDefs, collections of
+// Operations/Outputs as node_list of names ("train", "loss:0");
 // items of other types are skipped with a warning, as TF does. Import rebuilds the same
 // collections (unknown bytes_list kinds, e.g. TF's cond_context, are skipped with a warning).
 #ifndef FLOWTRAIN_TRAIN_META_GRAPH_H_

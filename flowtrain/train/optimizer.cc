@@ -52,7 +52,8 @@ std::vector<GradAndVar> Optimizer::ComputeGradients(const Output& loss,
     }
     refs.push_back(v.ref());
   }
-  std::vector<Output> grads = ops::Gradients({loss}, refs);
+  // TF's default gate_gradients=GATE_OP.
+  std::vector<Output> grads = ops::Gradients({loss}, refs, {}, "gradients", /*gate_gradients=*/true);
   std::vector<GradAndVar> out;
   for (size_t i = 0; i < var_list.size(); ++i) out.emplace_back(grads[i], var_list[i]);
   return out;

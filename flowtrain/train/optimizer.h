@@ -49,6 +49,7 @@ class Optimizer {
 
   // Gradients of `loss` (a float scalar or tensor; its sum is minimized) for `var_list`
   // (default: the graph's TRAINABLE_VARIABLES), as (grad, var) pairs in var_list order.
+  // Gated per op as TF's default GATE_OP (see ops::Gradients' gate_gradients).
   // InvalidArgument "No variables to optimize." when the list is empty.
   std::vector<GradAndVar> ComputeGradients(const Output& loss,
                                            std::vector<Variable> var_list = {});

@@ -9,6 +9,7 @@
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/ops/array_ops.h"
+#include "flowtrain/ops/gradients.h"
 #include "flowtrain/ops/layers.h"
 #include "flowtrain/ops/nn_ops.h"
 #include "flowtrain/ops/math_ops.h"
@@ -288,6 +289,44 @@ TEST(OptimizerTest, AnSgdStepAppliesTheGradientsOfTheWeightsBeforeIt) {
       }
     }
   }
+}
+
+// TF's gate_gradients=GATE_OP: an op's input gradients pass through tuple/control_dependency
+// identities after a group_deps of all of them, so that TF (whose variable reads alias the
+// variable) never runs a weight's update while another gradient of that op still reads it.
+// Only gradients that are used are gated: MatMul(x, kernel)'s gradient of the placeholder x is
+// not, so kernel's gradient needs no gate.
+TEST(OptimizerTest, GradientsAreGatedPerOpAsTf) {
+  Model m;
+  GradientDescentOptimizer sgd(0.1);
+  const std::vector<GradAndVar> grads_and_vars = sgd.ComputeGradients(m.loss);
+  ASSERT_EQ(grads_and_vars.size(), 2u);
+  const Output kernel_grad = grads_and_vars[0].first;
+  const Output bias_grad = grads_and_vars[1].first;
+  EXPECT_EQ(kernel_grad.op().name(), "gradients/MatMul_grad/MatMul_1");
+  EXPECT_EQ(bias_grad.op().name(), "gradients/add_grad/tuple/control_dependency_1");
+  EXPECT_EQ(bias_grad.op().type(), "Identity");
+  const Node* gate = m.g.FindNode("gradients/add_grad/tuple/group_deps");
+  ASSERT_NE(gate, nullptr);
+  EXPECT_EQ(gate->type(), "NoOp");
+  // The gate waits for both of the add's input gradients; the identities wait for the gate.
+  std::vector<std::string> gated;
+  for (const Node* c : gate->control_inputs()) gated.push_back(c->name());
+  EXPECT_EQ(gated, (std::vector<std::string>{"gradients/add_grad/Reshape", "gradients/add_grad/Reshape_1"}));
+  ASSERT_EQ(bias_grad.node()->control_inputs().size(), 1u);
+  EXPECT_EQ(bias_grad.node()->control_inputs()[0], gate);
+  const Node* to_matmul = m.g.FindNode("gradients/add_grad/tuple/control_dependency");
+  ASSERT_NE(to_matmul, nullptr);
+  EXPECT_EQ(kernel_grad.node()->input(1).node, to_matmul);
+  EXPECT_EQ(m.g.FindNode("gradients/MatMul_grad/tuple/group_deps"), nullptr);
+  // tf.gradients itself does not gate (its gate_gradients=False), and the values are the same.
+  const Output plain = ops::Gradients({m.loss}, {m.bias.ref()}, {}, "plain")[0];
+  EXPECT_EQ(plain.op().name(), "plain/add_grad/Reshape_1");
+  Session s(m.g);
+  s.Run({}, {}, {ops::GlobalVariablesInitializer()});
+  const std::vector<Tensor> out = s.Run(m.Batch(), {bias_grad, plain});
+  EXPECT_EQ(out[0].flat<float>()[0], out[1].flat<float>()[0]);
+  EXPECT_NE(out[0].flat<float>()[0], 0.0f);
 }
 
 }  // namespace

@@ -8,11 +8,14 @@
 
 #include "flowtrain/io/record_writer.h"
 #include "flowtrain/proto/example.pb.h"
+#include "flowtrain/proto/queue_runner.pb.h"
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/data_flow_ops.h"
 #include "flowtrain/ops/parsing_ops.h"
 #include "flowtrain/ops/reader_ops.h"
+#include "flowtrain/ops/variables.h"
 #include "flowtrain/train/input.h"
+#include "flowtrain/train/meta_graph.h"
 #include "tests/test_util.h"
 
 namespace flowtrain::train {
@@ -179,7 +182,14 @@ TEST(InputHelpers, ReaderBatchesEveryRecordOfEveryEpochThenEnds) {
   auto [key, value] = reader.Read(files);
   std::vector<Output> batch = Batch({key, value}, 5, {.allow_smaller_final_batch = true});
   EXPECT_EQ(g.GetCollection<QueueRunner>(GraphKeys::kQueueRunners).size(), 2u);
+  // TF's input_producer graph: a shuffle, and the epochs counted by a local variable.
+  EXPECT_EQ(g.GetOperationByName("input_producer/RandomShuffle").type(), "RandomShuffle");
+  EXPECT_EQ(g.GetOperationByName("input_producer/limit_epochs/CountUpTo").type(), "CountUpTo");
+  EXPECT_EQ(g.GetOperationByName("input_producer/limit_epochs").type(), "Identity");
+  ASSERT_EQ(ops::LocalVariables().size(), 1u);
+  EXPECT_EQ(ops::LocalVariables()[0].op().name(), "input_producer/limit_epochs/epochs");
   Session sess(g);
+  sess.Run({}, {}, {ops::LocalVariablesInitializer()});  // as tf.local_variables_initializer()
   Coordinator coord;
   ThreadList threads = StartQueueRunners(sess, coord);
   std::multiset<std::string> values;
@@ -200,6 +210,52 @@ TEST(InputHelpers, ReaderBatchesEveryRecordOfEveryEpochThenEnds) {
   EXPECT_EQ(values.count("f1r3"), 2u);
   EXPECT_EQ(keys.count(paths[2] + ":0"), 1u);
   EXPECT_EQ(sizes, (std::vector<int64_t>{5, 5, 5, 5, 4}));
+}
+
+// The queue runners go into the MetaGraph as TF's QueueRunnerDefs and come back from it: the
+// imported pipeline reads every record of its one epoch, then ends.
+TEST(InputHelpers, QueueRunnersRoundTripThroughTheMetaGraph) {
+  const std::vector<std::string> paths = WriteRecordFiles(testing::MakeTempDir("reader_meta"), 2, 3);
+  tensorflow::MetaGraphDef meta;
+  std::string values_name;
+  {
+    Graph g;
+    auto as_default = g.AsDefault();
+    ops::FIFOQueue files = StringInputProducer(paths, {.num_epochs = 1, .shuffle = false});
+    ops::TFRecordReader reader;
+    auto [key, value] = reader.Read(files);
+    values_name = Batch({key, value}, 4, {.allow_smaller_final_batch = true})[1].name();
+    meta = ExportMetaGraph(g);
+  }
+  ASSERT_EQ(meta.collection_def().count("queue_runners"), 1u);
+  const auto& runners_def = meta.collection_def().at("queue_runners").bytes_list();
+  ASSERT_EQ(runners_def.value_size(), 2);
+  tensorflow::QueueRunnerDef first;
+  ASSERT_TRUE(first.ParseFromString(runners_def.value(0)));
+  EXPECT_EQ(first.queue_name(), "input_producer/fifo_queue");
+  EXPECT_EQ(first.enqueue_op_name_size(), 1);
+  EXPECT_EQ(first.queue_closed_exception_types(0), 11);  // OUT_OF_RANGE
+
+  Graph g;
+  ImportMetaGraph(meta, &g);
+  const std::vector<QueueRunner> runners = g.GetCollection<QueueRunner>(GraphKeys::kQueueRunners);
+  ASSERT_EQ(runners.size(), 2u);
+  EXPECT_EQ(runners[0].name(), first.queue_name());
+  Session sess(g);
+  sess.Run({}, {}, {ops::LocalVariablesInitializer(&g)});
+  Coordinator coord;
+  ThreadList threads = StartQueueRunners(sess, coord);
+  const Output values = g.GetTensorByName(values_name);
+  std::multiset<std::string> read;
+  try {
+    for (;;) {
+      for (const std::string& v : sess.Run({}, {values})[0].flat<std::string>()) read.insert(v);
+    }
+  } catch (const OutOfRangeError&) {
+  }
+  coord.RequestStop();
+  coord.Join(threads, 5s);
+  EXPECT_EQ(read, (std::multiset<std::string>{"f0r0", "f0r1", "f0r2", "f1r0", "f1r1", "f1r2"}));
 }
 
 TEST(InputHelpers, ShuffleBatchMixesElements) {

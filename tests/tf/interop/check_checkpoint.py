@@ -1,0 +1,75 @@
+"""A checkpoint flowtrain trained and saved: tf.train.load_checkpoint must list the same keys,
+dtypes, shapes and values as flowtrain's variables had, and the same model built in TF (same
+variable names, same optimizer's slots) must restore from it through tf.compat.v1.train.Saver
+with equal values.
+
+  check_checkpoint.py --prefix DIR/model.ckpt-5 --expected DIR/expected.json --optimizer adam
+"""
+import argparse
+
+import numpy as np
+import tensorflow as tf
+
+import interop_common as ic
+
+
+def build_model(optimizer):
+    """The model of interop_test.cc's BuildModel, in TF1 graph mode."""
+    x = tf.compat.v1.placeholder(tf.float32, [None, 3], name="x")
+    y = tf.compat.v1.placeholder(tf.float32, [None, 1], name="y")
+    h = tf.compat.v1.layers.dense(x, 4, activation=tf.nn.relu)
+    pred = tf.compat.v1.layers.dense(h, 1)
+    loss = tf.identity(tf.reduce_mean(tf.math.squared_difference(pred, y)), name="loss")
+    step = tf.compat.v1.train.get_or_create_global_step()
+    if optimizer == "adam":
+        opt = tf.compat.v1.train.AdamOptimizer(0.05)
+    else:
+        opt = tf.compat.v1.train.MomentumOptimizer(0.05, 0.9)
+    opt.minimize(loss, global_step=step)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--prefix", required=True)
+    parser.add_argument("--expected", required=True)
+    parser.add_argument("--optimizer", required=True)
+    args = parser.parse_args()
+    expected = ic.load_tensors(args.expected)
+
+    # 1. The checkpoint as tf.train.load_checkpoint lists it.
+    reader = tf.train.load_checkpoint(args.prefix)
+    shapes = reader.get_variable_to_shape_map()
+    dtypes = reader.get_variable_to_dtype_map()
+    if set(shapes) != set(expected):
+        ic.fail("checkpoint keys %s, flowtrain's variables %s" % (sorted(shapes), sorted(expected)))
+    for name, value in expected.items():
+        if list(shapes[name]) != list(value.shape):
+            ic.fail("%s: TF reads shape %s, flowtrain's variable has %s" % (name, shapes[name], value.shape))
+        if dtypes[name].as_numpy_dtype != value.dtype:
+            ic.fail("%s: TF reads dtype %s, flowtrain's variable has %s" % (name, dtypes[name], value.dtype))
+        ic.expect_exact("tensor " + name, reader.get_tensor(name), value)
+    slot = "dense/kernel/Adam" if args.optimizer == "adam" else "dense/kernel/Momentum"
+    for key in [slot, "global_step"]:
+        if key not in shapes:
+            ic.fail("checkpoint lacks %s" % key)
+    if reader.get_tensor("global_step") != 5:
+        ic.fail("global_step is %s, expected the 5 steps trained" % reader.get_tensor("global_step"))
+
+    # 2. The same graph built in TF restores from it.
+    tf.compat.v1.disable_v2_behavior()
+    with tf.Graph().as_default():
+        build_model(args.optimizer)
+        variables = tf.compat.v1.global_variables()
+        names = sorted(v.op.name for v in variables)
+        if names != sorted(expected):
+            ic.fail("TF's model has variables %s, flowtrain's %s" % (names, sorted(expected)))
+        saver = tf.compat.v1.train.Saver()
+        with tf.compat.v1.Session() as sess:
+            saver.restore(sess, args.prefix)
+            for v in variables:
+                ic.expect_exact("restored " + v.op.name, sess.run(v), expected[v.op.name])
+    print("checked %d variables of %s" % (len(expected), args.prefix))
+
+
+if __name__ == "__main__":
+    ic.run(main)

@@ -1,0 +1,575 @@
+// TF runs what flowtrain writes: each test trains or writes with flowtrain into a temporary
+// directory, records what flowtrain computed (values, names, steps) in expected.json, and runs a
+// checker under tests/tf/interop/ that loads the files with real TensorFlow or TensorBoard and
+// compares; the checker exits non-zero naming the first mismatch.
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "flowtrain/core/tensor.h"
+#include "flowtrain/graph/op_registry.h"
+#include "flowtrain/proto/op_def.pb.h"
+#include "flowtrain/io/record_writer.h"
+#include "flowtrain/ops/array_ops.h"
+#include "flowtrain/ops/clip_ops.h"
+#include "flowtrain/ops/layers.h"
+#include "flowtrain/ops/math_ops.h"
+#include "flowtrain/ops/nn_ops.h"
+#include "flowtrain/ops/training_util.h"
+#include "flowtrain/ops/variables.h"
+#include "flowtrain/proto/example.pb.h"
+#include "flowtrain/runtime/session.h"
+#include "flowtrain/summary/file_writer.h"
+#include "flowtrain/summary/summary.h"
+#include "flowtrain/train/adam.h"
+#include "flowtrain/train/basic_session_run_hooks.h"
+#include "flowtrain/train/checkpoint_management.h"
+#include "flowtrain/train/learning_rate_decay.h"
+#include "flowtrain/train/meta_graph.h"
+#include "flowtrain/train/monitored_training_session.h"
+#include "flowtrain/train/input.h"
+#include "flowtrain/ops/reader_ops.h"
+#include "flowtrain/train/momentum.h"
+#include "flowtrain/train/saver.h"
+#include "tests/test_util.h"
+#include "tests/tf/tf_test_util.h"
+
+namespace flowtrain::testing {
+namespace {
+
+// ---- expected.json, written by hand: numbers exactly (%.17g of the double), strings as hex ----
+
+std::string Hex(std::string_view bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out += digits[c >> 4];
+    out += digits[c & 15];
+  }
+  return out;
+}
+
+std::string Quote(std::string_view s) {  // names and tags: plain ASCII
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string Number(double v) {
+  if (std::isnan(v)) return "\"nan\"";
+  if (std::isinf(v)) return v > 0 ? "\"inf\"" : "\"-inf\"";
+  if (v == 0) return std::signbit(v) ? "-0.0" : "0.0";
+  std::ostringstream s;
+  s << std::setprecision(17) << v;
+  return s.str();
+}
+
+template <typename T>
+std::string List(const std::vector<T>& values) {
+  std::string out = "[";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out += ",";
+    if constexpr (std::is_same_v<T, std::string>) {
+      out += Quote(values[i]);
+    } else if constexpr (std::is_integral_v<T>) {
+      out += std::to_string(values[i]);
+    } else {
+      out += Number(static_cast<double>(values[i]));
+    }
+  }
+  return out + "]";
+}
+
+// {"dtype": numpy name, "shape": [...], "values": [...] (strings as hex)}
+std::string TensorJson(const Tensor& t) {
+  std::vector<int64_t> shape;
+  for (int d = 0; d < t.dims(); ++d) shape.push_back(t.dim_size(d));
+  std::string dtype, values = "[";
+  auto append = [&](const std::string& v) {
+    if (values.size() > 1) values += ",";
+    values += v;
+  };
+  switch (t.dtype()) {
+#define FT_CASE(ENUM, TYPE, NAME, FORMAT)                    \
+  case ENUM:                                                 \
+    dtype = NAME;                                            \
+    for (const TYPE& v : t.flat<TYPE>()) append(FORMAT(v)); \
+    break;
+#define FT_FLOAT(v) Number(static_cast<double>(static_cast<float>(v)))
+#define FT_INT(v) std::to_string(v)
+    FT_CASE(DT_FLOAT, float, "float32", FT_FLOAT)
+    FT_CASE(DT_DOUBLE, double, "float64", Number)
+    FT_CASE(DT_HALF, half, "float16", FT_FLOAT)
+    FT_CASE(DT_BFLOAT16, bfloat16, "bfloat16", FT_FLOAT)
+    FT_CASE(DT_INT8, int8_t, "int8", FT_INT)
+    FT_CASE(DT_INT16, int16_t, "int16", FT_INT)
+    FT_CASE(DT_INT32, int32_t, "int32", FT_INT)
+    FT_CASE(DT_INT64, int64_t, "int64", FT_INT)
+    FT_CASE(DT_UINT8, uint8_t, "uint8", FT_INT)
+    FT_CASE(DT_UINT16, uint16_t, "uint16", FT_INT)
+    FT_CASE(DT_UINT32, uint32_t, "uint32", FT_INT)
+    FT_CASE(DT_UINT64, uint64_t, "uint64", FT_INT)
+    FT_CASE(DT_BOOL, bool, "bool", FT_INT)
+#undef FT_CASE
+#undef FT_FLOAT
+#undef FT_INT
+    case DT_STRING:
+      dtype = "string";
+      for (const std::string& v : t.flat<std::string>()) append("\"" + Hex(v) + "\"");
+      break;
+    default:
+      ADD_FAILURE() << "no JSON for dtype " << t.dtype();
+  }
+  return "{\"dtype\":\"" + dtype + "\",\"shape\":" + List(shape) + ",\"values\":" + values + "]}";
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  ASSERT_TRUE(out.good()) << path;
+}
+
+// Runs tests/tf/interop/<script> with `args`; the test fails with the checker's output unless
+// it exits 0.
+void RunChecker(const std::string& script, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {TfScript("interop/" + script)};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const PythonRun run = RunTfPython(argv);
+  EXPECT_EQ(run.exit_code, 0) << script << " failed:\n" << run.output;
+  if (run.exit_code == 0) std::cout << run.output;
+}
+
+// ---- A small regression model trained by flowtrain ----
+
+// Deterministic inputs and targets of the regression model: y = sin-ish function of x.
+struct Batch {
+  Tensor x, y;
+};
+Batch MakeBatch(int n) {
+  std::vector<float> xs, ys;
+  for (int i = 0; i < n; ++i) {
+    const float a = std::sin(1.7f * i), b = std::cos(0.9f * i), c = 0.1f * (i % 7) - 0.3f;
+    xs.insert(xs.end(), {a, b, c});
+    ys.push_back(0.8f * a - 0.5f * b * b + 1.5f * c + 0.2f);
+  }
+  return {Tensor::FromVector<float>(xs, TensorShape({n, 3})),
+          Tensor::FromVector<float>(ys, TensorShape({n, 1}))};
+}
+
+std::string TensorListJson(const std::vector<std::pair<std::string, Tensor>>& named) {
+  std::string out = "{";
+  for (size_t i = 0; i < named.size(); ++i) {
+    if (i > 0) out += ",\n";
+    out += Quote(named[i].first) + ":" + TensorJson(named[i].second);
+  }
+  return out + "}";
+}
+
+// x [-1,3] -> dense(4, relu) -> dense(1) -> mean squared error "loss"; trained by `optimizer`
+// ("adam" or "momentum") with the global step.
+struct Model {
+  Graph graph;
+  Output x, y, pred, loss;
+  Operation train_op;
+  Variable global_step;
+  std::unique_ptr<train::Saver> saver;
+};
+
+void BuildModel(Model& m, const std::string& optimizer, bool sharded) {
+  auto as_default = m.graph.AsDefault();
+  m.graph.set_seed(7);
+  m.x = ops::Placeholder(DT_FLOAT, PartialTensorShape({-1, 3}), "x");
+  m.y = ops::Placeholder(DT_FLOAT, PartialTensorShape({-1, 1}), "y");
+  Output h = layers::Dense(m.x, 4, ops::Relu);
+  Output pred = layers::Dense(h, 1);
+  m.pred = ops::Identity(pred, "pred");
+  m.loss = ops::Identity(ops::ReduceMean(ops::SquaredDifference(pred, m.y)), "loss");
+  m.global_step = train::GetOrCreateGlobalStep();
+  if (optimizer == "adam") {
+    m.train_op = train::AdamOptimizer(0.05).Minimize(m.loss, m.global_step);
+  } else {
+    m.train_op = train::MomentumOptimizer(0.05, 0.9).Minimize(m.loss, m.global_step);
+  }
+  // Minimize puts the train op into the "train_op" collection, as TF's apply_gradients does.
+  m.graph.AddToCollection(GraphKeys::kLosses, m.loss);
+  m.saver = std::make_unique<train::Saver>(train::SaverOptions{.sharded = sharded});
+}
+
+std::string TrainedCheckpointJson(Model& m, Session& sess) {
+  std::vector<std::pair<std::string, Tensor>> named;
+  for (const Variable& v : ops::GlobalVariables(&m.graph)) {
+    named.emplace_back(v.op().name(), v.value().Eval(sess));
+  }
+  return TensorListJson(named);
+}
+
+// A model trained 5 steps by flowtrain, checkpointed; TF must list and restore the same values.
+void CheckpointRoundTrip(const std::string& optimizer, bool sharded) {
+  const std::string dir = MakeTempDir("interop_ckpt");
+  Model m;
+  BuildModel(m, optimizer, sharded);
+  const Batch batch = MakeBatch(16);
+  Session sess(m.graph);
+  sess.Run({}, {}, {ops::GlobalVariablesInitializer(&m.graph)});
+  for (int i = 0; i < 5; ++i) sess.Run({{m.x, batch.x}, {m.y, batch.y}}, {}, {m.train_op});
+  const std::string prefix = m.saver->Save(sess, dir + "/model.ckpt", m.global_step);
+  ASSERT_EQ(prefix, dir + "/model.ckpt-5");
+  WriteFile(dir + "/expected.json", TrainedCheckpointJson(m, sess));
+  RunChecker("check_checkpoint.py", {"--prefix", prefix, "--expected", dir + "/expected.json",
+                                     "--optimizer", optimizer});
+}
+
+TEST(InteropTest, AdamCheckpointLoadsAndRestoresInTensorFlow) { CheckpointRoundTrip("adam", false); }
+
+TEST(InteropTest, MomentumShardedCheckpointLoadsAndRestoresInTensorFlow) {
+  CheckpointRoundTrip("momentum", true);
+}
+
+// Variables of every dtype flowtrain has, with edge values, read back by TF bit for bit.
+TEST(InteropTest, CheckpointOfEveryDtypeReadsExactlyInTensorFlow) {
+  const std::string dir = MakeTempDir("interop_dtypes");
+  Graph g;
+  auto as_default = g.AsDefault();
+  std::vector<std::pair<std::string, Tensor>> values = {
+      {"f32", Tensor::FromVector<float>({0.0f, -0.0f, 1.5f, -3.25e-38f, 3.4028235e38f,
+                                         1.17549435e-38f, 1e-45f, 0.1f, INFINITY, -INFINITY},
+                                        TensorShape({2, 5}))},
+      {"f64", Tensor::FromVector<double>({0.1, -2.5e-308, 1.7976931348623157e308, 4.9e-324,
+                                          M_PI, -0.0})},
+      {"f16", Tensor::FromVector<half>({half(0.0f), half(1.0f / 3), half(-65504.0f), half(6e-8f),
+                                        half(0.099975586f)})},
+      {"bf16", Tensor::FromVector<bfloat16>({bfloat16(0.1f), bfloat16(-3.0e38f), bfloat16(1e-30f),
+                                             bfloat16(7.0f)})},
+      {"i8", Tensor::FromVector<int8_t>({-128, -1, 0, 1, 127})},
+      {"i16", Tensor::FromVector<int16_t>({-32768, -2, 0, 3, 32767})},
+      {"i32", Tensor::FromVector<int32_t>({INT32_MIN, -5, 0, 6, INT32_MAX}, TensorShape({5, 1}))},
+      {"i64", Tensor::FromVector<int64_t>({INT64_MIN, -7, 0, 9007199254740993LL, INT64_MAX})},
+      {"u8", Tensor::FromVector<uint8_t>({0, 1, 128, 255})},
+      {"u16", Tensor::FromVector<uint16_t>({0, 1, 40000, 65535})},
+      {"u32", Tensor::FromVector<uint32_t>({0, 1, 3000000000u, 4294967295u})},
+      {"u64", Tensor::FromVector<uint64_t>({0, 1, 18446744073709551615ull})},
+      {"flag", Tensor::FromVector<bool>({true, false, true}, TensorShape({1, 3}))},
+      {"words", Tensor::FromVector<std::string>({"", "hello", std::string("nul\0byte", 8),
+                                                 "\xc3\xa9t\xc3\xa9", std::string(300, 'z')},
+                                                TensorShape({5}))},
+      {"scalar_f32", Tensor::Scalar<float>(-42.125f)},
+      {"empty_f32", Tensor::FromVector<float>({}, TensorShape({0, 3}))},
+  };
+  for (const auto& [name, value] : values) Variable(value, {.name = name});
+  train::Saver saver;
+  Session sess(g);
+  sess.Run({}, {}, {ops::GlobalVariablesInitializer(&g)});
+  std::vector<std::pair<std::string, Tensor>> stored;
+  for (const Variable& v : ops::GlobalVariables(&g)) {
+    stored.emplace_back(v.op().name(), v.value().Eval(sess));
+  }
+  const std::string prefix = saver.Save(sess, dir + "/dtypes.ckpt");
+  WriteFile(dir + "/expected.json", TensorListJson(stored));
+  RunChecker("check_dtypes.py", {"--prefix", prefix, "--expected", dir + "/expected.json"});
+}
+
+// The .meta flowtrain writes beside its checkpoint: TF imports it, restores, computes the same
+// outputs, and its train op continues training exactly as flowtrain does from there.
+TEST(InteropTest, MetaGraphImportsRunsAndTrainsInTensorFlow) {
+  const std::string dir = MakeTempDir("interop_meta");
+  Model m;
+  BuildModel(m, "adam", false);
+  const Batch batch = MakeBatch(16);
+  Session sess(m.graph);
+  sess.Run({}, {}, {ops::GlobalVariablesInitializer(&m.graph)});
+  for (int i = 0; i < 5; ++i) sess.Run({{m.x, batch.x}, {m.y, batch.y}}, {}, {m.train_op});
+  const std::string prefix = m.saver->Save(sess, dir + "/model.ckpt", m.global_step);
+  std::vector<std::pair<std::string, Tensor>> expected = {{"feed/x:0", batch.x}, {"feed/y:0", batch.y}};
+  std::vector<Tensor> out = sess.Run({{m.x, batch.x}, {m.y, batch.y}}, {m.pred, m.loss});
+  expected.emplace_back("fetch/pred:0", out[0]);
+  expected.emplace_back("fetch/loss:0", out[1]);
+  // flowtrain continues 10 steps from the checkpoint's state: the loss before each step.
+  std::vector<float> losses;
+  for (int i = 0; i < 10; ++i) {
+    losses.push_back(sess.Run({{m.x, batch.x}, {m.y, batch.y}}, {m.loss})[0].scalar<float>());
+    sess.Run({{m.x, batch.x}, {m.y, batch.y}}, {}, {m.train_op});
+  }
+  losses.push_back(sess.Run({{m.x, batch.x}, {m.y, batch.y}}, {m.loss})[0].scalar<float>());
+  expected.emplace_back("continued_losses", Tensor::FromVector<float>(losses));
+  for (const Variable& v : ops::GlobalVariables(&m.graph)) {
+    expected.emplace_back("final/" + v.op().name(), v.value().Eval(sess));
+  }
+  expected.emplace_back("start_step", Tensor::Scalar<int64_t>(5));
+  WriteFile(dir + "/expected.json", TensorListJson(expected));
+  RunChecker("check_meta_graph.py",
+             {"--meta", prefix + ".meta", "--prefix", prefix, "--expected", dir + "/expected.json"});
+}
+
+// A conv net (conv2d, max pooling, flatten, dense, sparse softmax cross entropy, a decayed
+// learning rate, gradients clipped by global norm, Nesterov momentum, summaries) trained by
+// MonitoredTrainingSession, whose CheckpointSaverHook writes the checkpoint and .meta. flowtrain
+// imports that .meta into a new graph and trains 10 more steps; TF must do the same with the
+// same losses, and run the imported summary op.
+TEST(InteropTest, MonitoredTrainingSessionMetaGraphTrainsOnInTensorFlow) {
+  const std::string dir = MakeTempDir("interop_mts");
+  const int n = 12;
+  std::vector<float> pixels;
+  std::vector<int64_t> classes;
+  for (int i = 0; i < n; ++i) {
+    for (int k = 0; k < 36; ++k) pixels.push_back(std::sin(0.3f * k * (1 + i % 3) + i));
+    classes.push_back(i % 3);
+  }
+  const Tensor images_value = Tensor::FromVector<float>(pixels, TensorShape({n, 6, 6, 1}));
+  const Tensor labels_value = Tensor::FromVector<int64_t>(classes);
+  {
+    Graph g;
+    auto as_default = g.AsDefault();
+    g.set_seed(3);
+    Output images = ops::Placeholder(DT_FLOAT, PartialTensorShape({-1, 6, 6, 1}), "images");
+    Output labels = ops::Placeholder(DT_INT64, PartialTensorShape({-1}), "labels");
+    Output h = layers::Conv2D(images, 4, {3, 3}, {1, 1}, "same", ops::Relu);
+    h = layers::MaxPooling2D(h, {2, 2}, {2, 2});
+    Output logits = layers::Dense(layers::Flatten(h), 3);
+    Output loss = ops::Identity(
+        ops::ReduceMean(ops::SparseSoftmaxCrossEntropyWithLogits(labels, logits)), "loss");
+    summary::Scalar("xent", loss);
+    summary::Histogram("logits", logits);
+    Variable step = train::GetOrCreateGlobalStep();
+    Output lr = train::ExponentialDecay(0.2, step.value(), 4, 0.8);
+    train::MomentumOptimizer opt(lr, 0.9, {.use_nesterov = true});
+    std::vector<train::GradAndVar> grads_and_vars = opt.ComputeGradients(loss);
+    std::vector<Output> grads;
+    for (const auto& [grad, var] : grads_and_vars) grads.push_back(grad);
+    auto [clipped, norm] = ops::ClipByGlobalNorm(grads, 1.0f);
+    for (size_t i = 0; i < grads_and_vars.size(); ++i) grads_and_vars[i].first = clipped[i];
+    Operation train_op = opt.ApplyGradients(grads_and_vars, step);
+    train::MonitoredTrainingSessionOptions options;
+    options.checkpoint_dir = dir;
+    options.save_checkpoint_steps = int64_t{8};
+    options.save_checkpoint_secs = std::nullopt;
+    options.save_summaries_steps = int64_t{4};
+    options.hooks = {std::make_shared<train::StopAtStepHook>(train::LastStep{8})};
+    auto sess = train::MonitoredTrainingSession(options);
+    while (!sess->ShouldStop()) sess->Run({train_op}, {{images, images_value}, {labels, labels_value}});
+  }
+  const std::optional<std::string> prefix = train::LatestCheckpoint(dir);
+  ASSERT_TRUE(prefix.has_value());
+  ASSERT_EQ(*prefix, dir + "/model.ckpt-8");
+
+  // flowtrain continues from its own .meta and checkpoint.
+  Graph g;
+  std::shared_ptr<train::Saver> saver = train::ImportMetaGraph(*prefix + ".meta", &g);
+  ASSERT_NE(saver, nullptr);
+  Session sess(g);
+  saver->Restore(sess, *prefix);
+  const Output loss = g.GetTensorByName("loss:0");
+  const Output logits = g.GetTensorByName("dense/BiasAdd:0");
+  const std::vector<Operation> train_ops = g.GetCollection<Operation>(GraphKeys::kTrainOp);
+  ASSERT_EQ(train_ops.size(), 1u);
+  const FeedList feeds = {{g.GetTensorByName("images:0"), images_value},
+                          {g.GetTensorByName("labels:0"), labels_value}};
+  std::vector<std::pair<std::string, Tensor>> expected = {{"feed/images:0", images_value},
+                                                          {"feed/labels:0", labels_value}};
+  std::vector<Tensor> out = sess.Run(feeds, {logits, loss});
+  expected.emplace_back("fetch/dense/BiasAdd:0", out[0]);
+  expected.emplace_back("fetch/loss:0", out[1]);
+  std::vector<float> losses;
+  for (int i = 0; i < 10; ++i) {
+    losses.push_back(sess.Run(feeds, {loss})[0].scalar<float>());
+    sess.Run(feeds, {}, {train_ops[0]});
+  }
+  losses.push_back(sess.Run(feeds, {loss})[0].scalar<float>());
+  expected.emplace_back("continued_losses", Tensor::FromVector<float>(losses));
+  for (const Variable& v : ops::GlobalVariables(&g)) {
+    expected.emplace_back("final/" + v.op().name(), v.value().Eval(sess));
+  }
+  expected.emplace_back("start_step", Tensor::Scalar<int64_t>(8));
+  expected.emplace_back("summary_op_count", Tensor::Scalar<int64_t>(1));
+  expected.emplace_back("summary_loss_tag", Tensor::Scalar<std::string>("xent"));
+  WriteFile(dir + "/expected.json", TensorListJson(expected));
+  RunChecker("check_meta_graph.py",
+             {"--meta", *prefix + ".meta", "--prefix", *prefix, "--expected", dir + "/expected.json"});
+}
+
+// ---- Op definitions ----
+
+// Every op flowtrain registers (and so may write into a GraphDef or a MetaGraph's
+// stripped_op_list) must be TF's op with TF's signature: the same inputs and outputs, attrs
+// TF knows with the same types, no attr TF requires that flowtrain lacks, and defaults TF
+// would fill in the same way. Otherwise TF rejects, or silently reinterprets, what we write.
+TEST(InteropTest, EveryRegisteredOpHasTensorFlowsSignature) {
+  const std::string dir = MakeTempDir("interop_ops");
+  tensorflow::OpList ops;
+  for (const std::string& name : OpRegistry::Global()->ListOps()) {
+    *ops.add_op() = OpRegistry::Global()->Get(name).def;
+  }
+  ASSERT_GT(ops.op_size(), 100);
+  std::ofstream out(dir + "/ops.pb", std::ios::binary);
+  ASSERT_TRUE(ops.SerializeToOstream(&out));
+  out.close();
+  RunChecker("check_op_defs.py", {"--ops", dir + "/ops.pb"});
+}
+
+// A TF1 queue-based input pipeline (StringInputProducer, TFRecordReader, Batch) exported by
+// flowtrain: TF imports it, its queue runners come from the MetaGraph's "queue_runners"
+// collection, and it reads every record of its epochs, then ends with OutOfRange.
+TEST(InteropTest, QueueInputPipelineRunsInTensorFlow) {
+  const std::string dir = MakeTempDir("interop_queues");
+  std::vector<std::string> paths, records;
+  for (int f = 0; f < 3; ++f) {
+    paths.push_back(dir + "/part-" + std::to_string(f) + ".tfrecord");
+    io::RecordWriter writer(paths.back());
+    for (int r = 0; r < 4; ++r) {
+      records.push_back("file " + std::to_string(f) + " record " + std::to_string(r));
+      writer.WriteRecord(records.back());
+    }
+    writer.Close();
+  }
+  Graph g;
+  auto as_default = g.AsDefault();
+  ops::FIFOQueue files = train::StringInputProducer(paths, {.num_epochs = 2, .seed = 5});
+  ops::TFRecordReader reader;
+  auto [key, value] = reader.Read(files);
+  std::vector<Output> batch = train::Batch({key, value}, 5, {.allow_smaller_final_batch = true});
+  train::ExportMetaGraph(g, nullptr, dir + "/pipeline.meta");
+  std::vector<std::string> twice = records;
+  twice.insert(twice.end(), records.begin(), records.end());
+  std::vector<std::string> hex;
+  for (const std::string& r : twice) hex.push_back(Hex(r));
+  WriteFile(dir + "/expected.json", "{\"meta\":" + Quote(dir + "/pipeline.meta") + ",\"values\":" +
+                                        Quote(batch[1].name()) + ",\"records\":" + List(hex) + "}");
+  RunChecker("check_queue_pipeline.py", {"--expected", dir + "/expected.json"});
+}
+
+// ---- TFRecords of tf.train.Example ----
+
+void AddFloats(tensorflow::Example& e, const std::string& key, const std::vector<float>& v) {
+  auto* list = (*e.mutable_features()->mutable_feature())[key].mutable_float_list();
+  for (float f : v) list->add_value(f);
+}
+void AddInts(tensorflow::Example& e, const std::string& key, const std::vector<int64_t>& v) {
+  auto* list = (*e.mutable_features()->mutable_feature())[key].mutable_int64_list();
+  for (int64_t i : v) list->add_value(i);
+}
+void AddBytes(tensorflow::Example& e, const std::string& key, const std::vector<std::string>& v) {
+  auto* list = (*e.mutable_features()->mutable_feature())[key].mutable_bytes_list();
+  for (const std::string& b : v) list->add_value(b);
+}
+
+TEST(InteropTest, TfRecordsOfExamplesParseInTensorFlow) {
+  const std::string dir = MakeTempDir("interop_records");
+  const int n = 7;
+  std::string records = "[";
+  std::vector<std::string> serialized;
+  std::string examples = "[";
+  for (int i = 0; i < n; ++i) {
+    tensorflow::Example e;
+    const int64_t label = (i % 2 == 0 ? 1 : -1) * (int64_t{1} << (10 * (i % 7)));
+    const std::vector<float> weights = {0.5f * i, -1.25f, std::ldexp(1.0f, -20 - i)};
+    const std::string name = "ex" + std::to_string(i) + std::string(1, '\0') + "\xff";
+    std::vector<int64_t> tokens;
+    for (int k = 0; k < i; ++k) tokens.push_back(k * 1000003LL - 7);
+    std::vector<float> scores;
+    for (int k = 0; k < (i * 3) % 5; ++k) scores.push_back(std::sin(1.0f + i + k));
+    std::vector<std::string> blobs;
+    for (int k = 0; k < i % 3; ++k) blobs.push_back(std::string(k + 1, static_cast<char>('a' + i)));
+    AddInts(e, "label", {label});
+    AddFloats(e, "weights", weights);
+    AddBytes(e, "name", {name});
+    AddInts(e, "tokens", tokens);
+    AddFloats(e, "scores", scores);
+    AddBytes(e, "blobs", blobs);
+    serialized.push_back(e.SerializeAsString());
+    std::vector<std::string> blob_hex;
+    for (const std::string& b : blobs) blob_hex.push_back(Hex(b));
+    if (i > 0) examples += ",\n";
+    examples += "{\"label\":" + List(std::vector<int64_t>{label}) + ",\"weights\":" + List(weights) +
+                ",\"name\":" + List(std::vector<std::string>{Hex(name)}) + ",\"tokens\":" +
+                List(tokens) + ",\"scores\":" + List(scores) + ",\"blobs\":" + List(blob_hex) +
+                ",\"serialized\":\"" + Hex(serialized.back()) + "\"}";
+  }
+  examples += "]";
+  for (const std::string compression : {"", "ZLIB", "GZIP"}) {
+    const std::string path = dir + "/data" + (compression.empty() ? "" : "." + compression) + ".tfrecord";
+    io::RecordWriter writer(path, {.compression_type = compression});
+    for (const std::string& s : serialized) writer.WriteRecord(s);
+    writer.Close();
+    if (records.size() > 1) records += ",";
+    records += "{\"path\":" + Quote(path) + ",\"compression\":" + Quote(compression) + "}";
+  }
+  records += "]";
+  WriteFile(dir + "/expected.json", "{\"files\":" + records + ",\n\"examples\":" + examples + "}");
+  RunChecker("check_tfrecords.py", {"--expected", dir + "/expected.json"});
+}
+
+// ---- Event files for TensorBoard ----
+
+// Scalars, histograms, images, audio, text and the graph, written by flowtrain's summary ops
+// and FileWriter over 4 steps; TensorBoard (EventAccumulator and a real server) must see them.
+TEST(InteropTest, EventFilesReadInTensorBoard) {
+  const std::string dir = MakeTempDir("interop_events");
+  const std::string logdir = dir + "/logs";
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output loss = ops::Placeholder(DT_FLOAT, PartialTensorShape({}), "loss_value");
+  Output weights = ops::Placeholder(DT_FLOAT, PartialTensorShape({-1}), "weights_in");
+  Output pixels = ops::Placeholder(DT_UINT8, PartialTensorShape({2, 4, 5, 3}), "pixels_in");
+  Output sound = ops::Placeholder(DT_FLOAT, PartialTensorShape({2, 400}), "sound_in");
+  Output note = ops::Placeholder(DT_STRING, PartialTensorShape({}), "note_in");
+  Output doubled = ops::Mul(loss, ops::Const(2.0f));
+  summary::Scalar("loss", doubled);
+  summary::Histogram("weights", weights);
+  summary::Image("pixels", pixels, {.max_outputs = 2});
+  summary::Audio("sound", sound, 8000.0f, {.max_outputs = 2});
+  summary::Text("note", note);
+  Output merged = summary::MergeAll();
+  Session sess(g);
+  const tensorflow::GraphDef graph_def = g.ToGraphDef();
+  std::string nodes = "[";
+  for (const auto& node : graph_def.node()) {
+    if (nodes.size() > 1) nodes += ",";
+    nodes += "[" + Quote(node.name()) + "," + Quote(node.op()) + "]";
+  }
+  nodes += "]";
+
+  std::string steps_json = "[";
+  {
+    summary::FileWriter writer(logdir, graph_def);
+    for (int64_t step : {0, 3, 7, 10}) {
+      std::vector<float> w;
+      for (int k = 0; k < 40 + step; ++k) w.push_back(std::sin(0.37f * k + step) * (1.0f + step));
+      std::vector<uint8_t> px;
+      for (int k = 0; k < 2 * 4 * 5 * 3; ++k) px.push_back(static_cast<uint8_t>((k * 37 + step * 11) % 256));
+      std::vector<float> clip;
+      for (int k = 0; k < 800; ++k) clip.push_back(0.9f * std::sin(0.05f * k * (1 + step % 3)));
+      const std::string text = "step **" + std::to_string(step) + "** of flowtrain";
+      const float loss_value = 1.0f / (1.0f + step);
+      std::vector<Tensor> out = sess.Run(
+          {{loss, Tensor::Scalar<float>(loss_value)},
+           {weights, Tensor::FromVector<float>(w)},
+           {pixels, Tensor::FromVector<uint8_t>(px, TensorShape({2, 4, 5, 3}))},
+           {sound, Tensor::FromVector<float>(clip, TensorShape({2, 400}))},
+           {note, Tensor::Scalar<std::string>(text)}},
+          {merged, doubled});
+      writer.AddSummary(out[0].scalar<std::string>(), step);
+      if (steps_json.size() > 1) steps_json += ",\n";
+      steps_json += "{\"step\":" + std::to_string(step) + ",\"loss\":" + TensorJson(out[1]) +
+                    ",\"weights\":" + TensorJson(Tensor::FromVector<float>(w)) +
+                    ",\"pixels\":" + TensorJson(Tensor::FromVector<uint8_t>(px, TensorShape({2, 4, 5, 3}))) +
+                    ",\"sound\":" + TensorJson(Tensor::FromVector<float>(clip, TensorShape({2, 400}))) +
+                    ",\"note\":" + Quote(text) + "}";
+    }
+    writer.Close();
+  }
+  steps_json += "]";
+  WriteFile(dir + "/expected.json", "{\"logdir\":" + Quote(logdir) + ",\"sample_rate\":8000," +
+                                        "\"graph_nodes\":" + nodes + ",\n\"steps\":" + steps_json + "}");
+  RunChecker("check_events.py", {"--expected", dir + "/expected.json"});
+}
+
+}  // namespace
+}  // namespace flowtrain::testing
