@@ -320,13 +320,14 @@ FT_REGISTER_OP("Conv2DBackpropFilter")
   Attr("ksize: list(int) >= 4")                         \
       .Attr("strides: list(int) >= 4")                  \
       .Attr("padding: string")                          \
-      .Attr("explicit_paddings: list(int) = []")        \
       .Attr("data_format: string = 'NHWC'")
 
+// TF's MaxPool and MaxPoolGrad (not AvgPool) have taken explicit_paddings since 2.x.
 FT_REGISTER_OP("MaxPool")
     .Input("input: T")
     .Output("output: T")
     .Attr("T: {half, bfloat16, float, double, int32, int64, uint8, int16, int8} = DT_FLOAT")
+    .Attr("explicit_paddings: list(int) = []")
     .FT_POOL_ATTRS.SetShapeFn(PoolShape);
 
 FT_REGISTER_OP("MaxPoolGrad")
@@ -335,6 +336,7 @@ FT_REGISTER_OP("MaxPoolGrad")
     .Input("grad: T")
     .Output("output: T")
     .Attr("T: " FT_REAL_TYPES " = DT_FLOAT")
+    .Attr("explicit_paddings: list(int) = []")
     .FT_POOL_ATTRS.SetShapeFn(MaxPoolGradShape);
 
 FT_REGISTER_OP("AvgPool")
