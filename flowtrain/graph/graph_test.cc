@@ -8,7 +8,9 @@
 #include "flowtrain/core/error.h"
 #include "flowtrain/graph/graph_def.h"
 #include "flowtrain/graph/node_builder.h"
+#include "flowtrain/graph/op_registry.h"
 #include "flowtrain/graph/shape_inference.h"
+#include "tests/test_util.h"
 
 namespace flowtrain {
 namespace {
@@ -31,6 +33,10 @@ FT_REGISTER_OP("GraphTestConcat")
     .Attr("N: int >= 2")
     .Attr("T: type")
     .Attr("note: string = 'x'");
+FT_REGISTER_OP("GraphTestHinted")
+    .Input("x: float")
+    .Output("y: float")
+    .NewerAttr("hint: bool = false");
 FT_REGISTER_OP("GraphTestSplit")
     .Input("x: float")
     .Output("a: float")
@@ -327,6 +333,64 @@ TEST(GraphDef, ImportErrorsNameTheNode) {
   n->add_input("missing");
   n->add_input("missing");
   EXPECT_THROW(ImportGraphDef(def, &g), InvalidArgumentError);
+}
+
+// An attr a newer TF added (as MatMul's grad_a): accepted, checked and kept when a node has it,
+// never added to nodes that lack it nor to the OpDef flowtrain writes.
+TEST(GraphDef, NewerAttrsAreAcceptedAndKeptButNeverAdded) {
+  const OpRegistration& reg = OpRegistry::Global()->Get("GraphTestHinted");
+  EXPECT_EQ(reg.def.attr_size(), 0);
+  ASSERT_EQ(reg.newer_attrs.size(), 1u);
+  EXPECT_EQ(reg.newer_attrs[0].name(), "hint");
+  Graph g;
+  Output a = TestConst(DT_FLOAT, PartialTensorShape({2}), "a", &g);
+  NodeBuilder("GraphTestHinted", "plain").Graph(&g).Input(a).Finalize();
+  tensorflow::GraphDef def = g.ToGraphDef();
+  EXPECT_FALSE(def.node(1).attr().contains("hint"));
+  (*def.mutable_node(1)->mutable_attr())["hint"].set_b(true);
+  Graph imported;
+  ImportGraphDef(def, &imported);
+  EXPECT_TRUE(imported.ToGraphDef().node(1).attr().at("hint").b());
+  (*def.mutable_node(1)->mutable_attr())["hint"].set_i(3);
+  Graph wrong;
+  testing::ExpectInvalidArgument([&] { ImportGraphDef(def, &wrong); }, "must be of type bool");
+}
+
+// A newer TF's graph: GraphTestAdd as if TF had since given it a `fast: bool = false` attr
+// (as TF 2.12 gave MatMul grad_a and grad_b), and the producer's OpDef saying so.
+TEST(GraphDef, NewDefaultAttrsOfANewerProducerAreRemoved) {
+  Graph g;
+  Output a = TestConst(DT_FLOAT, PartialTensorShape({2}), "a", &g);
+  NodeBuilder("GraphTestAdd", "c").Graph(&g).Input(a).Input(a).Finalize();
+  tensorflow::GraphDef def = g.ToGraphDef();
+  tensorflow::OpList producer;
+  *producer.add_op() = OpRegistry::Global()->Get("GraphTestAdd").def;
+  auto* fast = producer.mutable_op(0)->add_attr();
+  fast->set_name("fast");
+  fast->set_type("bool");
+  fast->mutable_default_value()->set_b(false);
+  tensorflow::NodeDef& c = *def.mutable_node(1);
+  ASSERT_EQ(c.name(), "c");
+  (*c.mutable_attr())["fast"].set_b(false);
+
+  // Without the producer's ops the attr is unknown, as in TF.
+  Graph unknown;
+  testing::ExpectInvalidArgument([&] { ImportGraphDef(def, &unknown); }, "unknown attr 'fast'");
+  // At its default it goes; the node keeps its other attrs.
+  tensorflow::GraphDef cleaned = def;
+  EXPECT_EQ(RemoveNewDefaultAttrs(producer, &cleaned), 1);
+  EXPECT_FALSE(cleaned.node(1).attr().contains("fast"));
+  EXPECT_TRUE(cleaned.node(1).attr().contains("T"));
+  Graph imported;
+  ImportGraphDef(cleaned, &imported);
+  EXPECT_EQ(imported.GetTensorByName("c:0").shape().DebugString(), "[2]");
+  // Any other value changes the op's meaning: it stays, and the import rejects it.
+  (*c.mutable_attr())["fast"].set_b(true);
+  EXPECT_EQ(RemoveNewDefaultAttrs(producer, &def), 0);
+  EXPECT_TRUE(def.node(1).attr().contains("fast"));
+  // Attrs flowtrain knows, and ops the producer list lacks, are left alone.
+  EXPECT_EQ(RemoveNewDefaultAttrs(tensorflow::OpList(), &def), 0);
+  EXPECT_TRUE(def.node(1).attr().contains("T"));
 }
 
 }  // namespace

@@ -90,7 +90,9 @@ class SignatureMatcher {
   std::string_view node_name_;
 };
 
-void CheckAttrsAgainstDef(const tensorflow::OpDef& def, AttrMap& attrs, std::string_view node) {
+void CheckAttrsAgainstDef(const OpRegistration& registration, AttrMap& attrs,
+                          std::string_view node) {
+  const tensorflow::OpDef& def = registration.def;
   for (const auto& attr_def : def.attr()) {
     auto it = attrs.find(attr_def.name());
     if (it == attrs.end()) {
@@ -126,6 +128,14 @@ void CheckAttrsAgainstDef(const tensorflow::OpDef& def, AttrMap& attrs, std::str
     if (name.starts_with("_")) continue;  // internal attrs (_class, _output_shapes)
     bool known = false;
     for (const auto& attr_def : def.attr()) known = known || attr_def.name() == name;
+    for (const auto& attr_def : registration.newer_attrs) {
+      if (attr_def.name() != name) continue;
+      known = true;
+      if (!AttrValueHasType(value, attr_def.type())) {
+        InvalidArgument("Attr '", name, "' of node '", node, "' (op: '", def.name(),
+                        "') must be of type ", attr_def.type());
+      }
+    }
     if (!known) {
       InvalidArgument("Node '", node, "' (op: '", def.name(), "') has unknown attr '", name, "'");
     }
@@ -261,7 +271,7 @@ Operation NodeBuilder::Finalize() {
     for (const Output& in : inputs) node->inputs_.push_back(Endpoint{in.node(), in.index()});
   }
   node->name_ = name_;  // provisional, for messages
-  CheckAttrsAgainstDef(def, node->attrs_, name_);
+  CheckAttrsAgainstDef(registration, node->attrs_, name_);
 
   // Check input dtypes (and ref-ness) against the signature.
   size_t flat = 0;

@@ -129,6 +129,14 @@ OpDefBuilder& OpDefBuilder::Attr(std::string_view spec) {
   return *this;
 }
 
+OpDefBuilder& OpDefBuilder::NewerAttr(std::string_view spec) {
+  Attr(spec);
+  auto* attrs = registration_.def.mutable_attr();
+  registration_.newer_attrs.push_back(attrs->at(attrs->size() - 1));
+  attrs->RemoveLast();
+  return *this;
+}
+
 OpDefBuilder& OpDefBuilder::SetIsStateful() {
   registration_.def.set_is_stateful(true);
   return *this;

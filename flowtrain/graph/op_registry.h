@@ -34,6 +34,10 @@ using ShapeFn = std::function<void(InferenceContext&)>;
 struct OpRegistration {
   tensorflow::OpDef def;
   ShapeFn shape_fn;  // null: outputs get unknown shapes
+  // Attrs a newer TensorFlow added to the op that change nothing flowtrain computes (MatMul's
+  // grad_a and grad_b, hints TF's gradient code sets): a node may carry them, and keeps them,
+  // but they are not in `def`, so flowtrain's own nodes and OpDefs stay TF 1.15's.
+  std::vector<tensorflow::OpDef::AttrDef> newer_attrs;
 };
 
 class OpDefBuilder {
@@ -42,6 +46,8 @@ class OpDefBuilder {
   OpDefBuilder& Input(std::string_view spec);
   OpDefBuilder& Output(std::string_view spec);
   OpDefBuilder& Attr(std::string_view spec);
+  // An attr of a newer TF's op that flowtrain accepts and ignores (see newer_attrs).
+  OpDefBuilder& NewerAttr(std::string_view spec);
   OpDefBuilder& SetIsStateful();
   OpDefBuilder& SetIsCommutative();
   OpDefBuilder& SetIsAggregate();

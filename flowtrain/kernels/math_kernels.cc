@@ -130,6 +130,40 @@ struct FloorDivFn {
     }
   }
 };
+template <typename T>
+T FloorModulo(T x, T y) {
+  if constexpr (std::is_integral_v<T>) {
+    T r = x % y;
+    if constexpr (std::is_signed_v<T>) {
+      if (r != 0 && ((r < 0) != (y < 0))) r += y;
+    }
+    return r;
+  } else {
+    double r = std::fmod(static_cast<double>(x), static_cast<double>(y));
+    if (r != 0 && ((r < 0) != (static_cast<double>(y) < 0))) r += static_cast<double>(y);
+    return static_cast<T>(r);
+  }
+}
+struct FloorModFn {
+  static constexpr bool kDivides = true;
+  template <typename A, typename B>
+  static auto Apply(const A& a, const B& b) {
+    if constexpr (kIsArray<A> && kIsArray<B>) {
+      using T = typename A::Scalar;
+      return a.binaryExpr(b, [](T x, T y) { return FloorModulo<T>(x, y); });
+    } else if constexpr (kIsArray<A>) {
+      using T = typename A::Scalar;
+      const T y = b;
+      return a.unaryExpr([y](T x) { return FloorModulo<T>(x, y); });
+    } else if constexpr (kIsArray<B>) {
+      using T = typename B::Scalar;
+      const T x = a;
+      return b.unaryExpr([x](T y) { return FloorModulo<T>(x, y); });
+    } else {
+      return FloorModulo<A>(a, b);
+    }
+  }
+};
 
 template <typename T>
 T PowScalar(T x, T y) {
@@ -172,6 +206,7 @@ FT_REGISTER_KERNEL("Sub", BinaryCwiseOp<SubFn>);
 FT_REGISTER_KERNEL("Mul", BinaryCwiseOp<MulFn>);
 FT_REGISTER_KERNEL("RealDiv", BinaryCwiseOp<RealDivFn>);
 FT_REGISTER_KERNEL("FloorDiv", BinaryCwiseOp<FloorDivFn>);
+FT_REGISTER_KERNEL("FloorMod", BinaryCwiseOp<FloorModFn>);
 FT_REGISTER_KERNEL("Maximum", BinaryCwiseOp<MaximumFn>);
 FT_REGISTER_KERNEL("Minimum", BinaryCwiseOp<MinimumFn>);
 FT_REGISTER_KERNEL("Pow", BinaryCwiseOp<PowFn>);

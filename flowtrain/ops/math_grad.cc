@@ -108,6 +108,14 @@ FT_REGISTER_GRADIENT("RealDiv", [](const Operation& op, const Grads& dy) {
   return Grads{gx, gy};
 });
 FT_REGISTER_NO_GRADIENT("FloorDiv");
+FT_REGISTER_GRADIENT("FloorMod", [](const Operation& op, const Grads& dy) {
+  const Output x = op.input(0);
+  const Output y = op.input(1);
+  // TF's: x - floor(x / y) * y, so dx = dy and dy = -dy * floor(x / y).
+  auto [gx, gy] = ops::ReduceBroadcastGradients(
+      x, y, dy[0], ops::Mul(dy[0], ops::Neg(ops::FloorDiv(x, y))));
+  return Grads{gx, gy};
+});
 FT_REGISTER_NO_GRADIENT("LogicalNot");
 FT_REGISTER_NO_GRADIENT("BroadcastGradientArgs");
 

@@ -43,6 +43,7 @@ FT_BINARY_CWISE_OP("Sub", FT_NUMBER_TYPES);
 FT_BINARY_CWISE_OP("Mul", FT_NUMBER_TYPES).SetIsCommutative();
 FT_BINARY_CWISE_OP("RealDiv", FT_NUMBER_TYPES);
 FT_BINARY_CWISE_OP("FloorDiv", FT_NUMBER_TYPES);
+FT_BINARY_CWISE_OP("FloorMod", FT_NUMBER_TYPES);
 FT_BINARY_CWISE_OP("Maximum", "{bfloat16, half, float, double, int32, int64}");
 FT_BINARY_CWISE_OP("Minimum", "{bfloat16, half, float, double, int32, int64}");
 
@@ -60,6 +61,9 @@ FT_REGISTER_OP("MatMul")
     .Attr("transpose_a: bool = false")
     .Attr("transpose_b: bool = false")
     .Attr("T: {bfloat16, half, float, double, int32, int64}")
+    // TF 2.12+ marks the MatMuls of its gradients with these (TF 2.21's graphs carry them).
+    .NewerAttr("grad_a: bool = false")
+    .NewerAttr("grad_b: bool = false")
     .SetShapeFn(MatMulShape);
 
 FT_REGISTER_OP("LogicalNot")
@@ -75,6 +79,7 @@ Output Sub(Output x, Output y, std::string_view name) { return Binary("Sub", x, 
 Output Mul(Output x, Output y, std::string_view name) { return Binary("Mul", x, y, name); }
 Output RealDiv(Output x, Output y, std::string_view name) { return Binary("RealDiv", x, y, name); }
 Output FloorDiv(Output x, Output y, std::string_view name) { return Binary("FloorDiv", x, y, name); }
+Output FloorMod(Output x, Output y, std::string_view name) { return Binary("FloorMod", x, y, name); }
 Output Maximum(Output x, Output y, std::string_view name) { return Binary("Maximum", x, y, name); }
 Output Minimum(Output x, Output y, std::string_view name) { return Binary("Minimum", x, y, name); }
 Output Neg(Output x, std::string_view name) { return NodeBuilder("Neg", name).Input(x).Finalize(); }
@@ -432,6 +437,8 @@ FT_REGISTER_OP("BatchMatMulV2")
     .Attr("T: {bfloat16, half, float, double, int32, int64}")
     .Attr("adj_x: bool = false")
     .Attr("adj_y: bool = false")
+    .NewerAttr("grad_x: bool = false")  // TF 2.12+, as MatMul's grad_a and grad_b
+    .NewerAttr("grad_y: bool = false")
     .SetShapeFn([](InferenceContext& c) { BatchMatMulShape(c, /*broadcast=*/true); });
 
 #define FT_SCAN_OP(Name)                                 \

@@ -20,6 +20,9 @@ Output Mul(Output x, Output y, std::string_view name = "Mul");
 Output RealDiv(Output x, Output y, std::string_view name = "RealDiv");
 // Division rounding toward negative infinity (integers) / floor(x / y) (floats).
 Output FloorDiv(Output x, Output y, std::string_view name = "FloorDiv");
+// The remainder of FloorDiv, with the sign of y: x - FloorDiv(x, y) * y (TF's FloorMod, which
+// TF's gradient of Mean uses).
+Output FloorMod(Output x, Output y, std::string_view name = "FloorMod");
 Output Maximum(Output x, Output y, std::string_view name = "Maximum");
 Output Minimum(Output x, Output y, std::string_view name = "Minimum");
 Output Neg(Output x, std::string_view name = "Neg");
