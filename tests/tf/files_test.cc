@@ -2,8 +2,9 @@
 // (tests/tf/files/write_tf_files.py, run by the `tf_files` ctest fixture): a TF1
 // MonitoredTrainingSession model dir, SavedModel variables with string and integer tensors, a
 // `checkpoint` file of absolute paths, graph event files, TF2 tensor scalars and tf.train.Example
-// records. Each check compares with what TF itself read back from the same files
-// (expected/*.pb), so a clone without TF-written fixtures still checks these compatibilities.
+// records, and a linear model's graph that flowtrain imports, runs and trains. Each check
+// compares with what TF itself read back from the same files (expected/*.pb), so a clone
+// without TF-written fixtures still checks these compatibilities.
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -195,8 +196,7 @@ TEST(TfFilesModelDir, SaverRestoresTheTfCheckpointIntoAFlowtrainGraph) {
   }
 }
 
-// TF's own .meta: its SaverDef, and its graph imported into flowtrain, restoring TF's
-// checkpoint through TF's save/restore_all.
+// TF's own .meta and graph.pbtxt: the SaverDef and the node counts TF reads.
 TEST(TfFilesModelDir, MetaGraphAndGraphPbtxt) {
   const Expected expected("model_dir");
   const std::string prefix = Dir("model_dir/model.ckpt-300");
@@ -341,6 +341,45 @@ TEST(TfFilesModelDir, CommandLineReadsTheModelDir) {
       RunFlowtrain("inspect-checkpoint " + Quoted(prefix) + " --tensor global_step");
   EXPECT_EQ(step.exit_code, 0) << step.output;
   EXPECT_EQ(step.output, "tensor_name:  global_step\n300\n");
+}
+
+// ---- A TF graph imported, restored, run and trained in flowtrain ----------------------------
+
+// TF's linear model from its .meta: TF's SaverDef restores TF's checkpoint, the prediction is
+// TF's, and one step of TF's own train op (its gradient graph: Mean's uses FloorMod; its MatMul
+// nodes carry TF 2.12's grad_a and grad_b) leaves the variables TF had after that step.
+TEST(TfFilesLinearModel, ImportedMetaGraphRestoresRunsAndTrainsAsTfDid) {
+  const Expected expected("linear_model");
+  const std::string prefix = expected.String("prefix");
+  EXPECT_EQ(prefix, Dir("linear_model/model.ckpt-1"));
+  ExpectCheckpointAsTfReadIt(prefix, expected, "checkpoint");
+  Graph g;
+  std::shared_ptr<train::Saver> saver = train::ImportMetaGraph(prefix + ".meta", &g);
+  ASSERT_NE(saver, nullptr);
+  Session sess(g);
+  saver->Restore(sess, prefix);
+  const Output x = g.GetTensorByName("x:0");
+  const Output t = g.GetTensorByName("t:0");
+  const Tensor batch = expected.Get("batch");
+  const Tensor prediction = sess.Run({{x, batch}}, {g.GetTensorByName("y:0")}, {})[0];
+  const Tensor want = expected.Get("prediction");
+  ASSERT_EQ(prediction.shape(), want.shape());
+  for (int64_t i = 0; i < want.NumElements(); ++i) {
+    EXPECT_NEAR(prediction.flat<float>()[i], want.flat<float>()[i], 1e-6) << i;
+  }
+  const Operation train_op = g.GetOperationByName("train");
+  const std::vector<Operation> train_ops = g.GetCollection<Operation>(GraphKeys::kTrainOp);
+  ASSERT_FALSE(train_ops.empty());
+  EXPECT_EQ(train_ops[0].name(), "train");
+  sess.Run({{x, batch}, {t, expected.Get("target")}}, {}, {train_op});
+  for (const char* name : {"w", "b"}) {
+    const Tensor got = sess.Run({}, {g.GetTensorByName(std::string(name) + ":0")}, {})[0];
+    const Tensor after = expected.Get(std::string(name) + "_after_step");
+    ASSERT_EQ(got.shape(), after.shape()) << name;
+    for (int64_t i = 0; i < after.NumElements(); ++i) {
+      EXPECT_NEAR(got.flat<float>()[i], after.flat<float>()[i], 1e-6) << name << " " << i;
+    }
+  }
 }
 
 // ---- SavedModel variables --------------------------------------------------------------------

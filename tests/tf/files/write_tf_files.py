@@ -14,6 +14,8 @@ DIR/ gets (each rewritten from scratch):
                       _CHECKPOINTABLE_OBJECT_GRAPH string tensor)
   abs_state/          checkpoints of a plain tf.compat.v1.train.Saver, whose `checkpoint` file
                       names them by absolute path
+  linear_model/       a linear model's .meta and checkpoint (unsharded Saver), with TF's
+                      prediction for a batch and its variables after one training step
   events_tf1_graph/   one run per graph, written by tf.compat.v1.summary.FileWriter
   events_tf2_scalar/  tf.summary.scalar in a tf.summary.create_file_writer (TF2 tensor scalars)
   tfrecord/examples.tfrecord  tf.train.Example records
@@ -30,6 +32,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -177,6 +180,9 @@ def train(model_dir, last_step):
 def write_model_dir(out):
     model_dir = os.path.join(out, "model_dir")
     train(model_dir, 200)
+    # TF1 event files are named by the second the writer opened them: a second run within the
+    # same second would rewrite the first run's file.
+    time.sleep(1.1)
     train(model_dir, 300)
     expected = Expected()
     state = tf.train.get_checkpoint_state(model_dir)
@@ -254,6 +260,44 @@ def write_abs_state(out):
     add_checkpoint_state(expected, "state", directory)
     add_checkpoint(expected, "latest", tf.train.latest_checkpoint(directory))
     expected.write(out, "abs_state")
+
+
+# ---- TF1: a graph for flowtrain to import, run and train -------------------------------------
+
+def write_linear_model(out):
+    """A linear model's .meta and checkpoint from a plain (unsharded) Saver, with what TF
+    computes from them: the prediction for a batch, and the variables after one training step."""
+    directory = os.path.join(out, "linear_model")
+    os.makedirs(directory)
+    rng = np.random.RandomState(5)
+    batch = rng.randn(4, 3).astype(np.float32)
+    target = rng.randn(4, 1).astype(np.float32)
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf1.placeholder(tf.float32, [None, 3], name="x")
+        t = tf1.placeholder(tf.float32, [None, 1], name="t")
+        w = tf1.Variable(rng.randn(3, 1).astype(np.float32), name="w")
+        b = tf1.Variable(np.array([0.25], np.float32), name="b")
+        y = tf.identity(tf.matmul(x, w) + b, name="y")
+        loss = tf.reduce_mean(tf.square(y - t), name="loss")
+        # minimize adds the train op to the TRAIN_OP collection itself.
+        train_op = tf1.train.GradientDescentOptimizer(0.1).minimize(loss, name="train")
+        saver = tf1.train.Saver()
+        with tf1.Session(graph=graph) as sess:
+            sess.run(tf1.global_variables_initializer())
+            prefix = saver.save(sess, os.path.join(directory, "model.ckpt"), global_step=1)
+            prediction = sess.run(y, {x: batch})
+            sess.run(train_op, {x: batch, t: target})
+            w_after, b_after = sess.run([w, b])
+    expected = Expected()
+    expected.add("prefix", prefix.encode())
+    expected.add("batch", batch)
+    expected.add("target", target)
+    expected.add("prediction", prediction)
+    expected.add("w_after_step", w_after)
+    expected.add("b_after_step", b_after)
+    add_checkpoint(expected, "checkpoint", prefix)
+    expected.write(out, "linear_model")
 
 
 # ---- TF1: graphs in event files ------------------------------------------------------------
@@ -399,6 +443,7 @@ def main():
     write_model_dir(out)
     write_saved_model_tf1(out)
     write_abs_state(out)
+    write_linear_model(out)
     write_graph_events(out)
     write_tfrecord(out)
     print("write_tf_files: wrote", out)
