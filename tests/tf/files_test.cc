@@ -461,6 +461,44 @@ TEST(TfFilesCheckpointState, AbsolutePathsAsTfReadsThem) {
   ExpectCheckpointAsTfReadIt(*train::LatestCheckpoint(dir), expected, "latest");
 }
 
+// A TF2 CheckpointManager's state: relative paths and Python-repr timestamps, byte for byte.
+TEST(TfFilesCheckpointState, Tf2CheckpointManagerStateWithTimestamps) {
+  const Expected expected("tf2_manager");
+  const std::string dir = Dir("tf2_manager");
+  const std::string text = ReadFileToString(JoinPath(dir, "checkpoint"));
+  EXPECT_THAT(text, HasSubstr("model_checkpoint_path: \"ckpt-3\"\n"));
+  EXPECT_THAT(text, HasSubstr("all_model_checkpoint_timestamps: "));
+  tensorflow::CheckpointState raw;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &raw));
+  EXPECT_EQ(train::CheckpointStateToText(raw), text);
+  std::optional<tensorflow::CheckpointState> state = train::GetCheckpointState(dir);
+  ASSERT_TRUE(state.has_value());
+  EXPECT_EQ(state->model_checkpoint_path(), expected.String("state/model_checkpoint_path"));
+  EXPECT_EQ(std::vector<std::string>(state->all_model_checkpoint_paths().begin(),
+                                     state->all_model_checkpoint_paths().end()),
+            expected.Strings("state/all_model_checkpoint_paths"));
+  EXPECT_EQ(std::vector<double>(state->all_model_checkpoint_timestamps().begin(),
+                                state->all_model_checkpoint_timestamps().end()),
+            expected.Vector<double>("state/all_model_checkpoint_timestamps"));
+  EXPECT_EQ(state->last_preserved_timestamp(),
+            expected.Scalar<double>("state/last_preserved_timestamp"));
+  EXPECT_EQ(train::LatestCheckpoint(dir), expected.String("state/latest_checkpoint"));
+  EXPECT_EQ(train::LatestCheckpoint(dir), JoinPath(dir, "ckpt-3"));
+  // flowtrain writes the same state, relative paths and timestamps, as TF's bytes.
+  const std::string again = testing::MakeTempDir("tf_files_manager");
+  std::vector<std::string> paths;
+  for (const std::string& path : state->all_model_checkpoint_paths()) {
+    paths.push_back(JoinPath(again, Basename(path)));
+  }
+  train::UpdateCheckpointStateInternal(
+      again, JoinPath(again, "ckpt-3"), paths, "checkpoint", /*save_relative_paths=*/true,
+      {state->all_model_checkpoint_timestamps().begin(),
+       state->all_model_checkpoint_timestamps().end()},
+      state->last_preserved_timestamp());
+  EXPECT_EQ(ReadFileToString(JoinPath(again, "checkpoint")), text);
+  ExpectCheckpointAsTfReadIt(*train::LatestCheckpoint(dir), expected, "latest");
+}
+
 // ---- Graphs in event files ---------------------------------------------------------------
 
 TEST(TfFilesGraphEvents, EveryRunHasTfsGraphAndMetaGraph) {

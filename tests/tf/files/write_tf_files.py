@@ -18,6 +18,8 @@ DIR/ gets (each rewritten from scratch):
                       prediction for a batch and its variables after one training step
   events_tf1_graph/   one run per graph, written by tf.compat.v1.summary.FileWriter
   events_tf2_scalar/  tf.summary.scalar in a tf.summary.create_file_writer (TF2 tensor scalars)
+  tf2_manager/        a tf.train.CheckpointManager's object-based checkpoints, and its
+                      `checkpoint` file of relative paths with timestamps
   tfrecord/examples.tfrecord  tf.train.Example records
   expected/*.pb       what TF itself reads back from those files, for the C++ side to compare
 
@@ -417,6 +419,25 @@ def write_tf2_parts(out):
         @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
         def __call__(self, x):
             return self.a * x + self.b
+
+    # tf.train.CheckpointManager: relative paths, with timestamps in the `checkpoint` file.
+    directory = os.path.join(out, "tf2_manager")
+    step = tf.Variable(0, dtype=tf.int64, name="step")
+    weights = tf.Variable([[1.0, 2.0], [3.0, 4.0]], name="weights")
+    checkpoint = tf.train.Checkpoint(step=step, weights=weights)
+    manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=2)
+    for _ in range(3):
+        step.assign_add(1)
+        weights.assign_add(tf.ones([2, 2]) * 0.5)
+        manager.save(checkpoint_number=int(step.numpy()))
+    expected = Expected()
+    add_checkpoint_state(expected, "state", directory)
+    state = tf.train.get_checkpoint_state(directory)
+    expected.add("state/all_model_checkpoint_timestamps",
+                 np.array(state.all_model_checkpoint_timestamps, np.float64))
+    expected.add("state/last_preserved_timestamp", np.float64(state.last_preserved_timestamp))
+    add_checkpoint(expected, "latest", manager.latest_checkpoint)
+    expected.write(out, "tf2_manager")
 
     export_dir = os.path.join(out, "saved_model_tf2")
     tf.saved_model.save(Half(), export_dir)
