@@ -24,10 +24,26 @@ void RemoveTempDirs() {
 
 }  // namespace
 
-std::string FixturePath(const std::string& relative) {
+std::string FixturesDir() {
   const char* env = std::getenv("FLOWTRAIN_FIXTURES_DIR");
-  const std::string root = env != nullptr ? env : FLOWTRAIN_FIXTURES_DIR;
-  return root + "/" + relative;
+  return env != nullptr ? env : FLOWTRAIN_FIXTURES_DIR;
+}
+
+std::string FixturePath(const std::string& relative) { return FixturesDir() + "/" + relative; }
+
+std::string AbsentFixtures(std::initializer_list<std::string_view> fixtures) {
+  std::string absent;
+  int count = 0;
+  for (std::string_view fixture : fixtures) {
+    std::error_code ec;
+    if (std::filesystem::exists(FixturePath(std::string(fixture)), ec)) continue;
+    absent += (absent.empty() ? "" : ", ") + std::string(fixture);
+    ++count;
+  }
+  if (absent.empty()) return absent;
+  return (count == 1 ? "fixture " : "fixtures ") + absent + (count == 1 ? " is" : " are") +
+         " absent from " + FixturesDir() +
+         " (FLOWTRAIN_FIXTURES_DIR names the folder of TF-written fixtures)";
 }
 
 std::string MakeTempDir(const std::string& prefix) {

@@ -15,8 +15,27 @@
 
 namespace flowtrain::testing {
 
-// Path of a file under ../shared/fixtures (FLOWTRAIN_FIXTURES_DIR overrides the location).
+// The folder of TF-written fixtures: ../shared/fixtures beside the source tree, or
+// FLOWTRAIN_FIXTURES_DIR when that is set. A plain clone has no such folder; every test that
+// reads a fixture names it with FLOWTRAIN_REQUIRE_FIXTURES and skips without it.
+std::string FixturesDir();
+
+// Path of a file under the fixtures folder.
 std::string FixturePath(const std::string& relative);
+
+// Empty when every one of `fixtures` (top-level entries of the fixtures folder, such as
+// "tf1_estimator_model_dir") is there; otherwise a message naming the absent ones.
+std::string AbsentFixtures(std::initializer_list<std::string_view> fixtures);
+
+// FLOWTRAIN_REQUIRE_FIXTURES("tf1_estimator_model_dir", ...) skips the current test when any
+// named fixture is absent, with a message naming them. GTEST_SKIP returns from the function it
+// is in, so this belongs in a TEST body or a test fixture's SetUp(), never in a helper.
+#define FLOWTRAIN_REQUIRE_FIXTURES(...)                                                      \
+  if (const std::string flowtrain_absent_fixtures_ =                                         \
+          ::flowtrain::testing::AbsentFixtures({__VA_ARGS__});                               \
+      flowtrain_absent_fixtures_.empty()) {                                                  \
+  } else                                                                                     \
+    GTEST_SKIP() << flowtrain_absent_fixtures_
 
 // A new empty directory under the test temp dir, removed at process exit.
 std::string MakeTempDir(const std::string& prefix = "ft");

@@ -1,8 +1,13 @@
 #include "flowtrain/graph/graph_def.h"
 
 #include <algorithm>
+#include <algorithm>
 #include <map>
+#include <string>
 #include <vector>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
@@ -20,6 +25,7 @@ bool IsNewerThanTf115AtDefault(const Node& node, const std::string& attr,
                                const tensorflow::AttrValue& value) {
   static const std::map<std::string, std::vector<std::string>, std::less<>> kNewer = {
       {"MatMul", {"grad_a", "grad_b"}},
+      {"BatchMatMulV2", {"grad_x", "grad_y"}},
       {"FusedBatchNormV3", {"exponential_avg_factor"}},
       {"MaxPool", {"explicit_paddings"}},
       {"MaxPoolGrad", {"explicit_paddings"}},
@@ -67,6 +73,42 @@ tensorflow::GraphDef Graph::ToGraphDef(bool add_shapes) const {
   def.mutable_versions()->set_producer(kGraphDefProducer);
   def.mutable_versions()->set_min_consumer(kGraphDefMinConsumer);
   return def;
+}
+
+int RemoveNewDefaultAttrs(const tensorflow::OpList& producer_ops, tensorflow::GraphDef* graph_def) {
+  std::map<std::string, const tensorflow::OpDef*, std::less<>> producer;
+  for (const tensorflow::OpDef& def : producer_ops.op()) producer.emplace(def.name(), &def);
+  auto serialized = [](const tensorflow::AttrValue& value) {
+    std::string bytes;
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    value.SerializeToCodedStream(&coded);
+    coded.Trim();
+    return bytes;
+  };
+  int removed = 0;
+  for (tensorflow::NodeDef& node : *graph_def->mutable_node()) {
+    const OpRegistration* ours = OpRegistry::Global()->LookUp(node.op());
+    auto theirs = producer.find(node.op());
+    if (ours == nullptr || theirs == producer.end()) continue;
+    std::vector<std::string> remove;
+    for (const auto& [name, value] : node.attr()) {
+      if (name.starts_with("_")) continue;
+      bool known = false;
+      for (const auto& attr_def : ours->def.attr()) known = known || attr_def.name() == name;
+      if (known) continue;
+      for (const auto& attr_def : theirs->second->attr()) {
+        if (attr_def.name() == name && attr_def.has_default_value() &&
+            serialized(attr_def.default_value()) == serialized(value)) {
+          remove.push_back(name);
+        }
+      }
+    }
+    for (const std::string& name : remove) node.mutable_attr()->erase(name);
+    removed += static_cast<int>(remove.size());
+  }
+  return removed;
 }
 
 void ImportGraphDef(const tensorflow::GraphDef& graph_def, Graph* graph, std::string_view prefix) {

@@ -14,6 +14,7 @@
 
 #include "flowtrain/graph/graph.h"
 #include "flowtrain/proto/graph.pb.h"
+#include "flowtrain/proto/op_def.pb.h"
 
 namespace flowtrain {
 
@@ -25,6 +26,14 @@ inline constexpr int kGraphDefMinConsumer = 12;
 // prefix is not empty.
 void ImportGraphDef(const tensorflow::GraphDef& graph_def, Graph* graph,
                     std::string_view prefix = {});
+
+// Removes from `graph_def` every attr that flowtrain's op lacks but the producer's OpDef (in
+// `producer_ops`, such as a MetaGraphDef's stripped_op_list) declares with a default equal to
+// the node's value: attrs a newer TensorFlow added that leave the op's meaning unchanged at
+// their defaults (MatMul's grad_a and grad_b since TF 2.12). TF's import_graph_def does the
+// same with its producer_op_list. Attrs with other values stay, so the import still rejects
+// them. Returns how many attrs it removed.
+int RemoveNewDefaultAttrs(const tensorflow::OpList& producer_ops, tensorflow::GraphDef* graph_def);
 
 }  // namespace flowtrain
 

@@ -8,7 +8,9 @@
 #include "flowtrain/core/error.h"
 #include "flowtrain/graph/graph_def.h"
 #include "flowtrain/graph/node_builder.h"
+#include "flowtrain/graph/op_registry.h"
 #include "flowtrain/graph/shape_inference.h"
+#include "tests/test_util.h"
 
 namespace flowtrain {
 namespace {
@@ -327,6 +329,43 @@ TEST(GraphDef, ImportErrorsNameTheNode) {
   n->add_input("missing");
   n->add_input("missing");
   EXPECT_THROW(ImportGraphDef(def, &g), InvalidArgumentError);
+}
+
+// A newer TF's graph: GraphTestAdd as if TF had since given it a `fast: bool = false` attr
+// (as TF 2.12 gave MatMul grad_a and grad_b), and the producer's OpDef saying so.
+TEST(GraphDef, NewDefaultAttrsOfANewerProducerAreRemoved) {
+  Graph g;
+  Output a = TestConst(DT_FLOAT, PartialTensorShape({2}), "a", &g);
+  NodeBuilder("GraphTestAdd", "c").Graph(&g).Input(a).Input(a).Finalize();
+  tensorflow::GraphDef def = g.ToGraphDef();
+  tensorflow::OpList producer;
+  *producer.add_op() = OpRegistry::Global()->Get("GraphTestAdd").def;
+  auto* fast = producer.mutable_op(0)->add_attr();
+  fast->set_name("fast");
+  fast->set_type("bool");
+  fast->mutable_default_value()->set_b(false);
+  tensorflow::NodeDef& c = *def.mutable_node(1);
+  ASSERT_EQ(c.name(), "c");
+  (*c.mutable_attr())["fast"].set_b(false);
+
+  // Without the producer's ops the attr is unknown, as in TF.
+  Graph unknown;
+  testing::ExpectInvalidArgument([&] { ImportGraphDef(def, &unknown); }, "unknown attr 'fast'");
+  // At its default it goes; the node keeps its other attrs.
+  tensorflow::GraphDef cleaned = def;
+  EXPECT_EQ(RemoveNewDefaultAttrs(producer, &cleaned), 1);
+  EXPECT_FALSE(cleaned.node(1).attr().contains("fast"));
+  EXPECT_TRUE(cleaned.node(1).attr().contains("T"));
+  Graph imported;
+  ImportGraphDef(cleaned, &imported);
+  EXPECT_EQ(imported.GetTensorByName("c:0").shape().DebugString(), "[2]");
+  // Any other value changes the op's meaning: it stays, and the import rejects it.
+  (*c.mutable_attr())["fast"].set_b(true);
+  EXPECT_EQ(RemoveNewDefaultAttrs(producer, &def), 0);
+  EXPECT_TRUE(def.node(1).attr().contains("fast"));
+  // Attrs flowtrain knows, and ops the producer list lacks, are left alone.
+  EXPECT_EQ(RemoveNewDefaultAttrs(tensorflow::OpList(), &def), 0);
+  EXPECT_TRUE(def.node(1).attr().contains("T"));
 }
 
 }  // namespace

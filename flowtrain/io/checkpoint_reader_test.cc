@@ -14,6 +14,7 @@ using ::testing::ElementsAre;
 using ::testing::Pair;
 
 TEST(CheckpointReader, ListsVariablesOfAnEstimatorCheckpoint) {
+  FLOWTRAIN_REQUIRE_FIXTURES("tf1_estimator_model_dir");
   CheckpointReader reader(testing::FixturePath("tf1_estimator_model_dir/model.ckpt-1000"));
   const auto shapes = reader.GetVariableToShapeMap();
   EXPECT_EQ(shapes.size(), 15u);
@@ -31,6 +32,7 @@ TEST(CheckpointReader, ListsVariablesOfAnEstimatorCheckpoint) {
 }
 
 TEST(CheckpointReader, DebugStringIsInspectCheckpointOutput) {
+  FLOWTRAIN_REQUIRE_FIXTURES("tf2_half_plus_two_cpu");
   CheckpointReader reader(testing::FixturePath("tf2_half_plus_two_cpu/variables/variables"));
   EXPECT_EQ(reader.DebugString(),
             "_CHECKPOINTABLE_OBJECT_GRAPH (DT_STRING) []\n"
@@ -45,6 +47,7 @@ TEST(CheckpointReader, DebugStringIsInspectCheckpointOutput) {
 }
 
 TEST(CheckpointReader, ReadsSavedModelVariables) {
+  FLOWTRAIN_REQUIRE_FIXTURES("tf1_half_plus_two_cpu");
   CheckpointReader reader(testing::FixturePath("tf1_half_plus_two_cpu/variables/variables"));
   EXPECT_THAT(reader.GetVariableToShapeMap(),
               ElementsAre(Pair("a", TensorShape({})), Pair("a2", TensorShape({})),

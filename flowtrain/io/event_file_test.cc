@@ -283,6 +283,7 @@ EventCensus TakeCensus(const std::vector<tensorflow::Event>& events) {
 }
 
 TEST(EventFixturesTest, EveryFixtureEventFileLoads) {
+  FLOWTRAIN_REQUIRE_FIXTURES("events_tf1_graph", "events_tf2_scalar", "tf1_estimator_model_dir");
   std::vector<std::string> run_names;
   int files = 0;
   for (const EventRun& run : ListEventRuns(FixturePath(""))) {
@@ -306,6 +307,7 @@ TEST(EventFixturesTest, EveryFixtureEventFileLoads) {
 }
 
 TEST(EventFixturesTest, Tf1EstimatorFirstRun) {
+  FLOWTRAIN_REQUIRE_FIXTURES("tf1_estimator_model_dir");
   const std::string path =
       FixturePath("tf1_estimator_model_dir/events.out.tfevents.1567052931.leimao-evolvx");
   const std::vector<tensorflow::Event> events = ReadEventFile(path);
@@ -347,6 +349,7 @@ TEST(EventFixturesTest, Tf1EstimatorFirstRun) {
 }
 
 TEST(EventFixturesTest, Tf1EstimatorSecondRunContinuesAtStep1001) {
+  FLOWTRAIN_REQUIRE_FIXTURES("tf1_estimator_model_dir");
   const std::vector<tensorflow::Event> events = ReadEventFile(
       FixturePath("tf1_estimator_model_dir/events.out.tfevents.1567057356.leimao-evolvx"));
   ASSERT_EQ(events.size(), 27u);
@@ -367,6 +370,7 @@ TEST(EventFixturesTest, Tf1EstimatorSecondRunContinuesAtStep1001) {
 }
 
 TEST(EventFixturesTest, Tf1GraphFiles) {
+  FLOWTRAIN_REQUIRE_FIXTURES("events_tf1_graph");
   const std::vector<std::pair<std::string, int>> nodes = {
       {"ex", 10}, {"power", 10}, {"multiple", 6}, {"fahrenheit_converter", 78}};
   for (const auto& [run, node_count] : nodes) {
@@ -392,6 +396,7 @@ TEST(EventFixturesTest, Tf1GraphFiles) {
 }
 
 TEST(EventFixturesTest, Tf2ScalarFile) {
+  FLOWTRAIN_REQUIRE_FIXTURES("events_tf2_scalar");
   const std::vector<tensorflow::Event> events = ReadEventFile(FixturePath(
       "events_tf2_scalar/events.out.tfevents.1585499054.Jaakkos-Mac-mini.local.11684.5.v2"));
   ASSERT_FALSE(events.empty());

@@ -51,6 +51,7 @@ void ExpectDataLoss(Fn&& fn, std::initializer_list<std::string> parts) {
 constexpr char kEstimator[] = "tf1_estimator_model_dir/model.ckpt-2000";
 
 TEST(TensorBundleDamage, BitFlipInEachTensorIsDetected) {
+  FLOWTRAIN_REQUIRE_FIXTURES("tf1_estimator_model_dir");
   const std::vector<std::string> keys = BundleReader(testing::FixturePath(kEstimator)).ListKeys();
   for (const std::string& key : keys) {
     SCOPED_TRACE(key);
@@ -74,6 +75,7 @@ TEST(TensorBundleDamage, BitFlipInEachTensorIsDetected) {
 }
 
 TEST(TensorBundleDamage, TruncatedDataFileIsDetected) {
+  FLOWTRAIN_REQUIRE_FIXTURES("tf1_estimator_model_dir");
   const std::string prefix = CopyBundle(kEstimator);
   const std::string data = DataFilename(prefix, 0, 1);
   Truncate(data, 100);  // cuts dense/kernel/Adam (bytes 88..120) in the middle
@@ -88,6 +90,7 @@ TEST(TensorBundleDamage, TruncatedDataFileIsDetected) {
 }
 
 TEST(TensorBundleDamage, DamagedStringTensorIsDetected) {
+  FLOWTRAIN_REQUIRE_FIXTURES("keras_tf_text_regression");
   const char* fixture = "keras_tf_text_regression/variables/variables";
   for (size_t offset : {0u, 1u, 2u, 4u, 100u, 926u}) {  // lengths, length checksum, payload
     SCOPED_TRACE(offset);
@@ -106,6 +109,7 @@ TEST(TensorBundleDamage, DamagedStringTensorIsDetected) {
 }
 
 TEST(TensorBundleDamage, MissingKeyIsNotFoundNamingKeyAndPrefix) {
+  FLOWTRAIN_REQUIRE_FIXTURES("tf1_estimator_model_dir");
   const std::string prefix = testing::FixturePath(kEstimator);
   BundleReader reader(prefix);
   EXPECT_FALSE(reader.Contains("dense/kernel/Momentum"));
@@ -128,6 +132,10 @@ TEST(TensorBundleDamage, MissingFilesAreNotFound) {
   } catch (const NotFoundError& e) {
     EXPECT_THAT(e.what(), HasSubstr(dir + "/nothing.index"));
   }
+}
+
+TEST(TensorBundleDamage, MissingDataFileIsNotFoundWhenATensorIsRead) {
+  FLOWTRAIN_REQUIRE_FIXTURES("tf1_estimator_model_dir");
   const std::string prefix = CopyBundle(kEstimator);
   DeleteFileIfExists(DataFilename(prefix, 0, 1));
   BundleReader reader(prefix);  // the index alone opens: names and shapes are there
@@ -141,6 +149,7 @@ TEST(TensorBundleDamage, MissingFilesAreNotFound) {
 }
 
 TEST(TensorBundleDamage, TruncatedOrGarbageIndexIsDataLoss) {
+  FLOWTRAIN_REQUIRE_FIXTURES("tf1_estimator_model_dir");
   const std::string index_bytes =
       ReadFileToString(MetaFilename(testing::FixturePath(kEstimator)));
   // Every possible truncation, from empty to one byte short.
@@ -156,6 +165,7 @@ TEST(TensorBundleDamage, TruncatedOrGarbageIndexIsDataLoss) {
 }
 
 TEST(TensorBundleDamage, BitFlipsInTheIndexAreDetected) {
+  FLOWTRAIN_REQUIRE_FIXTURES("tf1_estimator_model_dir");
   const std::string index_bytes =
       ReadFileToString(MetaFilename(testing::FixturePath(kEstimator)));
   // Every byte of the data block, metaindex, index block and footer.

@@ -1,4 +1,4 @@
-// Compatibility with checkpoints written by real TensorFlow (shared/fixtures, formats.md 6.1):
+// Compatibility with checkpoints written by real TensorFlow (the fixtures, formats.md 6.1):
 // every fixture reads with the right names, dtypes, shapes and values, and re-writing a TF
 // checkpoint's tensors reproduces TF's files byte for byte.
 #include <algorithm>
@@ -40,6 +40,7 @@ TEST(TensorBundleNaming, HeaderSerializesAsTensorFlowWritesIt) {
 }
 
 TEST(TensorBundleFixtures, EstimatorCheckpointHasTheExpectedVariables) {
+  FLOWTRAIN_REQUIRE_FIXTURES("tf1_estimator_model_dir");
   BundleReader reader(Fixture("tf1_estimator_model_dir/model.ckpt-2000"));
   EXPECT_EQ(reader.num_shards(), 1);
   EXPECT_THAT(reader.ListKeys(),
@@ -76,6 +77,7 @@ TEST(TensorBundleFixtures, EstimatorCheckpointHasTheExpectedVariables) {
 }
 
 TEST(TensorBundleFixtures, EstimatorCheckpointZeroMatchesTheDocumentedEntry) {
+  FLOWTRAIN_REQUIRE_FIXTURES("tf1_estimator_model_dir");
   BundleReader reader(Fixture("tf1_estimator_model_dir/model.ckpt-0"));
   // int64 0 -> eight zero bytes -> masked crc 0x07980329.
   EXPECT_EQ(reader.GetBundleEntryProto("global_step").crc32c(), 0x07980329u);
@@ -90,6 +92,7 @@ TEST(TensorBundleFixtures, EstimatorCheckpointZeroMatchesTheDocumentedEntry) {
 }
 
 TEST(TensorBundleFixtures, EveryEstimatorCheckpointVerifies) {
+  FLOWTRAIN_REQUIRE_FIXTURES("tf1_estimator_model_dir");
   for (const char* step : {"0", "1000", "2000"}) {
     BundleReader reader(Fixture(std::string("tf1_estimator_model_dir/model.ckpt-") + step));
     EXPECT_EQ(reader.ListKeys().size(), 15u) << step;
@@ -100,6 +103,7 @@ TEST(TensorBundleFixtures, EveryEstimatorCheckpointVerifies) {
 }
 
 TEST(TensorBundleFixtures, HalfPlusTwoWithSnappyIndex) {
+  FLOWTRAIN_REQUIRE_FIXTURES("tf1_half_plus_two_cpu");
   BundleReader reader(Fixture("tf1_half_plus_two_cpu/variables/variables"));
   EXPECT_THAT(reader.ListKeys(), ElementsAre("a", "a2", "b", "c", "c2"));
   EXPECT_FLOAT_EQ(reader.Lookup("a").scalar<float>(), 0.5f);
@@ -111,6 +115,7 @@ TEST(TensorBundleFixtures, HalfPlusTwoWithSnappyIndex) {
 }
 
 TEST(TensorBundleFixtures, Counter) {
+  FLOWTRAIN_REQUIRE_FIXTURES("tf1_counter");
   BundleReader reader(Fixture("tf1_counter/variables/variables"));
   EXPECT_THAT(reader.ListKeys(), ElementsAre("counter"));
   EXPECT_EQ(reader.LookupDtypeAndShape("counter").dtype, DT_FLOAT);
@@ -118,6 +123,7 @@ TEST(TensorBundleFixtures, Counter) {
 }
 
 TEST(TensorBundleFixtures, Tf2ObjectBasedCheckpointWithStringTensor) {
+  FLOWTRAIN_REQUIRE_FIXTURES("tf2_half_plus_two_cpu");
   BundleReader reader(Fixture("tf2_half_plus_two_cpu/variables/variables"));
   EXPECT_THAT(reader.ListKeys(),
               ElementsAre("_CHECKPOINTABLE_OBJECT_GRAPH", "a/.ATTRIBUTES/VARIABLE_VALUE",
@@ -138,6 +144,7 @@ TEST(TensorBundleFixtures, Tf2ObjectBasedCheckpointWithStringTensor) {
 }
 
 TEST(TensorBundleFixtures, KerasStringOnlyCheckpoint) {
+  FLOWTRAIN_REQUIRE_FIXTURES("keras_tf_text_regression");
   BundleReader reader(Fixture("keras_tf_text_regression/variables/variables"));
   EXPECT_THAT(reader.ListKeys(), ElementsAre("_CHECKPOINTABLE_OBJECT_GRAPH"));
   Tensor graph = reader.Lookup("_CHECKPOINTABLE_OBJECT_GRAPH");
@@ -147,6 +154,7 @@ TEST(TensorBundleFixtures, KerasStringOnlyCheckpoint) {
 }
 
 TEST(TensorBundleFixtures, DebugStringListsEveryTensorAsTensorFlowDoes) {
+  FLOWTRAIN_REQUIRE_FIXTURES("tf1_estimator_model_dir");
   BundleReader reader(Fixture("tf1_estimator_model_dir/model.ckpt-2000"));
   const std::string text = reader.DebugString();
   EXPECT_THAT(text, ::testing::StartsWith("beta1_power (DT_FLOAT) []\nbeta2_power (DT_FLOAT) []\n"
@@ -171,6 +179,7 @@ std::string Rewrite(const std::string& fixture_prefix) {
 }
 
 TEST(TensorBundleFixtures, RewritingEstimatorCheckpointIsByteIdentical) {
+  FLOWTRAIN_REQUIRE_FIXTURES("tf1_estimator_model_dir");
   const std::string original = Fixture("tf1_estimator_model_dir/model.ckpt-2000");
   const std::string rewritten = Rewrite(original);
   EXPECT_EQ(ReadFileToString(MetaFilename(rewritten)), ReadFileToString(MetaFilename(original)));
@@ -179,6 +188,7 @@ TEST(TensorBundleFixtures, RewritingEstimatorCheckpointIsByteIdentical) {
 }
 
 TEST(TensorBundleFixtures, RewritingStringCheckpointsIsByteIdentical) {
+  FLOWTRAIN_REQUIRE_FIXTURES("keras_tf_text_regression", "tf1_counter", "tf2_half_plus_two_cpu");
   // Uncompressed index: both files identical.
   for (const char* fixture : {"keras_tf_text_regression/variables/variables",
                               "tf1_counter/variables/variables"}) {

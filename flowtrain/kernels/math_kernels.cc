@@ -130,7 +130,6 @@ struct FloorDivFn {
     }
   }
 };
-
 // x - floor(x / y) * y: the remainder takes y's sign, as TF's FloorMod (and Python's %).
 template <typename T>
 T FloorModulo(T x, T y) {

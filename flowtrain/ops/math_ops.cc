@@ -463,6 +463,8 @@ FT_REGISTER_OP("BatchMatMulV2")
     .Attr("T: {bfloat16, half, float, double, int32, int64}")
     .Attr("adj_x: bool = false")
     .Attr("adj_y: bool = false")
+    .Attr("grad_x: bool = false")  // TF 2.12+, as MatMul's grad_a and grad_b
+    .Attr("grad_y: bool = false")
     .SetShapeFn([](InferenceContext& c) { BatchMatMulShape(c, /*broadcast=*/true); });
 
 #define FT_SCAN_OP(Name)                                 \

@@ -10,6 +10,7 @@
 #include "flowtrain/ops/math_ops.h"
 #include "flowtrain/runtime/gradient_checker.h"
 #include "flowtrain/runtime/session.h"
+#include "tests/test_util.h"
 
 namespace flowtrain {
 namespace {
@@ -104,6 +105,16 @@ TEST_F(GradientTest, MissingGradientIsAnError) {
   }
 }
 
+TEST_F(GradientTest, FloorModGradientIsTensorFlows) {
+  Output x = ops::Const<float>({-7.5f, 7.5f});
+  Output y = ops::Const<float>({2.0f, -2.0f});
+  std::vector<Output> grads = ops::Gradients({ops::ReduceSum(ops::FloorMod(x, y))}, {x, y});
+  Session sess(g_);
+  auto out = sess.Run({}, grads);
+  EXPECT_EQ(testing::Values<float>(out[0]), (std::vector<float>{1.0f, 1.0f}));
+  EXPECT_EQ(testing::Values<float>(out[1]), (std::vector<float>{4.0f, 4.0f}));  // -floor(x / y)
+}
+
 TEST_F(GradientTest, KernelsOfTheHelperOps) {
   Output x = ops::Const<float>({1, 2, 3, 4, 5, 6}, TensorShape({2, 3}));
   Session sess(g_);
@@ -111,7 +122,10 @@ TEST_F(GradientTest, KernelsOfTheHelperOps) {
                            ops::ReduceProd(x, {1}, true), ops::ReduceMean(x),
                            ops::FloorDiv(ops::Const<int32_t>({-7, 7}), ops::Const(int32_t{2})),
                            ops::Cast(x, DT_INT32), ops::Fill(ops::Const<int32_t>({2}), ops::Const(7.0f)),
-                           ops::Maximum(x, ops::Const(3.5f))});
+                           ops::Maximum(x, ops::Const(3.5f)),
+                           // TF's FloorMod: the remainder takes the divisor's sign.
+                           ops::FloorMod(ops::Const<int32_t>({-7, 7, 7, -7, 6}), ops::Const<int32_t>({2, -2, 2, -2, 3})),
+                           ops::FloorMod(ops::Const<float>({-7.5f, 7.5f, 3.0f}), ops::Const<float>({2.0f, -2.0f, 1.5f}))});
   EXPECT_EQ(out[0].flat<float>()[2], 9.0f);
   EXPECT_EQ(out[1].flat<float>()[1], 6.0f);
   EXPECT_EQ(out[2].scalar<float>(), 1.0f);
@@ -123,6 +137,8 @@ TEST_F(GradientTest, KernelsOfTheHelperOps) {
   EXPECT_EQ(out[6].flat<int32_t>()[5], 6);
   EXPECT_EQ(out[7].flat<float>()[1], 7.0f);
   EXPECT_EQ(out[8].flat<float>()[0], 3.5f);
+  EXPECT_EQ(testing::Values<int32_t>(out[9]), (std::vector<int32_t>{1, -1, 1, -1, 0}));
+  EXPECT_EQ(testing::Values<float>(out[10]), (std::vector<float>{0.5f, -0.5f, 0.0f}));
   EXPECT_EQ(out[8].flat<float>()[5], 6.0f);
   Output div0 = ops::RealDiv(ops::Const(int32_t{1}), ops::Const(int32_t{0}));
   EXPECT_THROW(div0.Eval(sess), InvalidArgumentError);

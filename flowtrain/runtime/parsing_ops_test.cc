@@ -22,6 +22,22 @@ std::vector<std::string> FixtureRecords() {
   return records;
 }
 
+// 42 Examples with the fixture's features (feature0 and feature1 int64, feature2 bytes,
+// feature3 float), made here, for the tests of errors that need no TF-written values.
+std::vector<std::string> FixtureLikeRecords() {
+  std::vector<std::string> records;
+  for (int i = 0; i < 42; ++i) {
+    tensorflow::Example example;
+    auto& features = *example.mutable_features()->mutable_feature();
+    features["feature0"].mutable_int64_list()->add_value(i % 2);
+    features["feature1"].mutable_int64_list()->add_value(i % 5);
+    features["feature2"].mutable_bytes_list()->add_value(i % 3 == 0 ? "chicken" : "goat");
+    features["feature3"].mutable_float_list()->add_value(0.25f * static_cast<float>(i) - 3.0f);
+    records.push_back(example.SerializeAsString());
+  }
+  return records;
+}
+
 std::map<std::string, FeatureSpec> FixtureFeatures() {
   return {{"feature0", FixedLenFeature{DT_INT64, TensorShape({})}},
           {"feature1", FixedLenFeature{DT_INT64, TensorShape({})}},
@@ -32,6 +48,7 @@ std::map<std::string, FeatureSpec> FixtureFeatures() {
 }
 
 TEST(ParseExample, ParsesTheFixtureBatchThroughADataset) {
+  FLOWTRAIN_REQUIRE_FIXTURES("tfrecord_examples");
   ASSERT_EQ(FixtureRecords().size(), 42u);
   Graph g;
   auto as_default = g.AsDefault();
@@ -68,6 +85,7 @@ TEST(ParseExample, ParsesTheFixtureBatchThroughADataset) {
 // Parsing inside the pipeline (batched ParseExample in a parallel Map) gives what the
 // ParseExample op in the step's graph gives.
 TEST(ParseExample, MapParseExampleInThePipelineMatchesTheOp) {
+  FLOWTRAIN_REQUIRE_FIXTURES("tfrecord_examples");
   const std::string path = testing::FixturePath("tfrecord_examples/test.tfrecord");
   Graph g;
   auto as_default = g.AsDefault();
@@ -133,6 +151,7 @@ TEST(ParseExample, VarLenFeaturesBecomeSparseTriples) {
 }
 
 TEST(ParseSingleExample, ParsesOneFixtureRecord) {
+  FLOWTRAIN_REQUIRE_FIXTURES("tfrecord_examples");
   const std::string record = FixtureRecords()[41];
   Graph g;
   auto as_default = g.AsDefault();
@@ -146,7 +165,7 @@ TEST(ParseSingleExample, ParsesOneFixtureRecord) {
 }
 
 TEST(ParseExample, BadInputIsAnErrorNamingFeatureAndIndex) {
-  const std::vector<std::string> records = FixtureRecords();
+  const std::vector<std::string> records = FixtureLikeRecords();
   Graph g;
   auto as_default = g.AsDefault();
   Output serialized = Placeholder(DT_STRING, PartialTensorShape({-1}), "serialized");
@@ -175,12 +194,11 @@ TEST(ParseExample, BadInputIsAnErrorNamingFeatureAndIndex) {
   EXPECT_NE(message(right, garbage).find("(example 1 of 2)"), std::string::npos);
 }
 
-// The fixture's 42 records written to a file of their own, record `bad_index` replaced by
-// `bad_record`.
-std::string WriteFixtureWithBadRecord(const std::string& name, int bad_index, const std::string& bad_record) {
+// 42 records like the fixture's written to a file, record `bad_index` replaced by `bad_record`.
+std::string WriteRecordsWithBadRecord(const std::string& name, int bad_index, const std::string& bad_record) {
   const std::string path = testing::MakeTempDir("bad_example") + "/" + name;
   io::RecordWriter writer(path);
-  std::vector<std::string> records = FixtureRecords();
+  std::vector<std::string> records = FixtureLikeRecords();
   records[bad_index] = bad_record;
   for (const std::string& record : records) writer.WriteRecord(record);
   writer.Close();
@@ -209,8 +227,8 @@ std::string FirstError(Session& sess, const std::vector<Output>& fetches) {
 // by the ParseExample op after the iterator (also when shuffled into a random row of a
 // batch), by ParseSingleExample, and by ParseExample inside the pipeline.
 TEST(ParseExample, BadExampleFromAFileIsNamedByFileAndRecordIndex) {
-  const std::string wrong_type = WriteFixtureWithBadRecord("wrong_type.tfrecord", 13, ExampleWithFloatFeature0());
-  const std::string garbage = WriteFixtureWithBadRecord("garbage.tfrecord", 27, std::string("\xff\xff\xff", 3));
+  const std::string wrong_type = WriteRecordsWithBadRecord("wrong_type.tfrecord", 13, ExampleWithFloatFeature0());
+  const std::string garbage = WriteRecordsWithBadRecord("garbage.tfrecord", 27, std::string("\xff\xff\xff", 3));
   const std::map<std::string, FeatureSpec> features = {{"feature0", FixedLenFeature{DT_INT64, TensorShape({})}}};
   struct Case {
     std::string what, path;

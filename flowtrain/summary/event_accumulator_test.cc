@@ -26,6 +26,7 @@ std::vector<int64_t> Steps(const std::vector<ScalarEvent>& series) {
 }
 
 TEST(EventAccumulator, Tf1EstimatorRunAcrossTwoFiles) {
+  FLOWTRAIN_REQUIRE_FIXTURES("tf1_estimator_model_dir");
   EventAccumulator run(FixturePath("tf1_estimator_model_dir"));
   run.Reload();
   EXPECT_EQ(run.files().size(), 2u);
@@ -73,6 +74,7 @@ TEST(EventAccumulator, Tf1EstimatorRunAcrossTwoFiles) {
 }
 
 TEST(EventAccumulator, Tf2TensorScalars) {
+  FLOWTRAIN_REQUIRE_FIXTURES("events_tf2_scalar");
   EventAccumulator run(FixturePath("events_tf2_scalar"));
   run.Reload();
   const RunTags tags = run.GetTags();
@@ -90,6 +92,7 @@ TEST(EventAccumulator, Tf2TensorScalars) {
 }
 
 TEST(EventAccumulator, Tf1GraphRunsOfALogdir) {
+  FLOWTRAIN_REQUIRE_FIXTURES("events_tf1_graph");
   auto runs = LoadRuns(FixturePath("events_tf1_graph"));
   ASSERT_EQ(runs.size(), 4u);
   const std::vector<std::pair<std::string, int>> expected = {
@@ -102,7 +105,10 @@ TEST(EventAccumulator, Tf1GraphRunsOfALogdir) {
     EXPECT_TRUE(tags.scalars.empty());
     EXPECT_EQ(runs[i].second.Graph()->node_size(), expected[i].second) << expected[i].first;
   }
-  EXPECT_THROW(LoadRuns(FixturePath("no_such_logdir")), NotFoundError);
+}
+
+TEST(EventAccumulator, MissingLogdirIsNotFound) {
+  EXPECT_THROW(LoadRuns(MakeTempDir("logdir") + "/no_such_logdir"), NotFoundError);
 }
 
 tensorflow::Event ScalarEventProto(int64_t step, const std::string& tag, float value) {

@@ -47,6 +47,7 @@ void InDirectory(const std::string& dir, Fn&& fn) {
 }
 
 TEST(CheckpointState, EstimatorStateFileRoundTripsByteForByte) {
+  FLOWTRAIN_REQUIRE_FIXTURES("tf1_estimator_model_dir");
   const std::string fixture_dir = testing::FixturePath("tf1_estimator_model_dir");
   const std::string original = ReadFileToString(fixture_dir + "/checkpoint");
   std::optional<tensorflow::CheckpointState> state = GetCheckpointState(fixture_dir);
@@ -68,6 +69,7 @@ TEST(CheckpointState, EstimatorStateFileRoundTripsByteForByte) {
 }
 
 TEST(CheckpointState, AbsolutePathStateFileRoundTripsByteForByte) {
+  FLOWTRAIN_REQUIRE_FIXTURES("checkpoint_state_tf1");
   const std::string fixture_dir = testing::FixturePath("checkpoint_state_tf1");
   const std::string original = ReadFileToString(fixture_dir + "/checkpoint");
   std::optional<tensorflow::CheckpointState> state = GetCheckpointState(fixture_dir);

@@ -39,6 +39,7 @@ class InspectCheckpointTest : public ::testing::Test {
     if (!FileExists(testing::BinaryDir() + "/tools/flowtrain")) {
       GTEST_SKIP() << "tools/flowtrain is not built (FLOWTRAIN_BUILD_EXAMPLES=OFF)";
     }
+    FLOWTRAIN_REQUIRE_FIXTURES("tf1_estimator_model_dir");
   }
   const std::string prefix_ = testing::FixturePath("tf1_estimator_model_dir/model.ckpt-2000");
 };
@@ -52,6 +53,7 @@ TEST_F(InspectCheckpointTest, ListsNamesDtypesAndShapes) {
 }
 
 TEST_F(InspectCheckpointTest, PrintsOneTensorOrAll) {
+  FLOWTRAIN_REQUIRE_FIXTURES("tf1_half_plus_two_cpu");
   CommandResult one = RunFlowtrain("inspect-checkpoint " + prefix_ + " --tensor global_step");
   EXPECT_EQ(one.exit_code, 0) << one.output;
   EXPECT_EQ(one.output, "tensor_name:  global_step\n2000\n");

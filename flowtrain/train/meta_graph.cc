@@ -185,7 +185,10 @@ tensorflow::MetaGraphDef ExportMetaGraph(const Graph& graph, const tensorflow::S
 }
 
 std::shared_ptr<Saver> ImportMetaGraph(const tensorflow::MetaGraphDef& meta_graph, Graph* graph) {
-  ImportGraphDef(meta_graph.graph_def(), graph);
+  // A newer TF's default-valued new attrs (MatMul's grad_a) go, as in TF's import_meta_graph.
+  tensorflow::GraphDef graph_def = meta_graph.graph_def();
+  RemoveNewDefaultAttrs(meta_graph.meta_info_def().stripped_op_list(), &graph_def);
+  ImportGraphDef(graph_def, graph);
   for (const auto& [key, def] : meta_graph.collection_def()) {
     try {
       ImportCollection(key, def, graph);

@@ -727,6 +727,7 @@ std::set<std::string> FileShapes(const std::string& dir) {
 }
 
 TEST(MonitoredTrainingSession, LeavesADirectoryShapedLikeTensorFlows) {
+  FLOWTRAIN_REQUIRE_FIXTURES("tf1_estimator_model_dir");
   const std::string fixture = testing::FixturePath("tf1_estimator_model_dir");
   const std::string dir = testing::MakeTempDir("shaped");
   {

@@ -562,6 +562,7 @@ TEST(SaverTest, RestoreLatestFallsBackToNewestIntact) {
 }
 
 TEST(SaverTest, RestoresTensorFlowCheckpoint) {
+  FLOWTRAIN_REQUIRE_FIXTURES("tf1_estimator_model_dir");
   // The variables of TF's Estimator fixture (tf.layers.dense x2).
   Graph g;
   auto as_default = g.AsDefault();
@@ -579,6 +580,7 @@ TEST(SaverTest, RestoresTensorFlowCheckpoint) {
 }
 
 TEST(SaverTest, SavesBytesLikeTensorFlow) {
+  FLOWTRAIN_REQUIRE_FIXTURES("tf1_estimator_model_dir");
   // Re-saving the fixture's values gives a checkpoint whose files equal TF's byte for byte
   // when the same tensors are saved in the same order: by Save, sharded or not, and by
   // WriteSnapshot of a snapshot taken before the variables changed.
@@ -666,6 +668,7 @@ TEST(SaverTest, MetaGraphRoundTrip) {
 }
 
 TEST(SaverTest, TensorFlowSaverDefDrivesImportedSubgraph) {
+  FLOWTRAIN_REQUIRE_FIXTURES("tf1_estimator_model_dir");
   // The fixture's SaverDef names nodes of TF's graph; a Saver from it finds them in a graph
   // holding those nodes (here, ours built with the same names).
   tensorflow::MetaGraphDef meta;
