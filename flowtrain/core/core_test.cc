@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <set>
 #include <thread>
 #include <vector>
@@ -115,6 +116,36 @@ TEST(TensorShape, Basics) {
   EXPECT_EQ(TensorShape().DebugString(), "[]");
   EXPECT_THROW(TensorShape({-1, 2}), InvalidArgumentError);
   EXPECT_THROW(TensorShape({int64_t{1} << 40, int64_t{1} << 40}), InvalidArgumentError);
+}
+
+// The element count is checked with __builtin_mul_overflow, including via AddDim/set_dim and
+// PartialTensorShape; a shape whose bytes overflow is an OOM, not a wrapped allocation (a
+// [2^62] string tensor constructed 2^62 strings in a tiny block).
+TEST(TensorShape, OverflowingSizesAreInvalidArgument) {
+  constexpr int64_t k62 = int64_t{1} << 62;
+  EXPECT_EQ(TensorShape({int64_t{1} << 31, int64_t{1} << 31}).num_elements(), k62);
+  EXPECT_EQ(TensorShape({k62, 1}).num_elements(), k62);
+  testing::ExpectInvalidArgument([&] { TensorShape({k62, 4}); },
+                                 {"Shape [4611686018427387904,4] has too many elements"});
+  testing::ExpectInvalidArgument([&] { TensorShape({k62, 2}); }, {"too many elements"});
+  testing::ExpectInvalidArgument([&] { TensorShape({3, 3, k62}); }, {"too many elements"});
+  TensorShape s({k62});
+  testing::ExpectInvalidArgument([&] { s.AddDim(4); }, {"too many elements"});
+  TensorShape t({k62, 1});
+  testing::ExpectInvalidArgument([&] { t.set_dim(1, 2); }, {"too many elements"});
+  testing::ExpectInvalidArgument([&] { (void)PartialTensorShape({k62, 4}).num_elements(); }, {"too many elements"});
+  EXPECT_EQ(PartialTensorShape({k62, -1, 4}).num_elements(), -1);
+  testing::ExpectInvalidArgument([&] { CheckedMultiplySizes(k62, 4, "Op", "dim 0"); },
+                                 {"Op: dim 0: 4611686018427387904 * 4 overflows int64"});
+  testing::ExpectInvalidArgument([&] { CheckedAddSizes(std::numeric_limits<int64_t>::max(), 1, "Op", "sum"); },
+                                 {"Op: sum: ", "overflows int64"});
+  testing::ExpectInvalidArgument([&] { CheckedNumElements(std::vector<int64_t>{k62, 4}, "Tile"); },
+                                 {"Tile: shape [4611686018427387904,4] has too many elements"});
+  EXPECT_EQ(CheckedMultiplySizes(k62, 1, "Op", ""), k62);
+  // Valid shapes too large in bytes.
+  EXPECT_THROW(Tensor(DT_STRING, TensorShape({k62})), ResourceExhaustedError);
+  EXPECT_THROW(Tensor(DT_FLOAT, TensorShape({k62})), ResourceExhaustedError);
+  EXPECT_THROW(Tensor(DT_DOUBLE, TensorShape({k62 / 4, 2})), ResourceExhaustedError);
 }
 
 TEST(PartialTensorShape, CompatibilityAndMerge) {

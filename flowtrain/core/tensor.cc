@@ -104,7 +104,15 @@ Tensor::Tensor(DataType dtype, const TensorShape& shape, Allocator* allocator)
   }
   const int64_t n = shape.num_elements();
   if (n == 0) return;
-  PooledBuffer* buffer = PooledBuffer::Create(dtype, n, n * ElementBytes(dtype), allocator);
+  // A valid shape can still be too big in bytes ([2^62] floats is 2^64 bytes, which wrapped
+  // to an empty block that the kernel then wrote past).
+  int64_t bytes;
+  if (!MultiplySizes(n, static_cast<int64_t>(ElementBytes(dtype)), &bytes)) {
+    ResourceExhausted("OOM when allocating tensor with shape ", shape.DebugString(), " and type ",
+                      DataTypeString(dtype), ": ", n, " elements of ", ElementBytes(dtype),
+                      " bytes overflow int64");
+  }
+  PooledBuffer* buffer = PooledBuffer::Create(dtype, n, static_cast<size_t>(bytes), allocator);
   buffer_ = buffer;
   data_ = buffer->data();
 }
@@ -114,7 +122,9 @@ Tensor Tensor::WrapExternal(DataType dtype, const TensorShape& shape, void* data
   if (dtype == DT_STRING || !IsSupportedTensorType(dtype)) {
     InvalidArgument("Cannot wrap external memory as a tensor of type ", DataTypeString(dtype));
   }
-  if (size_bytes < shape.num_elements() * DataTypeSize(dtype)) {
+  int64_t needed;
+  if (!MultiplySizes(shape.num_elements(), static_cast<int64_t>(DataTypeSize(dtype)), &needed) ||
+      size_bytes < static_cast<size_t>(needed)) {
     InvalidArgument("External buffer of ", size_bytes, " bytes is too small for ",
                     DataTypeString(dtype), " ", shape.DebugString());
   }

@@ -1,6 +1,5 @@
 #include "flowtrain/core/tensor_shape.h"
 
-#include <limits>
 
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/core/error.h"
@@ -12,18 +11,32 @@ void CheckKnownDim(int64_t size) {
   if (size < 0) InvalidArgument("Dimension ", size, " must be >= 0");
 }
 
-int64_t CheckedProduct(const DimVector& dims) {
+}  // namespace
+
+int64_t CheckedMultiplySizes(int64_t a, int64_t b, std::string_view op, std::string_view what) {
+  int64_t product;
+  if (!MultiplySizes(a, b, &product)) InvalidArgument(op, ": ", what, ": ", a, " * ", b, " overflows int64");
+  return product;
+}
+
+int64_t CheckedAddSizes(int64_t a, int64_t b, std::string_view op, std::string_view what) {
+  int64_t sum;
+  if (!AddSizes(a, b, &sum)) InvalidArgument(op, ": ", what, ": ", a, " + ", b, " overflows int64");
+  return sum;
+}
+
+int64_t CheckedNumElements(std::span<const int64_t> dims, std::string_view op) {
   int64_t n = 1;
   for (int64_t d : dims) {
-    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d) {
-      InvalidArgument("Shape [", StrJoin(dims, ","), "] has too many elements");
+    // As TF's TensorShape, a later 0 does not excuse an overflowing prefix.
+    if (!MultiplySizes(n, d, &n)) {
+      const std::string shape = StrCat("[", StrJoin(dims, ","), "]");
+      if (op.empty()) InvalidArgument("Shape ", shape, " has too many elements (more than 2^63-1)");
+      InvalidArgument(op, ": shape ", shape, " has too many elements (more than 2^63-1)");
     }
-    n *= d;
   }
   return n;
 }
-
-}  // namespace
 
 TensorShape::TensorShape(std::initializer_list<int64_t> dims) : dims_(dims) { Recount(); }
 TensorShape::TensorShape(std::span<const int64_t> dims) : dims_(dims.begin(), dims.end()) {
@@ -33,7 +46,7 @@ TensorShape::TensorShape(DimVector dims) : dims_(std::move(dims)) { Recount(); }
 
 void TensorShape::Recount() {
   for (int64_t d : dims_) CheckKnownDim(d);
-  num_elements_ = CheckedProduct(dims_);
+  num_elements_ = CheckedNumElements(dims_);
 }
 
 void TensorShape::AddDim(int64_t size) {
@@ -93,7 +106,7 @@ bool PartialTensorShape::IsFullyDefined() const {
 
 int64_t PartialTensorShape::num_elements() const {
   if (!IsFullyDefined()) return -1;
-  return CheckedProduct(dims_);
+  return CheckedNumElements(dims_);
 }
 
 TensorShape PartialTensorShape::AsTensorShape() const {

@@ -12,12 +12,31 @@
 #include <initializer_list>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "absl/container/inlined_vector.h"
 
 namespace flowtrain {
 
 using DimVector = absl::InlinedVector<int64_t, 4>;
+
+// Checked size arithmetic, for every size computed from tensor values (Tile's multiples,
+// Fill's dims, Reshape's -1, ...): a wrapped int64 would give a wrong shape (Tile of [4,4] by
+// [2^62, 4] was [0,16]) or a tiny allocation written past. TF's MultiplyWithoutOverflow.
+//
+//   int64_t n;
+//   if (!MultiplySizes(a, b, &n)) ...;                       // false on overflow
+//   int64_t n = CheckedMultiplySizes(a, b, "Tile", "dimension 0");
+//   // InvalidArgument "Tile: dimension 0: 4 * 4611686018427387904 overflows int64"
+inline bool MultiplySizes(int64_t a, int64_t b, int64_t* product) {
+  return !__builtin_mul_overflow(a, b, product);
+}
+inline bool AddSizes(int64_t a, int64_t b, int64_t* sum) { return !__builtin_add_overflow(a, b, sum); }
+int64_t CheckedMultiplySizes(int64_t a, int64_t b, std::string_view op, std::string_view what);
+int64_t CheckedAddSizes(int64_t a, int64_t b, std::string_view op, std::string_view what);
+// The product of `dims` (non-negative); InvalidArgument naming `op` (when not empty) and the
+// dims if it overflows int64.
+int64_t CheckedNumElements(std::span<const int64_t> dims, std::string_view op = {});
 
 // A fully defined shape: every dimension is known and non-negative.
 class TensorShape {

@@ -1,5 +1,6 @@
 #include "flowtrain/graph/graph.h"
 
+#include <functional>
 #include <thread>
 
 #include <google/protobuf/util/message_differencer.h>
@@ -33,6 +34,7 @@ FT_REGISTER_OP("GraphTestConcat")
     .Attr("N: int >= 2")
     .Attr("T: type")
     .Attr("note: string = 'x'");
+FT_REGISTER_OP("GraphTestNoOutputs");
 FT_REGISTER_OP("GraphTestSplit")
     .Input("x: float")
     .Output("a: float")
@@ -151,6 +153,59 @@ TEST(Graph, InputsFromTwoGraphsAreRejected) {
   // An op with inputs goes to its inputs' graph, whatever the default.
   auto as_default = g2.AsDefault();
   EXPECT_EQ(TestAdd(a, a).graph(), &g1);
+}
+
+// Default-constructed handles and indices past an op's outputs throw InvalidArgument from
+// every public accessor instead of dereferencing null or reading past the node's outputs.
+TEST(Graph, NullAndOutOfRangeHandlesThrow) {
+  const auto expect_invalid = [](const std::function<void()>& fn, std::string_view part) {
+    try {
+      fn();
+      ADD_FAILURE() << "no InvalidArgumentError; expected one with: " << part;
+    } catch (const InvalidArgumentError& e) {
+      EXPECT_NE(std::string_view(e.what()).find(part), std::string_view::npos) << e.what();
+    }
+  };
+  const Operation null_op;
+  expect_invalid([&] { null_op.name(); }, "Operation is null");
+  expect_invalid([&] { null_op.type(); }, "Operation is null");
+  expect_invalid([&] { null_op.graph(); }, "Operation is null");
+  expect_invalid([&] { null_op.num_inputs(); }, "Operation is null");
+  expect_invalid([&] { null_op.num_outputs(); }, "Operation is null");
+  expect_invalid([&] { null_op.input(0); }, "Operation is null");
+  expect_invalid([&] { null_op.output(0); }, "Operation is null");
+  expect_invalid([&] { null_op.control_inputs(); }, "Operation is null");
+  expect_invalid([&] { null_op.device(); }, "Operation is null");
+  expect_invalid([&] { null_op.GetAttr<DataType>("dtype"); }, "Operation is null");
+  const Output null_out;
+  EXPECT_FALSE(null_out.valid());
+  for (auto* f : std::initializer_list<void (*)(const Output&)>{
+           [](const Output& o) { o.graph(); }, [](const Output& o) { o.dtype(); },
+           [](const Output& o) { o.is_ref(); }, [](const Output& o) { o.shape(); },
+           [](const Output& o) { o.name(); }, [](const Output& o) { o.DebugString(); }}) {
+    expect_invalid([&] { f(null_out); }, "null Output");
+  }
+  expect_invalid([&] { null_out.op().name(); }, "Operation is null");
+
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output a = TestConst(DT_FLOAT, {}, "a");
+  EXPECT_TRUE(a.valid());
+  expect_invalid([&] { a.op().output(1); }, "has 1 outputs, asked for output 1");
+  expect_invalid([&] { a.op().input(0); }, "has 0 inputs, asked for input 0");
+  const Operation none = NodeBuilder("GraphTestNoOutputs", "none").Finalize();
+  const Output none_out = none;  // the implicit conversion still compiles
+  EXPECT_FALSE(none_out.valid());
+  EXPECT_EQ(none_out.graph(), &g);
+  expect_invalid([&] { none_out.dtype(); }, "'none:0' names an output of operation 'none'");
+  expect_invalid([&] { none_out.shape(); }, "which has no outputs");
+  expect_invalid([&] { none_out.name(); }, "pass it as a target");
+  const Output past(a.node(), 2);
+  expect_invalid([&] { past.DebugString(); }, "'a:2' is out of range: operation 'a' (op: \"GraphTestConst\") has 1 output");
+  expect_invalid([&] { past.CheckValid("Fetch"); }, "Fetch 'a:2' is out of range");
+  // As an input of a new op.
+  expect_invalid([&] { TestAdd(a, none_out); }, "no outputs");
+  expect_invalid([&] { TestAdd(a, Output()); }, "is an empty Output");
 }
 
 TEST(Graph, ControlDependencies) {

@@ -7,11 +7,15 @@
 
 namespace flowtrain {
 
+void Operation::ThrowNullOperation() {
+  InvalidArgument("Operation is null (default-constructed); it names no node of any graph");
+}
+
 Output Operation::input(int i) const {
   if (i < 0 || i >= num_inputs()) {
     InvalidArgument("Operation ", name(), " has ", num_inputs(), " inputs, asked for input ", i);
   }
-  const Endpoint& e = node_->input(i);
+  const Endpoint& e = checked_node().input(i);
   return Output(e.node, e.index);
 }
 
@@ -25,11 +29,31 @@ Output Operation::output(int i) const {
 
 std::vector<Operation> Operation::control_inputs() const {
   std::vector<Operation> ops;
-  for (Node* n : node_->control_inputs()) ops.emplace_back(n);
+  for (Node* n : checked_node().control_inputs()) ops.emplace_back(n);
   return ops;
 }
 
-std::string Output::name() const { return StrCat(node_->name(), ":", index_); }
+std::string Output::name() const {
+  checked_node(true);
+  return StrCat(node_->name(), ":", index_);
+}
+
+void Output::CheckValid(std::string_view role) const {
+  if (node_ == nullptr) {
+    InvalidArgument(role, " is a null Output (default-constructed); it names no tensor of any graph");
+  }
+  const int n = node_->num_outputs();
+  if (index_ >= 0 && index_ < n) return;
+  if (n == 0) {
+    InvalidArgument(role, " '", node_->name(), ":", index_, "' names an output of operation '",
+                    node_->name(), "' (op: \"", node_->type(),
+                    "\"), which has no outputs; to run an operation without fetching a value, "
+                    "pass it as a target: session.Run(feeds, {}, {op})");
+  }
+  InvalidArgument(role, " '", node_->name(), ":", index_, "' is out of range: operation '",
+                  node_->name(), "' (op: \"", node_->type(), "\") has ", n,
+                  n == 1 ? " output" : " outputs");
+}
 
 namespace {
 
@@ -61,6 +85,7 @@ std::string PythonShape(const PartialTensorShape& shape) {
 }  // namespace
 
 std::string Output::DebugString() const {
+  checked_node(true);
   return StrCat("Tensor(\"", name(), "\", shape=", PythonShape(shape()),
                 ", dtype=", PythonDTypeName(node_->output_type(index_)), ")");
 }

@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "flowtrain/graph/node.h"
@@ -26,18 +27,20 @@ class Operation {
 
   Node* node() const { return node_; }
   explicit operator bool() const { return node_ != nullptr; }
-  const std::string& name() const { return node_->name(); }
-  const std::string& type() const { return node_->type(); }
-  Graph* graph() const { return node_->graph(); }
-  int num_inputs() const { return node_->num_inputs(); }
+  // The accessors below throw InvalidArgument on a default-constructed (null) Operation rather
+  // than dereference it; input(i)/output(i) also for an index out of range.
+  const std::string& name() const { return checked_node().name(); }
+  const std::string& type() const { return checked_node().type(); }
+  Graph* graph() const { return checked_node().graph(); }
+  int num_inputs() const { return checked_node().num_inputs(); }
   Output input(int i) const;
-  int num_outputs() const { return node_->num_outputs(); }
+  int num_outputs() const { return checked_node().num_outputs(); }
   Output output(int i) const;
   std::vector<Operation> control_inputs() const;
-  const std::string& device() const { return node_->requested_device(); }
+  const std::string& device() const { return checked_node().requested_device(); }
   template <typename T>
   T GetAttr(std::string_view name) const {
-    return node_->GetAttr<T>(name);
+    return checked_node().GetAttr<T>(name);
   }
 
   // Runs the operation in `session` (a shorthand for session.Run({}, {}, {*this})).
@@ -49,6 +52,12 @@ class Operation {
   bool operator==(const Operation& other) const { return node_ == other.node_; }
 
  private:
+  const Node& checked_node() const {
+    if (node_ == nullptr) ThrowNullOperation();
+    return *node_;
+  }
+  [[noreturn]] static void ThrowNullOperation();
+
   Node* node_ = nullptr;
 };
 
@@ -56,18 +65,25 @@ class Output {
  public:
   Output() = default;
   Output(Node* node, int index) : node_(node), index_(index) {}
-  // The first output of `op`, for ops with one output.
+  // The first output of `op`, for ops with one output. The conversion also compiles for an op
+  // with no outputs (`sess.Run({}, {init_op})`, TF1's `sess.run(init_op)`): such an Output is
+  // not valid(), and Session::Run rejects it with InvalidArgument saying to pass the op as a
+  // target.
   Output(const Operation& op) : node_(op.node()), index_(0) {}  // NOLINT
 
   Node* node() const { return node_; }
   explicit operator bool() const { return node_ != nullptr; }
+  // Non-null and index() names one of its op's outputs.
+  bool valid() const { return node_ != nullptr && index_ >= 0 && index_ < node_->num_outputs(); }
   Operation op() const { return Operation(node_); }
   int index() const { return index_; }
-  Graph* graph() const { return node_->graph(); }
+  // graph() throws InvalidArgument on a null Output; the accessors below (and name(),
+  // DebugString()) also when index() is out of range for the op.
+  Graph* graph() const { return checked_node().graph(); }
   // The value type (a TF1 reference output reports its base type).
-  DataType dtype() const { return BaseType(node_->output_type(index_)); }
-  bool is_ref() const { return IsRefType(node_->output_type(index_)); }
-  const PartialTensorShape& shape() const { return node_->output_shape(index_); }
+  DataType dtype() const { return BaseType(checked_node(true).output_type(index_)); }
+  bool is_ref() const { return IsRefType(checked_node(true).output_type(index_)); }
+  const PartialTensorShape& shape() const { return checked_node(true).output_shape(index_); }
   // "node:index", as TF names tensors.
   std::string name() const;
   // Tensor("add:0", shape=(2, 3), dtype=float32) as TF's repr prints it.
@@ -83,7 +99,18 @@ class Output {
     return node_ == other.node_ && index_ == other.index_;
   }
 
+  // InvalidArgument unless valid(), naming the op and, for `role` ("Fetch", "Feed", ...), what
+  // was asked of it.
+  void CheckValid(std::string_view role = "Output") const;
+
  private:
+  const Node& checked_node(bool check_index = false) const {
+    if (node_ == nullptr || (check_index && (index_ < 0 || index_ >= node_->num_outputs()))) {
+      CheckValid();
+    }
+    return *node_;
+  }
+
   Node* node_ = nullptr;
   int index_ = 0;
 };

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 #include <unordered_map>
 #include <vector>
@@ -111,7 +112,7 @@ class ReshapeOp : public OpKernel {
         InvalidArgument("Size ", i, " must be non-negative, not ", d);
       } else {
         dims.push_back(d);
-        product *= d;
+        product = CheckedMultiplySizes(product, d, "Reshape", StrCat("requested shape up to size ", i));
       }
     }
     if (unknown >= 0) {
@@ -334,15 +335,38 @@ class RangeOp : public OpKernel {
     }
     int64_t n = 0;
     if constexpr (std::is_integral_v<T>) {
-      n = (std::abs(static_cast<int64_t>(limit) - start) + std::abs(static_cast<int64_t>(delta)) - 1) /
-          std::abs(static_cast<int64_t>(delta));
+      // |limit - start| and |delta| in uint64, exact over all of int64 (limit - start itself
+      // can overflow: Range(INT64_MIN, INT64_MAX)).
+      const auto abs_diff = [](int64_t a, int64_t b) {
+        return a > b ? uint64_t(a) - uint64_t(b) : uint64_t(b) - uint64_t(a);
+      };
+      const uint64_t span = abs_diff(limit, start), step = abs_diff(delta, 0);
+      const uint64_t size = span / step + (span % step != 0);
+      if (size > uint64_t(std::numeric_limits<int64_t>::max())) {
+        InvalidArgument("Range: size of (", limit, " - ", start, ") / ", delta, " = ", size,
+                        " overflows int64");
+      }
+      n = static_cast<int64_t>(size);
     } else {
-      n = static_cast<int64_t>(std::ceil(std::abs((limit - start) / delta)));
+      const double size = std::ceil(std::abs((static_cast<double>(limit) - static_cast<double>(start)) /
+                                             static_cast<double>(delta)));
+      // Also false for NaN and infinity; the cast to int64 would be undefined.
+      if (!(size < 0x1p63)) {
+        InvalidArgument("Range: size of (", limit, " - ", start, ") / ", delta, " = ", size,
+                        " overflows int64");
+      }
+      n = static_cast<int64_t>(size);
     }
     Tensor* out = ctx->allocate_output(0, TensorShape({n}));
     T* o = out->data<T>();
-    T v = start;
-    for (int64_t i = 0; i < n; ++i, v += delta) o[i] = v;
+    if constexpr (std::is_integral_v<T>) {
+      // start + i * delta in uint64: it fits T for every i < n, but stepping v += delta once
+      // more past the last element could overflow.
+      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(uint64_t(start) + uint64_t(i) * uint64_t(delta));
+    } else {
+      T v = start;
+      for (int64_t i = 0; i < n; ++i, v += delta) o[i] = v;
+    }
   }
 };
 FT_REGISTER_KERNEL("Range", RangeOp);
@@ -363,8 +387,10 @@ class PackOp : public OpKernel {
     if (axis < 0 || axis > first.dims()) {
       InvalidArgument("axis = ", axis_, " not in [", -first.dims() - 1, ", ", first.dims() + 1, ")");
     }
-    TensorShape out_shape = first;
-    out_shape.InsertDim(static_cast<int>(axis), n);
+    DimVector out_dims = first.dim_sizes();
+    out_dims.insert(out_dims.begin() + axis, n);
+    CheckedNumElements(out_dims, "Pack");
+    const TensorShape out_shape(std::move(out_dims));
     Tensor* out = ctx->allocate_output(0, out_shape);
     // Each input is [outer, inner]; the output interleaves them as [outer, n, inner].
     int64_t outer = 1;
@@ -504,6 +530,7 @@ TensorShape ShapeFromTensor(const Tensor& t, std::string_view op) {
     if (d < 0) InvalidArgument(op, ": dimension ", i, " must be >= 0, got ", d);
     dims.push_back(d);
   }
+  CheckedNumElements(dims, op);
   return TensorShape(std::move(dims));
 }
 

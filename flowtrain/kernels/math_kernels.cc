@@ -3,6 +3,7 @@
 // holds the heavy Eigen template code so that few files pay for compiling it; float and
 // double products go to gemm.h's blocked, pool-split GEMM.
 #include <cmath>
+#include <type_traits>
 
 #include <Eigen/Core>
 
@@ -66,10 +67,50 @@ struct MulFn {
   template <typename A, typename B>
   static auto Apply(const A& a, const B& b) { return a * b; }
 };
+// Integer quotient and remainder for y != 0 (the kernel rejects zero divisors first). The one
+// other quotient C++ leaves undefined, min / -1, is 2^(n-1), which does not fit; x86's idiv
+// traps on it (SIGFPE) for int32 and int64. It wraps to min instead, as -min does in two's
+// complement, and min % -1 is 0: the values TF's integer functors give. The y == -1 branch
+// exists only in the integer instantiations; floats keep their vectorized a / b.
+template <typename T>
+T WrappingDivide(T x, T y) {
+  if constexpr (std::is_signed_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    if (y == T(-1)) return static_cast<T>(U(0) - static_cast<U>(x));
+  }
+  return static_cast<T>(x / y);
+}
+template <typename T>
+T WrappingRemainder(T x, T y) {
+  if constexpr (std::is_signed_v<T>) {
+    if (y == T(-1)) return T(0);
+  }
+  return static_cast<T>(x % y);
+}
+
+// The element type of an Apply() operand: an Eigen array's Scalar, or the scalar itself.
+template <typename X, bool = kIsArray<X>>
+struct ScalarOfImpl {
+  using type = X;
+};
+template <typename X>
+struct ScalarOfImpl<X, true> {
+  using type = typename X::Scalar;
+};
+template <typename X>
+using ScalarOf = typename ScalarOfImpl<X>::type;
+
 struct RealDivFn {
   static constexpr bool kDivides = true;
   template <typename A, typename B>
-  static auto Apply(const A& a, const B& b) { return a / b; }
+  static auto Apply(const A& a, const B& b) {
+    using T = ScalarOf<A>;  // both operands have the same element type
+    if constexpr (std::is_integral_v<T>) {
+      return ApplyElementwise(a, b, [](T x, T y) { return WrappingDivide<T>(x, y); });
+    } else {
+      return a / b;
+    }
+  }
 };
 struct MaximumFn {
   static constexpr bool kDivides = false;
@@ -100,10 +141,10 @@ struct MinimumFn {
 template <typename T>
 T FloorDivide(T x, T y) {
   if constexpr (std::is_integral_v<T>) {
-    const T q = x / y;
+    const T q = WrappingDivide(x, y);
     // Round toward negative infinity when the signs differ and there is a remainder.
     if constexpr (std::is_signed_v<T>) {
-      if ((x % y != 0) && ((x < 0) != (y < 0))) return q - 1;
+      if ((WrappingRemainder(x, y) != 0) && ((x < 0) != (y < 0))) return q - 1;
     }
     return q;
   } else {
@@ -134,7 +175,7 @@ struct FloorDivFn {
 template <typename T>
 T FloorModulo(T x, T y) {
   if constexpr (std::is_integral_v<T>) {
-    T r = x % y;
+    T r = WrappingRemainder(x, y);
     if constexpr (std::is_signed_v<T>) {
       if (r != 0 && ((r < 0) != (y < 0))) r += y;
     }

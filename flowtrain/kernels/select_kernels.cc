@@ -119,8 +119,10 @@ class OneHotOp : public OpKernel {
       InvalidArgument("Expected axis to be -1 or between [0, ", rank, "].  But received: ", axis_);
     }
     const int axis = axis_ == -1 ? rank : static_cast<int>(axis_);
-    TensorShape out_shape = indices.shape();
-    out_shape.InsertDim(axis, depth);
+    DimVector out_dims = indices.shape().dim_sizes();
+    out_dims.insert(out_dims.begin() + axis, depth);
+    CheckedNumElements(out_dims, "OneHot");
+    const TensorShape out_shape(std::move(out_dims));
     Tensor* out = ctx->allocate_output(0, out_shape);
     int64_t prefix = 1;
     for (int d = 0; d < axis; ++d) prefix *= indices.dim_size(d);

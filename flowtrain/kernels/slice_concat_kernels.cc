@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "flowtrain/core/error.h"
+#include "flowtrain/core/str_util.h"
 #include "flowtrain/kernels/array_util.h"
 #include "flowtrain/kernels/op_kernel.h"
 #include "flowtrain/ops/strided_slice_spec.h"
@@ -195,7 +196,9 @@ class ConcatV2Op : public OpKernel {
         InvalidArgument("ConcatOp : Dimensions of inputs should match: shape[0] = ", first.DebugString(),
                         " vs. shape[", i, "] = ", s.DebugString());
       }
-      total += s.dim_size(static_cast<int>(axis));
+      // Zero-element inputs can have any size along the axis: [2^62, 0] four times wraps.
+      total = CheckedAddSizes(total, s.dim_size(static_cast<int>(axis)), "ConcatOp",
+                              StrCat("size along axis ", axis, " with values[", i, "]"));
     }
     out_shape.set_dim(static_cast<int>(axis), total);
     Tensor* out = ctx->allocate_output(0, out_shape);

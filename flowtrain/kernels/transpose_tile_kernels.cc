@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "flowtrain/core/error.h"
+#include "flowtrain/core/str_util.h"
 #include "flowtrain/kernels/array_util.h"
 #include "flowtrain/kernels/op_kernel.h"
 
@@ -118,8 +119,10 @@ class TileOp : public OpKernel {
     for (int d = 0; d < rank; ++d) {
       if (multiples[d] < 0) InvalidArgument("Expected multiples[", d, "] >= 0, but got ", multiples[d]);
       identity = identity && multiples[d] == 1;
-      out_dims.push_back(input.dim_size(d) * multiples[d]);
+      out_dims.push_back(CheckedMultiplySizes(input.dim_size(d), multiples[d], "Tile",
+                                              StrCat("input dimension ", d, " times multiples[", d, "]")));
     }
+    CheckedNumElements(out_dims, "Tile");
     if (identity) {
       ctx->set_output(0, input);
       return;

@@ -1,9 +1,12 @@
 #include "flowtrain/ops/array_ops.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 
 #include "flowtrain/core/error.h"
+#include "flowtrain/core/str_util.h"
 #include "flowtrain/graph/node_builder.h"
 #include "flowtrain/graph/shape_inference.h"
 #include "flowtrain/ops/math_ops.h"
@@ -42,7 +45,8 @@ void ReshapeShape(InferenceContext& c) {
       }
       unknown_index = i;
     } else {
-      known_product *= target.dim_size(i);
+      known_product = CheckedMultiplySizes(known_product, target.dim_size(i), "Reshape",
+                                           StrCat("shape ", target.DebugString(), " up to size ", i));
     }
   }
   const int64_t in_elements = in.num_elements();
@@ -245,10 +249,17 @@ Output Reshape(Output tensor, Output shape, std::string_view name) {
   return NodeBuilder("Reshape", name).Input(tensor).Input(shape).Finalize();
 }
 
+Tensor IndexVector(const std::vector<int64_t>& values) {
+  const bool fits = std::all_of(values.begin(), values.end(), [](int64_t v) {
+    return v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max();
+  });
+  if (!fits) return Tensor::FromVector<int64_t>(values);
+  return Tensor::FromVector<int32_t>(std::vector<int32_t>(values.begin(), values.end()));
+}
+
 Output Reshape(Output tensor, const std::vector<int64_t>& shape, std::string_view name) {
-  std::vector<int32_t> dims(shape.begin(), shape.end());
   OpNameScope scope(*tensor.graph(), name);
-  Output shape_const = Const(Tensor::FromVector<int32_t>(dims), "shape");
+  Output shape_const = Const(IndexVector(shape), "shape");
   scope.Exit();
   return NodeBuilder("Reshape", scope.op_name()).ExactName().Input(tensor).Input(shape_const).Finalize();
 }
@@ -318,11 +329,26 @@ void RangeShape(InferenceContext& c) {
   }
   int64_t n = 0;
   if (start->dtype() == DT_INT32 || start->dtype() == DT_INT64) {
-    const int64_t si = static_cast<int64_t>(s), li = static_cast<int64_t>(l),
-                  di = static_cast<int64_t>(d);
-    n = (std::abs(li - si) + std::abs(di) - 1) / std::abs(di);
+    // Exact in uint64 (the doubles above lose int64 precision, and limit - start can overflow).
+    const auto value = [](const Tensor& t) {
+      return t.dtype() == DT_INT32 ? int64_t{t.flat<int32_t>()[0]} : t.flat<int64_t>()[0];
+    };
+    const auto abs_diff = [](int64_t a, int64_t b) {
+      return a > b ? uint64_t(a) - uint64_t(b) : uint64_t(b) - uint64_t(a);
+    };
+    const uint64_t span = abs_diff(value(*limit), value(*start)), step = abs_diff(value(*delta), 0);
+    const uint64_t size = span / step + (span % step != 0);
+    if (size > uint64_t(std::numeric_limits<int64_t>::max())) {
+      InvalidArgument("Range: size of (", value(*limit), " - ", value(*start), ") / ", value(*delta), " = ",
+                      size, " overflows int64");
+    }
+    n = static_cast<int64_t>(size);
   } else {
-    n = static_cast<int64_t>(std::ceil(std::abs((l - s) / d)));
+    const double size = std::ceil(std::abs((l - s) / d));
+    if (!(size < 0x1p63)) {
+      InvalidArgument("Range: size of (", l, " - ", s, ") / ", d, " = ", size, " overflows int64");
+    }
+    n = static_cast<int64_t>(size);
   }
   c.set_output(0, PartialTensorShape({n}));
 }
@@ -576,8 +602,11 @@ void TileShape(InferenceContext& c) {
   for (int d = 0; d < in.dims(); ++d) {
     const int64_t m = (*multiples)[d];
     if (m < 0) InvalidArgument("Expected multiples[", d, "] >= 0, but got ", m);
-    dims.push_back(in.dim_size(d) < 0 ? (m == 0 ? 0 : -1) : in.dim_size(d) * m);
+    dims.push_back(in.dim_size(d) < 0 ? (m == 0 ? 0 : -1)
+                                      : CheckedMultiplySizes(in.dim_size(d), m, "Tile",
+                                                             StrCat("input dimension ", d, " times multiples[", d, "]")));
   }
+  if (std::find(dims.begin(), dims.end(), -1) == dims.end()) CheckedNumElements(dims, "Tile");
   c.set_output(0, ShapeOf(dims));
 }
 
@@ -775,8 +804,7 @@ Output Tile(Output input, Output multiples, std::string_view name) {
 
 Output Tile(Output input, const std::vector<int64_t>& multiples, std::string_view name) {
   OpNameScope scope(*input.graph(), name);
-  Output m = Const(Tensor::FromVector<int32_t>(std::vector<int32_t>(multiples.begin(), multiples.end())),
-                   "multiples");
+  Output m = Const(IndexVector(multiples), "multiples");
   scope.Exit();
   return NodeBuilder("Tile", scope.op_name()).ExactName().Input(input).Input(m).Finalize();
 }

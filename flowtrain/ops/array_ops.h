@@ -20,6 +20,10 @@ namespace flowtrain::ops {
 
 Output Const(const Tensor& value, std::string_view name = "Const");
 
+// A vector of sizes or indices as a constant: int32 (what TF makes of Python ints) when every
+// value fits, else int64 rather than truncating (a Tile multiple of 2^62 is not 0).
+Tensor IndexVector(const std::vector<int64_t>& values);
+
 template <typename T>
   requires(std::is_arithmetic_v<T> || std::is_same_v<T, std::string>)
 Output Const(const T& value, std::string_view name = "Const") {

@@ -136,7 +136,9 @@ void ConcatV2Shape(InferenceContext& c) {
       }
     }
     first = false;
-    if (total >= 0) total = s.dim_size(axis) < 0 ? -1 : total + s.dim_size(axis);
+    if (total >= 0) {
+      total = s.dim_size(axis) < 0 ? -1 : CheckedAddSizes(total, s.dim_size(axis), "ConcatV2", "size along the axis");
+    }
   }
   dims[axis] = total;
   c.set_output(0, MakeShape(dims));
@@ -309,7 +311,7 @@ std::vector<Output> AllOutputs(const Operation& op) {
 }
 
 Output IndexConst(const std::vector<int64_t>& values, std::string_view name) {
-  return Const(Tensor::FromVector<int32_t>(std::vector<int32_t>(values.begin(), values.end())), name);
+  return Const(IndexVector(values), name);
 }
 
 NodeBuilder& SetMasks(NodeBuilder& b, const StridedSliceMasks& m) {

@@ -2,6 +2,7 @@
 // Unpack, Transpose, Tile, OneHot, Select/SelectV2, UnsortedSegmentSum and the gradients of
 // these and of Pack and GatherV2 — kernel values, build-time shapes, errors at build and run
 // time, and float64 finite-difference checks.
+#include <limits>
 #include <numeric>
 #include <random>
 
@@ -392,6 +393,68 @@ TEST_F(ArrayOpsTest, TransposeAndTile) {
 }
 
 // ---- OneHot ----
+
+// Shapes computed from tensor values that overflow int64 are InvalidArgument naming the op and
+// the sizes, at build time when the values are constant and in the kernel when fed; never a
+// wrapped shape (Tile of [4,4] by [2^62, 4] was [0,16]) or a wrapped byte count.
+TEST_F(ArrayOpsTest, ShapesFromValuesThatOverflowInt64AreRejected) {
+  constexpr int64_t k62 = int64_t{1} << 62;
+  Output x = ops::Const<float>(std::vector<float>(16, 1.0f), TensorShape({4, 4}));
+  // Tile: a constant multiple of 2^62 (the vector overload no longer truncates it to int32),
+  // then fed multiples: one dimension's product, then the total.
+  ExpectInvalidArgument([&] { ops::Tile(x, {k62, 4}); }, {"Tile", "4 * 4611686018427387904 overflows int64"});
+  Output multiples = ops::Placeholder(DT_INT64, PartialTensorShape({2}), "multiples");
+  Output tiled = ops::Tile(x, multiples);
+  Session sess(g_);
+  ExpectInvalidArgument([&] { sess.Run({{multiples, Tensor::FromVector<int64_t>({k62, 4})}}, {tiled}); },
+                        {"Tile", "input dimension 0 times multiples[0]: 4 * 4611686018427387904 overflows int64"});
+  ExpectInvalidArgument([&] { sess.Run({{multiples, Tensor::FromVector<int64_t>({k62 / 4, k62 / 4})}}, {tiled}); },
+                        {"Tile: shape [4611686018427387904,4611686018427387904] has too many elements"});
+  EXPECT_EQ(sess.Run({{multiples, Tensor::FromVector<int64_t>({2, 1})}}, {tiled})[0].shape(), TensorShape({8, 4}));
+
+  // Fill and BroadcastTo: dims whose product overflows; Fill of [2^62] floats (2^64 bytes).
+  Output dims = ops::Placeholder(DT_INT64, PartialTensorShape({-1}), "dims");
+  Output filled = ops::Fill(dims, ops::Const(1.0f));
+  ExpectInvalidArgument([&] { sess.Run({{dims, Tensor::FromVector<int64_t>({k62, 4})}}, {filled}); },
+                        {"Fill: shape [4611686018427387904,4] has too many elements"});
+  EXPECT_THROW(sess.Run({{dims, Tensor::FromVector<int64_t>({k62})}}, {filled}), ResourceExhaustedError);
+  EXPECT_EQ(Values<float>(sess.Run({{dims, Tensor::FromVector<int64_t>({2})}}, {filled})[0]),
+            (std::vector<float>{1, 1}));
+  Output broadcast = ops::BroadcastTo(ops::Const(1.0f), dims);
+  ExpectInvalidArgument([&] { sess.Run({{dims, Tensor::FromVector<int64_t>({4, k62})}}, {broadcast}); },
+                        {"BroadcastTo: shape [4,4611686018427387904] has too many elements"});
+
+  // Reshape with -1: the known sizes' product (2^62 * 8 wrapped to 0, 3 * 6148914691236517206
+  // to 2).
+  Output to = ops::Placeholder(DT_INT64, PartialTensorShape({3}), "to");
+  Output reshaped = ops::Reshape(x, to);
+  ExpectInvalidArgument([&] { sess.Run({{to, Tensor::FromVector<int64_t>({k62, 8, -1})}}, {reshaped}); },
+                        {"Reshape", "4611686018427387904 * 8 overflows int64"});
+  ExpectInvalidArgument([&] { sess.Run({{to, Tensor::FromVector<int64_t>({3, 6148914691236517206, -1})}}, {reshaped}); },
+                        {"Reshape", "overflows int64"});
+  ExpectInvalidArgument([&] { ops::Reshape(x, {k62, 8, -1}); }, {"Reshape", "overflows int64"});
+
+  // Range: INT64_MIN to INT64_MAX (limit - start overflows), and a float size past 2^63.
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
+  ExpectInvalidArgument([&] { ops::Range(ops::Const(kMin), ops::Const(kMax), ops::Const(int64_t{1})); },
+                        {"Range: size of", "overflows int64"});
+  Output start = ops::Placeholder(DT_INT64, PartialTensorShape({}), "start");
+  Output range = ops::Range(start, ops::Const(kMax), ops::Const(int64_t{1}));
+  ExpectInvalidArgument([&] { sess.Run({{start, Tensor::Scalar<int64_t>(kMin)}}, {range}); },
+                        {"Range: size of (9223372036854775807 - -9223372036854775808) / 1", "overflows int64"});
+  EXPECT_EQ(Values<int64_t>(sess.Run({{start, Tensor::Scalar<int64_t>(kMax - 2)}}, {range})[0]),
+            (std::vector<int64_t>{kMax - 2, kMax - 1}));
+  Output fstart = ops::Placeholder(DT_FLOAT, PartialTensorShape({}), "fstart");
+  Output frange = ops::Range(fstart, ops::Const(1e30f), ops::Const(1e-10f));
+  ExpectInvalidArgument([&] { sess.Run({{fstart, Tensor::Scalar<float>(0)}}, {frange}); },
+                        {"Range: size of", "overflows int64"});
+
+  // ConcatV2 of zero-element tensors whose sizes along the axis sum past int64.
+  Output part = ops::Placeholder(DT_FLOAT, PartialTensorShape::Unknown(), "part");
+  Output concat = ops::Concat({part, part}, 0);
+  ExpectInvalidArgument([&] { sess.Run({{part, Tensor(DT_FLOAT, TensorShape({kMax, 0}))}}, {concat}); },
+                        {"ConcatOp", "overflows int64"});
+}
 
 TEST_F(ArrayOpsTest, OneHot) {
   Output indices = ops::Const<int32_t>({0, 2, -1, 5});

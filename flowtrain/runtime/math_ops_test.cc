@@ -3,6 +3,7 @@
 // broadcasting, build-time shape inference and errors, and float64 finite-difference checks
 // of every gradient.
 #include <cmath>
+#include <limits>
 #include <random>
 #include <type_traits>
 
@@ -190,6 +191,68 @@ TEST_F(MathOpsTest, FloorModFloorDivNoNanAndActivationGrads) {
             (std::vector<float>{1.5f, 0}));
   EXPECT_EQ(Values<float>(ops::SigmoidGrad(ops::Const<float>({0.5f, 0.25f}), ops::Const<float>({4, 2})).Eval(sess)),
             (std::vector<float>{1, 0.375f}));
+}
+
+// Integer division never traps: a zero divisor is TF's InvalidArgument on every path (same
+// shape, scalar divisor or dividend, broadcast), and min / -1, whose quotient 2^(n-1) does not
+// fit (x86's idiv raises SIGFPE), wraps to min with remainder 0.
+template <typename T>
+void ExpectSafeIntegerDivision(Session& sess) {
+  constexpr T kMin = std::numeric_limits<T>::min();
+  using Binary = Output (*)(Output, Output, std::string_view);
+  const std::vector<std::pair<Binary, std::string>> divisions = {
+      {ops::RealDiv, "RealDiv"}, {ops::FloorDiv, "FloorDiv"}, {ops::FloorMod, "FloorMod"}};
+  for (const auto& [op, name] : divisions) {
+    SCOPED_TRACE(name);
+    ExpectInvalidArgument([&] { op(ops::Const<T>({1, 2}), ops::Const<T>({1, 0}), name).Eval(sess); },
+                          {"Integer division by zero", name});
+    ExpectInvalidArgument([&] { op(ops::Const<T>({1, 2}), ops::Const<T>(T(0)), name).Eval(sess); },
+                          {"Integer division by zero"});
+    ExpectInvalidArgument([&] { op(ops::Const<T>(T(1)), ops::Const<T>({3, 0}), name).Eval(sess); },
+                          {"Integer division by zero"});
+    ExpectInvalidArgument(
+        [&] { op(ops::Const<T>({1, 2, 3, 4}, TensorShape({2, 2})), ops::Const<T>({0, 1}, TensorShape({2, 1})), name).Eval(sess); },
+        {"Integer division by zero"});
+  }
+  if constexpr (std::is_signed_v<T>) {
+    // Same shape, scalar divisor, scalar dividend and a broadcast (including its strided loop).
+    const std::vector<T> x = {kMin, kMin, 7, -7};
+    const std::vector<T> y = {-1, 2, -1, 2};
+    EXPECT_EQ(Values<T>(ops::RealDiv(ops::Const<T>(x, TensorShape({4})), ops::Const<T>(y, TensorShape({4}))).Eval(sess)),
+              (std::vector<T>{kMin, static_cast<T>(kMin / 2), -7, -3}));
+    EXPECT_EQ(Values<T>(ops::FloorDiv(ops::Const<T>(x, TensorShape({4})), ops::Const<T>(y, TensorShape({4}))).Eval(sess)),
+              (std::vector<T>{kMin, static_cast<T>(kMin / 2), -7, -4}));
+    EXPECT_EQ(Values<T>(ops::FloorMod(ops::Const<T>(x, TensorShape({4})), ops::Const<T>(y, TensorShape({4}))).Eval(sess)),
+              (std::vector<T>{0, 0, 0, 1}));
+    EXPECT_EQ(Values<T>(ops::FloorDiv(ops::Const<T>({kMin, 6}), ops::Const<T>(T(-1))).Eval(sess)),
+              (std::vector<T>{kMin, -6}));
+    EXPECT_EQ(Values<T>(ops::FloorMod(ops::Const<T>({kMin, 6}), ops::Const<T>(T(-1))).Eval(sess)),
+              (std::vector<T>{0, 0}));
+    EXPECT_EQ(Values<T>(ops::RealDiv(ops::Const<T>(kMin), ops::Const<T>({-1, 1})).Eval(sess)),
+              (std::vector<T>{kMin, kMin}));
+    EXPECT_EQ(Values<T>(ops::FloorDiv(ops::Const<T>({kMin, 5, kMin, 5}, TensorShape({2, 2})),
+                                      ops::Const<T>({-1, 2}, TensorShape({1, 2}))).Eval(sess)),
+              (std::vector<T>{kMin, 2, kMin, 2}));
+    EXPECT_EQ(Values<T>(ops::FloorMod(ops::Const<T>({kMin, kMin, 5, 5}, TensorShape({2, 2})),
+                                      ops::Const<T>({-1, 3}, TensorShape({2, 1}))).Eval(sess)),
+              (std::vector<T>{0, 0, 2, 2}));
+    EXPECT_EQ(Values<T>(ops::FloorDiv(ops::Const<T>({kMin, 5}, TensorShape({2, 1, 1})),
+                                      ops::Const<T>({-1, -1}, TensorShape({1, 2, 1}))).Eval(sess)),
+              (std::vector<T>{kMin, kMin, -5, -5}));
+  }
+}
+
+TEST_F(MathOpsTest, IntegerDivisionByZeroAndMinByMinusOneDoNotCrash) {
+  Session sess(g_);
+  ExpectSafeIntegerDivision<int32_t>(sess);
+  ExpectSafeIntegerDivision<int64_t>(sess);
+  ExpectSafeIntegerDivision<int16_t>(sess);
+  ExpectSafeIntegerDivision<int8_t>(sess);
+  ExpectSafeIntegerDivision<uint8_t>(sess);
+  // Floats still divide by zero IEEE's way.
+  const Tensor inf = ops::RealDiv(ops::Const<float>({1, -1}), ops::Const<float>(0.0f)).Eval(sess);
+  EXPECT_EQ(Values<float>(inf), (std::vector<float>{std::numeric_limits<float>::infinity(),
+                                                    -std::numeric_limits<float>::infinity()}));
 }
 
 TEST_F(MathOpsTest, FloorModDivNoNanAndActivationGradGradients) {

@@ -26,6 +26,9 @@ RunArguments CheckRunArguments(const Graph& graph, const FeedList& feeds,
   args.feeds.reserve(feeds.size());
   args.feed_values.reserve(feeds.size());
   for (const auto& [output, value] : feeds) {
+    // An index past the op's outputs (an op with none converted to an Output) would have the
+    // executor read past the node's output list; reject it here, naming the op.
+    if (output) output.CheckValid("Feed");
     if (!output || output.graph() != &graph) {
       InvalidArgument("Cannot interpret feed_dict key as Tensor: Tensor ",
                       output ? output.DebugString() : std::string("<empty>"),
@@ -45,6 +48,7 @@ RunArguments CheckRunArguments(const Graph& graph, const FeedList& feeds,
   }
   args.fetches.reserve(fetches.size());
   for (const Output& fetch : fetches) {
+    if (fetch) fetch.CheckValid("Fetch");
     if (!fetch || fetch.graph() != &graph) {
       InvalidArgument("Fetch argument ", fetch ? fetch.DebugString() : std::string("<empty>"),
                       " cannot be interpreted as a Tensor. (Tensor ",

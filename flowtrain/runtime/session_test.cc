@@ -1,5 +1,6 @@
 #include "flowtrain/runtime/session.h"
 
+#include <functional>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -15,6 +16,17 @@
 
 namespace flowtrain {
 namespace {
+
+void ExpectInvalidArgumentWith(const std::function<void()>& fn, std::initializer_list<std::string_view> parts) {
+  try {
+    fn();
+    ADD_FAILURE() << "no InvalidArgumentError";
+  } catch (const InvalidArgumentError& e) {
+    for (std::string_view part : parts) {
+      EXPECT_NE(std::string_view(e.what()).find(part), std::string_view::npos) << e.what() << "\n  lacks: " << part;
+    }
+  }
+}
 
 // ---- Test-only ops and kernels ----
 
@@ -181,6 +193,37 @@ TEST(Session, TensorOfAnotherGraphIsRejected) {
   }
   EXPECT_THROW(sess.Run({{c1, Tensor::Scalar<int32_t>(1)}}, {c2}), InvalidArgumentError);
   EXPECT_THROW(sess.Run({}, {}, {c1.op()}), InvalidArgumentError);
+}
+
+// TF1's `sess.run(init_op)` spelled `sess.Run({}, {init})` compiles (Output converts from an
+// Operation) but names output 0 of an op with none; it, and any other index past an op's
+// outputs, is an InvalidArgument naming the op, not a read past the node's outputs.
+TEST(Session, FetchingOrFeedingAMissingOutputIsRejected) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Variable v(Tensor::Scalar<float>(1.5f), {.name = "v"});
+  Operation init = ops::GlobalVariablesInitializer();
+  ASSERT_EQ(init.num_outputs(), 0);
+  Output c = ops::Const(2.0f, "c");
+  Session sess(g);
+  ExpectInvalidArgumentWith([&] { sess.Run({}, {init}); },
+                            {"Fetch 'init:0'", "operation 'init' (op: \"NoOp\")", "no outputs",
+                             "pass it as a target"});
+  ExpectInvalidArgumentWith([&] { sess.Run({}, {c, Output(c.node(), 1)}); },
+                            {"Fetch 'c:1' is out of range", "operation 'c' (op: \"Const\") has 1 output"});
+  ExpectInvalidArgumentWith([&] { sess.Run({}, {Output(c.node(), -1)}); }, {"Fetch 'c:-1' is out of range"});
+  ExpectInvalidArgumentWith([&] { sess.Run({{Output(c.node(), 3), Tensor::Scalar<float>(0)}}, {c}); },
+                            {"Feed 'c:3' is out of range"});
+  ExpectInvalidArgumentWith([&] { sess.Run({{Output(init), Tensor::Scalar<float>(0)}}, {c}); },
+                            {"Feed 'init:0'", "no outputs"});
+  ExpectInvalidArgumentWith([&] { sess.Run({}, {Output()}); }, {"Fetch argument <empty>"});
+  ExpectInvalidArgumentWith([&] { sess.Run({{Output(), Tensor::Scalar<float>(0)}}, {c}); },
+                            {"<empty>", "is not an element of this graph"});
+  ExpectInvalidArgumentWith([&] { sess.Run({}, {c}, {Operation()}); }, {"<empty>"});
+  // The session is unharmed, and the op runs as a target.
+  sess.Run({}, {}, {init});
+  EXPECT_FLOAT_EQ(v.value().Eval(sess).scalar<float>(), 1.5f);
+  EXPECT_FLOAT_EQ(c.Eval(sess).scalar<float>(), 2.0f);
 }
 
 TEST(Session, VariablesLiveInTheSession) {
