@@ -1,7 +1,9 @@
 #include "tests/test_util.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
@@ -60,5 +62,19 @@ std::string MakeTempDir(const std::string& prefix) {
 }
 
 std::string BinaryDir() { return FLOWTRAIN_BINARY_DIR; }
+
+std::string FlowtrainCliPath() { return BinaryDir() + "/tools/flowtrain"; }
+
+CliResult RunFlowtrainCli(const std::string& args) {
+  CliResult result;
+  FILE* pipe = popen(("'" + FlowtrainCliPath() + "' " + args + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) result.output.append(buf, n);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
 
 }  // namespace flowtrain::testing

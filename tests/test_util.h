@@ -1,5 +1,5 @@
 // Helpers shared by the tests: where the TF-written fixtures are, fresh temporary dirs, a
-// tensor's elements, and expecting an InvalidArgumentError.
+// tensor's elements, expecting an InvalidArgumentError, and running the flowtrain CLI.
 #ifndef FLOWTRAIN_TESTS_TEST_UTIL_H_
 #define FLOWTRAIN_TESTS_TEST_UTIL_H_
 
@@ -42,6 +42,18 @@ std::string MakeTempDir(const std::string& prefix = "ft");
 
 // The build directory (for locating helper binaries built beside the tests).
 std::string BinaryDir();
+
+// The built flowtrain command-line binary (target flowtrain_cli): BinaryDir()/tools/flowtrain.
+std::string FlowtrainCliPath();
+
+struct CliResult {
+  int exit_code = -1;  // -1 when it could not be started or did not exit normally
+  std::string output;  // stdout and stderr
+};
+
+// Runs FlowtrainCliPath() with `args`, a shell command line's words after the program (the
+// caller quotes paths), and returns its exit code and everything it printed.
+CliResult RunFlowtrainCli(const std::string& args);
 
 // The elements of `t`, in order.
 template <typename T>

@@ -1,8 +1,5 @@
 // Runs the built `flowtrain events` command on TF-written fixtures and on a logdir written by
 // FileWriter, checking what a user sees.
-#include <sys/wait.h>
-
-#include <cstdio>
 #include <filesystem>
 #include <string>
 
@@ -16,44 +13,29 @@
 namespace flowtrain::summary {
 namespace {
 
-using ::flowtrain::testing::BinaryDir;
+using ::flowtrain::testing::CliResult;
 using ::flowtrain::testing::FixturePath;
+using ::flowtrain::testing::FlowtrainCliPath;
 using ::flowtrain::testing::MakeTempDir;
+using ::flowtrain::testing::RunFlowtrainCli;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
-
-std::string Binary() { return BinaryDir() + "/tools/flowtrain"; }
-
-CommandResult RunEvents(const std::string& args) {
-  CommandResult result;
-  const std::string command = "'" + Binary() + "' events " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) result.output.append(buf, n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
+// `flowtrain events ARGS`.
+CliResult RunEvents(const std::string& args) { return RunFlowtrainCli("events " + args); }
 
 class EventsCommandTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(Binary())) {
-      GTEST_SKIP() << Binary() << " was not built (configure with -DFLOWTRAIN_BUILD_EXAMPLES=ON)";
+    if (!std::filesystem::exists(FlowtrainCliPath())) {
+      GTEST_SKIP() << FlowtrainCliPath() << " was not built (configure with -DFLOWTRAIN_BUILD_EXAMPLES=ON)";
     }
   }
 };
 
 TEST_F(EventsCommandTest, OverviewOfATf1EstimatorRun) {
   FLOWTRAIN_REQUIRE_FIXTURES("tf1_estimator_model_dir");
-  const CommandResult r = RunEvents("'" + FixturePath("tf1_estimator_model_dir") + "'");
+  const CliResult r = RunEvents("'" + FixturePath("tf1_estimator_model_dir") + "'");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("1 run"));
   EXPECT_THAT(r.output, HasSubstr("Run .  (2 event files)"));
@@ -66,7 +48,7 @@ TEST_F(EventsCommandTest, OverviewOfATf1EstimatorRun) {
 
 TEST_F(EventsCommandTest, TagPrintsTableAndSparkline) {
   FLOWTRAIN_REQUIRE_FIXTURES("events_tf2_scalar");
-  const CommandResult r = RunEvents("'" + FixturePath("events_tf2_scalar") + "' --tag my_metric");
+  const CliResult r = RunEvents("'" + FixturePath("events_tf2_scalar") + "' --tag my_metric");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("scalar my_metric (100 points)"));
   EXPECT_THAT(r.output, ::testing::ContainsRegex("\n +99  2020-03-29 [0-9:.]+  49.5\n"));
@@ -77,7 +59,7 @@ TEST_F(EventsCommandTest, TagPrintsTableAndSparkline) {
 }
 
 TEST_F(EventsCommandTest, ClearErrors) {
-  CommandResult r = RunEvents("/nonexistent/logdir");
+  CliResult r = RunEvents("/nonexistent/logdir");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("Logdir /nonexistent/logdir does not exist"));
 
@@ -89,7 +71,7 @@ TEST_F(EventsCommandTest, ClearErrors) {
 
 TEST_F(EventsCommandTest, UnknownTagListsTheKnownTags) {
   FLOWTRAIN_REQUIRE_FIXTURES("tf1_estimator_model_dir");
-  const CommandResult r = RunEvents("'" + FixturePath("tf1_estimator_model_dir") + "' --tag accuracy");
+  const CliResult r = RunEvents("'" + FixturePath("tf1_estimator_model_dir") + "' --tag accuracy");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("No scalar or histogram tag 'accuracy'"));
   EXPECT_THAT(r.output, HasSubstr("known tags: global_step/sec, loss"));
@@ -97,7 +79,7 @@ TEST_F(EventsCommandTest, UnknownTagListsTheKnownTags) {
 
 TEST_F(EventsCommandTest, GraphOnlyRuns) {
   FLOWTRAIN_REQUIRE_FIXTURES("events_tf1_graph");
-  const CommandResult r = RunEvents("'" + FixturePath("events_tf1_graph") + "'");
+  const CliResult r = RunEvents("'" + FixturePath("events_tf1_graph") + "'");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("4 runs"));
   EXPECT_THAT(r.output, HasSubstr("Run fahrenheit_converter  (1 event file)\n  graph: 78 nodes"));
@@ -125,7 +107,7 @@ TEST_F(EventsCommandTest, FileWriterLogdirAndHtml) {
       writer.AddSummary(s, step * 10);
     }
   }
-  CommandResult r = RunEvents(logdir);
+  CliResult r = RunEvents(logdir);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("Run train  (1 event file)"));
   EXPECT_THAT(r.output, ::testing::ContainsRegex("loss +5  0..40 +6  6 .. 10"));

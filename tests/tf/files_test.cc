@@ -5,9 +5,6 @@
 // records, and a linear model's graph that flowtrain imports, runs and trains. Each check
 // compares with what TF itself read back from the same files (expected/*.pb), so a clone
 // without TF-written fixtures still checks these compatibilities.
-#include <sys/wait.h>
-
-#include <cstdio>
 #include <map>
 #include <optional>
 #include <set>
@@ -46,6 +43,9 @@
 namespace flowtrain {
 namespace {
 
+using ::flowtrain::testing::CliResult;
+using ::flowtrain::testing::FlowtrainCliPath;
+using ::flowtrain::testing::RunFlowtrainCli;
 using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 
@@ -121,23 +121,35 @@ void ExpectCheckpointAsTfReadIt(const std::string& prefix, const Expected& expec
   reader.bundle().VerifyAll();
 }
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
+// The scalar series `tag` of `run` is the one TF read under events/scalar/<tag>/: the same
+// steps, values (as float) and wall times, point for point. A different length is a fatal
+// failure: call it in ASSERT_NO_FATAL_FAILURE.
+void ExpectScalarsAsTfReadThem(const summary::EventAccumulator& run, const std::string& tag,
+                               const Expected& expected) {
+  const std::string label = "events/scalar/" + tag;
+  const std::vector<int64_t> steps = expected.Vector<int64_t>(label + "/steps");
+  const std::vector<float> values = expected.Vector<float>(label + "/values");
+  const std::vector<double> walls = expected.Vector<double>(label + "/wall_times");
+  const auto& series = run.Scalars(tag);
+  ASSERT_EQ(series.size(), steps.size());
+  for (size_t i = 0; i < series.size(); ++i) {
+    EXPECT_EQ(series[i].step, steps[i]) << i;
+    EXPECT_EQ(static_cast<float>(series[i].value), values[i]) << i;
+    EXPECT_EQ(series[i].wall_time, walls[i]) << i;
+  }
+}
 
-std::string FlowtrainBinary() { return testing::BinaryDir() + "/tools/flowtrain"; }
-
-CommandResult RunFlowtrain(const std::string& args) {
-  CommandResult result;
-  FILE* pipe = popen(("'" + FlowtrainBinary() + "' " + args + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) result.output.append(buf, n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+// Reads `dir`'s `checkpoint` file into `state` with GetCheckpointState, expecting the paths
+// TF read (state/model_checkpoint_path, state/all_model_checkpoint_paths). No state is a fatal
+// failure: call it in ASSERT_NO_FATAL_FAILURE.
+void ReadCheckpointStateAsTfReadIt(const std::string& dir, const Expected& expected,
+                                   std::optional<tensorflow::CheckpointState>& state) {
+  state = train::GetCheckpointState(dir);
+  ASSERT_TRUE(state.has_value());
+  EXPECT_EQ(state->model_checkpoint_path(), expected.String("state/model_checkpoint_path"));
+  EXPECT_EQ(std::vector<std::string>(state->all_model_checkpoint_paths().begin(),
+                                     state->all_model_checkpoint_paths().end()),
+            expected.Strings("state/all_model_checkpoint_paths"));
 }
 
 std::string Quoted(const std::string& path) { return "'" + path + "'"; }
@@ -161,12 +173,8 @@ TEST(TfFilesModelDir, EveryCheckpointReadsAsTfReadsIt) {
 TEST(TfFilesModelDir, CheckpointStateAsTfReadsIt) {
   const Expected expected("model_dir");
   const std::string dir = Dir("model_dir");
-  std::optional<tensorflow::CheckpointState> state = train::GetCheckpointState(dir);
-  ASSERT_TRUE(state.has_value());
-  EXPECT_EQ(state->model_checkpoint_path(), expected.String("state/model_checkpoint_path"));
-  EXPECT_EQ(std::vector<std::string>(state->all_model_checkpoint_paths().begin(),
-                                     state->all_model_checkpoint_paths().end()),
-            expected.Strings("state/all_model_checkpoint_paths"));
+  std::optional<tensorflow::CheckpointState> state;
+  ASSERT_NO_FATAL_FAILURE(ReadCheckpointStateAsTfReadIt(dir, expected, state));
   EXPECT_EQ(train::LatestCheckpoint(dir), expected.String("state/latest_checkpoint"));
   EXPECT_EQ(train::LatestCheckpoint(dir), JoinPath(dir, "model.ckpt-300"));
   // flowtrain writes the same state as TF's file, byte for byte.
@@ -232,17 +240,7 @@ TEST(TfFilesModelDir, EventAccumulatorReadsTfScalarsGraphAndSessionLogs) {
   EXPECT_TRUE(tags.meta_graph);
   for (const std::string& tag : tags.scalars) {
     SCOPED_TRACE(tag);
-    const std::string label = "events/scalar/" + tag;
-    const std::vector<int64_t> steps = expected.Vector<int64_t>(label + "/steps");
-    const std::vector<float> values = expected.Vector<float>(label + "/values");
-    const std::vector<double> walls = expected.Vector<double>(label + "/wall_times");
-    const auto& series = run.Scalars(tag);
-    ASSERT_EQ(series.size(), steps.size());
-    for (size_t i = 0; i < series.size(); ++i) {
-      EXPECT_EQ(series[i].step, steps[i]) << i;
-      EXPECT_EQ(static_cast<float>(series[i].value), values[i]) << i;
-      EXPECT_EQ(series[i].wall_time, walls[i]) << i;
-    }
+    ASSERT_NO_FATAL_FAILURE(ExpectScalarsAsTfReadThem(run, tag, expected));
   }
   EXPECT_EQ(run.Scalars("loss").front().step, 1);  // TF's first summary, before step 1's update
 
@@ -298,9 +296,9 @@ TEST(TfFilesModelDir, EventFilesReadEventByEventAsTfReadsThem) {
 }
 
 TEST(TfFilesModelDir, CommandLineReadsTheModelDir) {
-  if (!FileExists(FlowtrainBinary())) GTEST_SKIP() << "tools/flowtrain is not built";
+  if (!FileExists(FlowtrainCliPath())) GTEST_SKIP() << "tools/flowtrain is not built";
   const Expected expected("model_dir");
-  const CommandResult events = RunFlowtrain("events " + Quoted(Dir("model_dir")));
+  const CliResult events = RunFlowtrainCli("events " + Quoted(Dir("model_dir")));
   ASSERT_EQ(events.exit_code, 0) << events.output;
   EXPECT_THAT(events.output, HasSubstr("Run .  (2 event files)"));
   EXPECT_THAT(events.output,
@@ -329,7 +327,7 @@ TEST(TfFilesModelDir, CommandLineReadsTheModelDir) {
   }
 
   const std::string prefix = Dir("model_dir/model.ckpt-300");
-  const CommandResult listing = RunFlowtrain("inspect-checkpoint " + Quoted(prefix));
+  const CliResult listing = RunFlowtrainCli("inspect-checkpoint " + Quoted(prefix));
   ASSERT_EQ(listing.exit_code, 0) << listing.output;
   std::string want;
   for (const std::string& key : expected.Strings("model.ckpt-300/keys")) {
@@ -337,8 +335,8 @@ TEST(TfFilesModelDir, CommandLineReadsTheModelDir) {
     want += key + " (" + DataTypeEnumName(t.dtype()) + ") " + t.shape().DebugString() + "\n";
   }
   EXPECT_EQ(listing.output, want);
-  const CommandResult step =
-      RunFlowtrain("inspect-checkpoint " + Quoted(prefix) + " --tensor global_step");
+  const CliResult step =
+      RunFlowtrainCli("inspect-checkpoint " + Quoted(prefix) + " --tensor global_step");
   EXPECT_EQ(step.exit_code, 0) << step.output;
   EXPECT_EQ(step.output, "tensor_name:  global_step\n300\n");
 }
@@ -427,14 +425,14 @@ TEST(TfFilesSavedModel, Tf2ObjectBasedVariablesWithTheObjectGraph) {
 }
 
 TEST(TfFilesSavedModel, CommandLinePrintsTfStringTensors) {
-  if (!FileExists(FlowtrainBinary())) GTEST_SKIP() << "tools/flowtrain is not built";
+  if (!FileExists(FlowtrainCliPath())) GTEST_SKIP() << "tools/flowtrain is not built";
   const std::string prefix = Dir("saved_model_tf1/variables/variables");
-  const CommandResult listing = RunFlowtrain("inspect-checkpoint " + Quoted(prefix));
+  const CliResult listing = RunFlowtrainCli("inspect-checkpoint " + Quoted(prefix));
   ASSERT_EQ(listing.exit_code, 0) << listing.output;
   EXPECT_THAT(listing.output, HasSubstr("words (DT_STRING) [5]\n"));
   EXPECT_THAT(listing.output, HasSubstr("counts (DT_INT32) [2,3]\n"));
   EXPECT_THAT(listing.output, HasSubstr("empty (DT_FLOAT) [0,3]\n"));
-  const CommandResult title = RunFlowtrain("inspect-checkpoint " + Quoted(prefix) + " --tensor title");
+  const CliResult title = RunFlowtrainCli("inspect-checkpoint " + Quoted(prefix) + " --tensor title");
   EXPECT_EQ(title.exit_code, 0) << title.output;
   EXPECT_THAT(title.output, HasSubstr("a scalar string"));
 }
@@ -471,12 +469,8 @@ TEST(TfFilesCheckpointState, Tf2CheckpointManagerStateWithTimestamps) {
   tensorflow::CheckpointState raw;
   ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &raw));
   EXPECT_EQ(train::CheckpointStateToText(raw), text);
-  std::optional<tensorflow::CheckpointState> state = train::GetCheckpointState(dir);
-  ASSERT_TRUE(state.has_value());
-  EXPECT_EQ(state->model_checkpoint_path(), expected.String("state/model_checkpoint_path"));
-  EXPECT_EQ(std::vector<std::string>(state->all_model_checkpoint_paths().begin(),
-                                     state->all_model_checkpoint_paths().end()),
-            expected.Strings("state/all_model_checkpoint_paths"));
+  std::optional<tensorflow::CheckpointState> state;
+  ASSERT_NO_FATAL_FAILURE(ReadCheckpointStateAsTfReadIt(dir, expected, state));
   EXPECT_EQ(std::vector<double>(state->all_model_checkpoint_timestamps().begin(),
                                 state->all_model_checkpoint_timestamps().end()),
             expected.Vector<double>("state/all_model_checkpoint_timestamps"));
@@ -544,17 +538,7 @@ TEST(TfFilesTf2Scalars, EventAccumulatorReadsTensorScalars) {
   EXPECT_TRUE(tags.tensors.empty());
   for (const std::string& tag : tags.scalars) {
     SCOPED_TRACE(tag);
-    const std::string label = "events/scalar/" + tag;
-    const std::vector<int64_t> steps = expected.Vector<int64_t>(label + "/steps");
-    const std::vector<float> values = expected.Vector<float>(label + "/values");
-    const std::vector<double> walls = expected.Vector<double>(label + "/wall_times");
-    const auto& series = run.Scalars(tag);
-    ASSERT_EQ(series.size(), steps.size());
-    for (size_t i = 0; i < series.size(); ++i) {
-      EXPECT_EQ(series[i].step, steps[i]) << i;
-      EXPECT_EQ(static_cast<float>(series[i].value), values[i]) << i;
-      EXPECT_EQ(series[i].wall_time, walls[i]) << i;
-    }
+    ASSERT_NO_FATAL_FAILURE(ExpectScalarsAsTfReadThem(run, tag, expected));
     ASSERT_NE(run.SummaryMetadata(tag), nullptr);
     EXPECT_EQ(run.SummaryMetadata(tag)->plugin_data().plugin_name(), "scalars");
   }
@@ -586,9 +570,9 @@ TEST(TfFilesTf2Scalars, RawEventsAreFloatTensorScalars) {
 }
 
 TEST(TfFilesTf2Scalars, CommandLinePrintsTheSeries) {
-  if (!FileExists(FlowtrainBinary())) GTEST_SKIP() << "tools/flowtrain is not built";
-  const CommandResult r =
-      RunFlowtrain("events " + Quoted(Dir("events_tf2_scalar")) + " --tag my_metric");
+  if (!FileExists(FlowtrainCliPath())) GTEST_SKIP() << "tools/flowtrain is not built";
+  const CliResult r =
+      RunFlowtrainCli("events " + Quoted(Dir("events_tf2_scalar")) + " --tag my_metric");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("scalar my_metric (60 points)"));
   EXPECT_THAT(r.output, HasSubstr("min 0 at step 0, max 29.5 at step 59"));

@@ -212,6 +212,15 @@ std::string TrainedCheckpointJson(Model& m, Session& sess) {
   return TensorListJson(named);
 }
 
+// Initializes `m`'s variables in `sess`, trains 5 steps on `batch` and saves the checkpoint
+// dir/model.ckpt-5; returns its prefix.
+std::string TrainFiveStepsAndSave(Model& m, Session& sess, const Batch& batch,
+                                  const std::string& dir) {
+  sess.Run({}, {}, {ops::GlobalVariablesInitializer(&m.graph)});
+  for (int i = 0; i < 5; ++i) sess.Run({{m.x, batch.x}, {m.y, batch.y}}, {}, {m.train_op});
+  return m.saver->Save(sess, dir + "/model.ckpt", m.global_step);
+}
+
 // A model trained 5 steps by flowtrain, checkpointed; TF must list and restore the same values.
 void CheckpointRoundTrip(const std::string& optimizer, bool sharded) {
   const std::string dir = MakeTempDir("interop_ckpt");
@@ -219,9 +228,7 @@ void CheckpointRoundTrip(const std::string& optimizer, bool sharded) {
   BuildModel(m, optimizer, sharded);
   const Batch batch = MakeBatch(16);
   Session sess(m.graph);
-  sess.Run({}, {}, {ops::GlobalVariablesInitializer(&m.graph)});
-  for (int i = 0; i < 5; ++i) sess.Run({{m.x, batch.x}, {m.y, batch.y}}, {}, {m.train_op});
-  const std::string prefix = m.saver->Save(sess, dir + "/model.ckpt", m.global_step);
+  const std::string prefix = TrainFiveStepsAndSave(m, sess, batch, dir);
   ASSERT_EQ(prefix, dir + "/model.ckpt-5");
   WriteFile(dir + "/expected.json", TrainedCheckpointJson(m, sess));
   RunChecker("check_checkpoint.py", {"--prefix", prefix, "--expected", dir + "/expected.json",
@@ -285,9 +292,7 @@ TEST(InteropTest, MetaGraphImportsRunsAndTrainsInTensorFlow) {
   BuildModel(m, "adam", false);
   const Batch batch = MakeBatch(16);
   Session sess(m.graph);
-  sess.Run({}, {}, {ops::GlobalVariablesInitializer(&m.graph)});
-  for (int i = 0; i < 5; ++i) sess.Run({{m.x, batch.x}, {m.y, batch.y}}, {}, {m.train_op});
-  const std::string prefix = m.saver->Save(sess, dir + "/model.ckpt", m.global_step);
+  const std::string prefix = TrainFiveStepsAndSave(m, sess, batch, dir);
   std::vector<std::pair<std::string, Tensor>> expected = {{"feed/x:0", batch.x}, {"feed/y:0", batch.y}};
   std::vector<Tensor> out = sess.Run({{m.x, batch.x}, {m.y, batch.y}}, {m.pred, m.loss});
   expected.emplace_back("fetch/pred:0", out[0]);

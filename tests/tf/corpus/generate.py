@@ -34,6 +34,7 @@ The corpus is rewritten from scratch on every run. It takes a few seconds beyond
 """
 
 import argparse
+import contextlib
 import os
 import warnings
 import shutil
@@ -96,11 +97,38 @@ class Model:
         tf.io.write_graph(meta, self.dir, meta_stem + ".pbtxt", as_text=True)
         self.line("meta", meta_stem + ".meta")
 
+    def write_trained(self, graph, saver, feeds, fetches, loss, variables, train_op, steps,
+                      train_feeds):
+        """The graph files and the directives of a model trained from ckpt/model.ckpt: its feeds,
+        fetches, loss, variables, train op, steps and the tensors fed on every step."""
+        self.write_graph(graph, saver)
+        self.line("checkpoint", "ckpt/model.ckpt")
+        for t in feeds:
+            self.line("feed", t.name)
+        for t in fetches:
+            self.line("fetch", t.name)
+        self.line("loss", loss.name)
+        for v in variables:
+            self.line("var", v.op.name)
+        self.line("train_op", train_op.name)
+        self.line("steps", steps)
+        for t in train_feeds:
+            self.line("train_feed", t.name)
+
     def finish(self):
         if self.data:
             _write_bundle(os.path.join(self.dir, "data"), self.data)
         with open(os.path.join(self.dir, "manifest.txt"), "w") as f:
             f.write("\n".join(self.lines) + "\n")
+
+
+@contextlib.contextmanager
+def _seeded_graph():
+    """A new graph, made the default, with the corpus's graph-level seed."""
+    g = tf.Graph()
+    with g.as_default():
+        v1.set_random_seed(SEED)
+        yield g
 
 
 def standard_model(out, name, build, batches, note=""):
@@ -109,9 +137,7 @@ def standard_model(out, name, build, batches, note=""):
     m = Model(out, name)
     if note:
         m.line("note", note)
-    g = tf.Graph()
-    with g.as_default():
-        v1.set_random_seed(SEED)
+    with _seeded_graph() as g:
         spec = build()
         feeds, fetches, loss, train_op = spec["feeds"], spec["fetches"], spec["loss"], spec["train_op"]
         tvars = spec.get("vars") or v1.trainable_variables()
@@ -120,19 +146,7 @@ def standard_model(out, name, build, batches, note=""):
         local_init = v1.local_variables_initializer()
         saver = v1.train.Saver()
     g.finalize()
-    m.write_graph(g, saver)
-    m.line("checkpoint", "ckpt/model.ckpt")
-    for t in feeds:
-        m.line("feed", t.name)
-    for t in fetches:
-        m.line("fetch", t.name)
-    m.line("loss", loss.name)
-    for v in tvars:
-        m.line("var", v.op.name)
-    m.line("train_op", train_op.name)
-    m.line("steps", STEPS)
-    for t in feeds:
-        m.line("train_feed", t.name)
+    m.write_trained(g, saver, feeds, fetches, loss, tvars, train_op, STEPS, feeds)
     with v1.Session(graph=g) as sess:
         sess.run([init, local_init])
         saver.save(sess, os.path.join(m.dir, "ckpt", "model.ckpt"), write_meta_graph=False)
@@ -351,9 +365,7 @@ def embedding_adagrad(out):
 # global_step through a cond (training_util's _get_or_create_global_step_read).
 def monitored_training(out):
     m = Model(out, "monitored_training")
-    g = tf.Graph()
-    with g.as_default():
-        v1.set_random_seed(SEED)
+    with _seeded_graph() as g:
         x = v1.placeholder(tf.float32, [None, 3], name="x")
         y = v1.placeholder(tf.float32, [None, 1], name="y")
         gs = v1.train.get_or_create_global_step()
@@ -390,18 +402,7 @@ def monitored_training(out):
             data["final/0"] = raw.run(w)
             data["final_step"] = np.asarray(raw.run(gs), np.int64)
         data["losses"] = np.asarray(losses, np.float32)
-    m.write_graph(g, saver)
-    m.line("checkpoint", "ckpt/model.ckpt")
-    for t in (x, y):
-        m.line("feed", t.name)
-    for t in (pred, loss):
-        m.line("fetch", t.name)
-    m.line("loss", loss.name)
-    m.line("var", w.op.name)
-    m.line("train_op", train.name)
-    m.line("steps", len(losses))
-    m.line("train_feed", x.name)
-    m.line("train_feed", y.name)
+    m.write_trained(g, saver, [x, y], [pred, loss], loss, [w], train, len(losses), [x, y])
     m.line("note", "data final_step: TF's global_step after training")
     m.data = data
     m.finish()
@@ -412,9 +413,7 @@ def monitored_training(out):
 # "sig_output NAME TENSOR" (input/<i> and output/<i> in data count these).
 def saved_model(out):
     m = Model(out, "saved_model")
-    g = tf.Graph()
-    with g.as_default():
-        v1.set_random_seed(SEED)
+    with _seeded_graph() as g:
         x = v1.placeholder(tf.float32, [None, 3], name="x")
         w = v1.get_variable("w", [3, 2], initializer=v1.random_normal_initializer(seed=9))
         b = v1.get_variable("b", [2], initializer=v1.constant_initializer(0.25))
@@ -498,17 +497,7 @@ def all_dtypes(out):
         grads = tf.gradients(loss, [wd])
         saver = v1.train.Saver()
         init = v1.global_variables_initializer()
-    m.write_graph(g, saver)
-    m.line("checkpoint", "ckpt/model.ckpt")
-    for p in feeds + [xd]:
-        m.line("feed", p.name)
-    for f in fetches + [loss]:
-        m.line("fetch", f.name)
-    m.line("loss", loss.name)
-    m.line("var", wd.op.name)
-    m.line("train_op", train.name)
-    m.line("steps", STEPS)
-    m.line("train_feed", xd.name)
+    m.write_trained(g, saver, feeds + [xd], fetches + [loss], loss, [wd], train, STEPS, [xd])
     xin = np.array([1.0, 0.25, -0.5])
     with v1.Session(graph=g) as sess:
         sess.run(init)

@@ -5,9 +5,6 @@ with equal values.
 
   check_checkpoint.py --prefix DIR/model.ckpt-5 --expected DIR/expected.json --optimizer adam
 """
-import argparse
-
-import numpy as np
 import tensorflow as tf
 
 import interop_common as ic
@@ -29,25 +26,12 @@ def build_model(optimizer):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--prefix", required=True)
-    parser.add_argument("--expected", required=True)
-    parser.add_argument("--optimizer", required=True)
-    args = parser.parse_args()
+    args = ic.parse_flags("prefix", "expected", "optimizer")
     expected = ic.load_tensors(args.expected)
 
     # 1. The checkpoint as tf.train.load_checkpoint lists it.
-    reader = tf.train.load_checkpoint(args.prefix)
+    reader = ic.expect_checkpoint_holds(args.prefix, expected)
     shapes = reader.get_variable_to_shape_map()
-    dtypes = reader.get_variable_to_dtype_map()
-    if set(shapes) != set(expected):
-        ic.fail("checkpoint keys %s, flowtrain's variables %s" % (sorted(shapes), sorted(expected)))
-    for name, value in expected.items():
-        if list(shapes[name]) != list(value.shape):
-            ic.fail("%s: TF reads shape %s, flowtrain's variable has %s" % (name, shapes[name], value.shape))
-        if dtypes[name].as_numpy_dtype != value.dtype:
-            ic.fail("%s: TF reads dtype %s, flowtrain's variable has %s" % (name, dtypes[name], value.dtype))
-        ic.expect_exact("tensor " + name, reader.get_tensor(name), value)
     slot = "dense/kernel/Adam" if args.optimizer == "adam" else "dense/kernel/Momentum"
     for key in [slot, "global_step"]:
         if key not in shapes:
@@ -63,11 +47,7 @@ def main():
         names = sorted(v.op.name for v in variables)
         if names != sorted(expected):
             ic.fail("TF's model has variables %s, flowtrain's %s" % (names, sorted(expected)))
-        saver = tf.compat.v1.train.Saver()
-        with tf.compat.v1.Session() as sess:
-            saver.restore(sess, args.prefix)
-            for v in variables:
-                ic.expect_exact("restored " + v.op.name, sess.run(v), expected[v.op.name])
+        ic.expect_saver_restores(args.prefix, {v.op.name: v for v in variables}, expected)
     print("checked %d variables of %s" % (len(expected), args.prefix))
 
 

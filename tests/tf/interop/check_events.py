@@ -9,7 +9,6 @@ same values.
 
   check_events.py --expected DIR/expected.json
 """
-import argparse
 import json
 import os
 import re
@@ -273,6 +272,20 @@ class Server:
         self.log.close()
 
 
+def http_samples(server, run, plugin, tags, expected):
+    """The samples that `plugin` (images or audio) serves: fails unless it lists exactly `tags`
+    for `run` and, per tag, flowtrain's steps; yields (i, tag, entry, s) for sample 0 of tags[i]
+    at each step, `entry` the plugin's JSON for it and `s` flowtrain's values at that step."""
+    listed = server.get_json("/data/plugin/%s/tags" % plugin)
+    if sorted(listed.get(run, {})) != sorted(tags):
+        ic.fail("HTTP %s tags %s, flowtrain's %s" % (plugin, listed, tags))
+    for i, tag in enumerate(tags):
+        entries = server.get_json("/data/plugin/%s/%s" % (plugin, plugin), run=run, tag=tag, sample=0)
+        expect_steps("HTTP %s %s" % (plugin, tag), [e["step"] for e in entries], expected)
+        for entry, s in zip(entries, expected["steps"]):
+            yield i, tag, entry, s
+
+
 def check_server(expected):
     server = Server(expected["logdir"])
     try:
@@ -302,29 +315,17 @@ def check_server(expected):
                     step, lefts[0], rights[-1], values.min(), values.max()))
             check_histogram("HTTP histogram at step %d" % step, lefts, rights, [b[2] for b in buckets], values)
 
-        tags = server.get_json("/data/plugin/images/tags")
-        if sorted(tags.get(run, {})) != sorted(IMAGE_TAGS):
-            ic.fail("HTTP image tags %s, flowtrain's %s" % (tags, IMAGE_TAGS))
-        for i, tag in enumerate(IMAGE_TAGS):
-            images = server.get_json("/data/plugin/images/images", run=run, tag=tag, sample=0)
-            expect_steps("HTTP images " + tag, [im["step"] for im in images], expected)
-            for im, s in zip(images, steps):
-                png = server.get("/data/plugin/images/individualImage?" + im["query"])
-                check_image("HTTP image %s at step %d" % (tag, im["step"]), png,
-                            ic.array_from_json(s["pixels"])[i])
+        for i, tag, im, s in http_samples(server, run, "images", IMAGE_TAGS, expected):
+            png = server.get("/data/plugin/images/individualImage?" + im["query"])
+            check_image("HTTP image %s at step %d" % (tag, im["step"]), png,
+                        ic.array_from_json(s["pixels"])[i])
 
-        tags = server.get_json("/data/plugin/audio/tags")
-        if sorted(tags.get(run, {})) != sorted(AUDIO_TAGS):
-            ic.fail("HTTP audio tags %s, flowtrain's %s" % (tags, AUDIO_TAGS))
-        for i, tag in enumerate(AUDIO_TAGS):
-            clips = server.get_json("/data/plugin/audio/audio", run=run, tag=tag, sample=0)
-            expect_steps("HTTP audio " + tag, [c["step"] for c in clips], expected)
-            for c, s in zip(clips, steps):
-                if c["contentType"] != "audio/wav":
-                    ic.fail("HTTP audio %s content type %r" % (tag, c["contentType"]))
-                wav = server.get("/data/plugin/audio/individualAudio?" + c["query"])
-                check_audio("HTTP audio %s at step %d" % (tag, c["step"]), wav,
-                            ic.array_from_json(s["sound"])[i], expected["sample_rate"])
+        for i, tag, c, s in http_samples(server, run, "audio", AUDIO_TAGS, expected):
+            if c["contentType"] != "audio/wav":
+                ic.fail("HTTP audio %s content type %r" % (tag, c["contentType"]))
+            wav = server.get("/data/plugin/audio/individualAudio?" + c["query"])
+            check_audio("HTTP audio %s at step %d" % (tag, c["step"]), wav,
+                        ic.array_from_json(s["sound"])[i], expected["sample_rate"])
 
         tags = server.get_json("/data/plugin/text/tags")
         if tags.get(run) != [TEXT_TAG]:
@@ -350,9 +351,7 @@ def check_server(expected):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--expected", required=True)
-    args = parser.parse_args()
+    args = ic.parse_flags("expected")
     expected = ic.load_json(args.expected)
     check_accumulator(expected)
     check_server(expected)

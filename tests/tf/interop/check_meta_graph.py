@@ -7,7 +7,6 @@ sessions.
 
   check_meta_graph.py --meta DIR/model.ckpt-5.meta --prefix DIR/model.ckpt-5 --expected E.json
 """
-import argparse
 
 import numpy as np
 import tensorflow as tf
@@ -16,11 +15,7 @@ import interop_common as ic
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--meta", required=True)
-    parser.add_argument("--prefix", required=True)
-    parser.add_argument("--expected", required=True)
-    args = parser.parse_args()
+    args = ic.parse_flags("meta", "prefix", "expected")
     expected = ic.load_tensors(args.expected)
     tf.compat.v1.disable_v2_behavior()
 

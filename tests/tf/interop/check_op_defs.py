@@ -6,7 +6,6 @@ without a default that flowtrain does not have. Prints every mismatch beyond the
 
   check_op_defs.py --ops DIR/ops.pb
 """
-import argparse
 
 from tensorflow.core.framework import op_def_pb2
 from tensorflow.python.framework import op_def_registry
@@ -89,9 +88,7 @@ def compare(ours, theirs):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--ops", required=True)
-    args = parser.parse_args()
+    args = ic.parse_flags("ops")
     ops = op_def_pb2.OpList()
     with open(args.ops, "rb") as f:
         ops.ParseFromString(f.read())

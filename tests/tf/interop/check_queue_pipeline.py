@@ -5,7 +5,6 @@ per epoch, then end with OutOfRangeError.
 
   check_queue_pipeline.py --expected DIR/expected.json
 """
-import argparse
 import collections
 
 import tensorflow as tf
@@ -14,9 +13,7 @@ import interop_common as ic
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--expected", required=True)
-    args = parser.parse_args()
+    args = ic.parse_flags("expected")
     expected = ic.load_json(args.expected)
     want = collections.Counter(bytes.fromhex(r) for r in expected["records"])
     tf.compat.v1.disable_v2_behavior()

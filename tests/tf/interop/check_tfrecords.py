@@ -5,7 +5,6 @@ others) must give the values flowtrain put into each Example.
 
   check_tfrecords.py --expected DIR/expected.json
 """
-import argparse
 
 import numpy as np
 import tensorflow as tf
@@ -30,9 +29,7 @@ def expected_values(example, key):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--expected", required=True)
-    args = parser.parse_args()
+    args = ic.parse_flags("expected")
     expected = ic.load_json(args.expected)
     examples = expected["examples"]
     for f in expected["files"]:

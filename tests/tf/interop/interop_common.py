@@ -1,5 +1,7 @@
-"""Helpers shared by the interop checkers: reading expected.json (as the C++ test writes it)
-and failing with a message that names the mismatch."""
+"""Helpers shared by the interop checkers: their command line, reading expected.json (as the C++
+test writes it), checking a checkpoint against it, and failing with a message that names the
+mismatch."""
+import argparse
 import faulthandler
 import json
 import sys
@@ -29,6 +31,14 @@ def run(main):
         print("MISMATCH: " + str(e), file=sys.stderr)
         sys.exit(1)
     print("OK")
+
+
+def parse_flags(*flags):
+    """The checker's command line: each of `flags` ("prefix", ...) is a required --flag."""
+    parser = argparse.ArgumentParser()
+    for flag in flags:
+        parser.add_argument("--" + flag, required=True)
+    return parser.parse_args()
 
 
 def _number(v):
@@ -101,3 +111,39 @@ def expect_close(what, actual, expected, rtol, atol=0.0):
         worst = np.max(np.abs(actual - expected) / np.maximum(np.abs(expected), 1e-30))
         fail("%s: TF has %r, flowtrain %r (largest relative difference %.3g > %g)" % (
             what, actual, expected, worst, rtol))
+
+
+def tf_dtype(value):
+    """The TF dtype of an array of load_tensors (strings are numpy objects)."""
+    import tensorflow as tf
+    return tf.string if value.dtype == object else tf.as_dtype(value.dtype)
+
+
+def expect_checkpoint_holds(prefix, expected):
+    """tf.train.load_checkpoint(prefix) lists exactly the keys of `expected` ({name: array}), each
+    with the array's dtype, shape and exact bits; returns the reader."""
+    import tensorflow as tf
+    reader = tf.train.load_checkpoint(prefix)
+    shapes = reader.get_variable_to_shape_map()
+    dtypes = reader.get_variable_to_dtype_map()
+    if set(shapes) != set(expected):
+        fail("checkpoint keys %s, flowtrain's variables %s" % (sorted(shapes), sorted(expected)))
+    for name, value in expected.items():
+        want = tf_dtype(value)
+        if dtypes[name] != want:
+            fail("%s: TF reads dtype %s, flowtrain wrote %s" % (name, dtypes[name].name, want.name))
+        if list(shapes[name]) != list(value.shape):
+            fail("%s: TF reads shape %s, flowtrain wrote %s" % (name, shapes[name], value.shape))
+        expect_exact("tensor " + name, reader.get_tensor(name), value)
+    return reader
+
+
+def expect_saver_restores(prefix, variables, expected):
+    """A tf.compat.v1.train.Saver of the default graph restores `prefix` in a new session; then
+    each of `variables` ({name: variable}) holds expected[name] exactly."""
+    import tensorflow as tf
+    saver = tf.compat.v1.train.Saver()
+    with tf.compat.v1.Session() as sess:
+        saver.restore(sess, prefix)
+        for name, v in variables.items():
+            expect_exact("restored " + name, sess.run(v), expected[name])
