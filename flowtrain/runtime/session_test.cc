@@ -1,6 +1,5 @@
 #include "flowtrain/runtime/session.h"
 
-#include <functional>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -13,20 +12,10 @@
 #include "flowtrain/ops/math_ops.h"
 #include "flowtrain/ops/state_ops.h"
 #include "flowtrain/ops/variables.h"
+#include "tests/test_util.h"
 
 namespace flowtrain {
 namespace {
-
-void ExpectInvalidArgumentWith(const std::function<void()>& fn, std::initializer_list<std::string_view> parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "no InvalidArgumentError";
-  } catch (const InvalidArgumentError& e) {
-    for (std::string_view part : parts) {
-      EXPECT_NE(std::string_view(e.what()).find(part), std::string_view::npos) << e.what() << "\n  lacks: " << part;
-    }
-  }
-}
 
 // ---- Test-only ops and kernels ----
 
@@ -206,20 +195,20 @@ TEST(Session, FetchingOrFeedingAMissingOutputIsRejected) {
   ASSERT_EQ(init.num_outputs(), 0);
   Output c = ops::Const(2.0f, "c");
   Session sess(g);
-  ExpectInvalidArgumentWith([&] { sess.Run({}, {init}); },
+  testing::ExpectInvalidArgument([&] { sess.Run({}, {init}); },
                             {"Fetch 'init:0'", "operation 'init' (op: \"NoOp\")", "no outputs",
                              "pass it as a target"});
-  ExpectInvalidArgumentWith([&] { sess.Run({}, {c, Output(c.node(), 1)}); },
+  testing::ExpectInvalidArgument([&] { sess.Run({}, {c, Output(c.node(), 1)}); },
                             {"Fetch 'c:1' is out of range", "operation 'c' (op: \"Const\") has 1 output"});
-  ExpectInvalidArgumentWith([&] { sess.Run({}, {Output(c.node(), -1)}); }, {"Fetch 'c:-1' is out of range"});
-  ExpectInvalidArgumentWith([&] { sess.Run({{Output(c.node(), 3), Tensor::Scalar<float>(0)}}, {c}); },
+  testing::ExpectInvalidArgument([&] { sess.Run({}, {Output(c.node(), -1)}); }, {"Fetch 'c:-1' is out of range"});
+  testing::ExpectInvalidArgument([&] { sess.Run({{Output(c.node(), 3), Tensor::Scalar<float>(0)}}, {c}); },
                             {"Feed 'c:3' is out of range"});
-  ExpectInvalidArgumentWith([&] { sess.Run({{Output(init), Tensor::Scalar<float>(0)}}, {c}); },
+  testing::ExpectInvalidArgument([&] { sess.Run({{Output(init), Tensor::Scalar<float>(0)}}, {c}); },
                             {"Feed 'init:0'", "no outputs"});
-  ExpectInvalidArgumentWith([&] { sess.Run({}, {Output()}); }, {"Fetch argument <empty>"});
-  ExpectInvalidArgumentWith([&] { sess.Run({{Output(), Tensor::Scalar<float>(0)}}, {c}); },
+  testing::ExpectInvalidArgument([&] { sess.Run({}, {Output()}); }, {"Fetch argument <empty>"});
+  testing::ExpectInvalidArgument([&] { sess.Run({{Output(), Tensor::Scalar<float>(0)}}, {c}); },
                             {"<empty>", "is not an element of this graph"});
-  ExpectInvalidArgumentWith([&] { sess.Run({}, {c}, {Operation()}); }, {"<empty>"});
+  testing::ExpectInvalidArgument([&] { sess.Run({}, {c}, {Operation()}); }, {"<empty>"});
   // The session is unharmed, and the op runs as a target.
   sess.Run({}, {}, {init});
   EXPECT_FLOAT_EQ(v.value().Eval(sess).scalar<float>(), 1.5f);
