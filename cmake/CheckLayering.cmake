@@ -1,9 +1,14 @@
-# Fails when a file in one layer includes a header of a layer listed after it in DESIGN.md.
-set(order core proto io graph ops kernels runtime distributed summary train)
+# Fails when a file in one layer includes a header of a layer listed after it.
+# Run as: cmake -DSOURCE_DIR=<repo> -DLAYERS=core,proto,... -P CheckLayering.cmake, LAYERS being
+# FLOWTRAIN_LAYERS of the top CMakeLists.txt in order.
+string(REPLACE "," ";" order "${LAYERS}")
+if(NOT order)
+  message(FATAL_ERROR "CheckLayering: pass -DLAYERS=<the layers, in order, comma separated>")
+endif()
 set(failures "")
 foreach(layer IN LISTS order)
   list(FIND order ${layer} rank)
-  file(GLOB files ${SOURCE_DIR}/flowtrain/${layer}/*.h ${SOURCE_DIR}/flowtrain/${layer}/*.cc
+  file(GLOB_RECURSE files ${SOURCE_DIR}/flowtrain/${layer}/*.h ${SOURCE_DIR}/flowtrain/${layer}/*.cc
                   ${SOURCE_DIR}/flowtrain/${layer}/*.proto)
   foreach(file IN LISTS files)
     if(file MATCHES "_test\\.cc$")
@@ -16,6 +21,11 @@ foreach(layer IN LISTS order)
       list(FIND order "${target_layer}" target_rank)
       if(target_rank GREATER rank)
         list(APPEND failures "${file}: ${layer} must not include ${target_layer}: ${line}")
+      endif()
+      # Installed headers cannot include headers that are not installed.
+      if(file MATCHES "\\.h$" AND NOT file MATCHES "/internal/" AND NOT file MATCHES "_test_[^/]*\\.h$"
+         AND line MATCHES "/internal/")
+        list(APPEND failures "${file}: a public header must not include an internal one: ${line}")
       endif()
     endforeach()
   endforeach()

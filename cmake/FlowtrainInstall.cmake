@@ -12,8 +12,12 @@ install(TARGETS ${install_targets} EXPORT flowtrainTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
         INCLUDES DESTINATION include)
+# Public headers only: not a layer's internal/ headers, nor the helpers of its tests.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/flowtrain/ DESTINATION include/flowtrain
-        FILES_MATCHING PATTERN "*.h")
+        FILES_MATCHING PATTERN "*.h"
+        PATTERN "internal" EXCLUDE
+        PATTERN "*_test_*.h" EXCLUDE
+        PATTERN "*_test_util.h" EXCLUDE)
 install(EXPORT flowtrainTargets NAMESPACE flowtrain:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/flowtrain)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/flowtrainConfig.cmake.in
     ${PROJECT_BINARY_DIR}/flowtrainConfig.cmake

@@ -1,15 +1,28 @@
 # flowtrain_layer(NAME DEPS dep... [WHOLE])
 #
-# Builds flowtrain/NAME/*.cc (tests and benchmarks excepted) into the static library
+# Builds flowtrain/NAME/**/*.cc (tests and benchmarks excepted) into the static library
 # flowtrain_NAME that links only DEPS, so a layer that reaches upward fails to link instead of
-# quietly depending on it. WHOLE marks layers holding static registrations (ops, kernels):
+# quietly depending on it. A DEPS entry naming a flowtrain layer must come before NAME in
+# FLOWTRAIN_LAYERS. WHOLE marks layers holding static registrations (ops, kernels):
 # whoever links them takes every object, so no registration is dropped by the linker.
-# Tests named flowtrain/NAME/*_test.cc become the binary flowtrain_NAME_tests.
+# Tests named flowtrain/NAME/**/*_test.cc become the binary flowtrain_NAME_tests.
 set(FLOWTRAIN_LAYER_TARGETS "")
 
 function(flowtrain_layer name)
   cmake_parse_arguments(ARG "WHOLE" "" "DEPS" ${ARGN})
-  file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/flowtrain/${name}/*.cc)
+  list(FIND FLOWTRAIN_LAYERS ${name} rank)
+  if(rank LESS 0)
+    message(FATAL_ERROR "flowtrain_layer(${name}): not in FLOWTRAIN_LAYERS")
+  endif()
+  foreach(dep IN LISTS ARG_DEPS)
+    if(dep MATCHES "^flowtrain_(.+)$")
+      list(FIND FLOWTRAIN_LAYERS ${CMAKE_MATCH_1} dep_rank)
+      if(dep_rank LESS 0 OR NOT dep_rank LESS rank)
+        message(FATAL_ERROR "flowtrain_layer(${name}): ${dep} is not a layer before ${name}")
+      endif()
+    endif()
+  endforeach()
+  file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/flowtrain/${name}/*.cc)
   list(FILTER sources EXCLUDE REGEX "_(test|bench)\\.cc$")
   set(target flowtrain_${name})
   if(NOT sources)

@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "flowtrain/core/allocator.h"
-#include "flowtrain/core/crc32c.h"
+#include "flowtrain/core/internal/crc32c.h"
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/file_util.h"
 #include "flowtrain/core/logging.h"

@@ -8,8 +8,8 @@
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
-#include "flowtrain/distributed/partition.h"
-#include "flowtrain/distributed/rpc_util.h"
+#include "flowtrain/distributed/internal/partition.h"
+#include "flowtrain/distributed/internal/rpc_util.h"
 #include "flowtrain/proto/tensor_proto_util.h"
 #include "flowtrain/runtime/run_arguments.h"
 #include "flowtrain/runtime/session_factory.h"

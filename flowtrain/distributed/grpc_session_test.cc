@@ -11,7 +11,7 @@
 #include "flowtrain/distributed/server.h"
 #include "flowtrain/graph/node_builder.h"
 #include "flowtrain/graph/shape_inference.h"
-#include "flowtrain/kernels/op_kernel.h"
+#include "flowtrain/framework/op_kernel.h"
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/data_flow_ops.h"
 #include "flowtrain/ops/math_ops.h"

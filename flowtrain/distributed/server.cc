@@ -7,8 +7,8 @@
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
-#include "flowtrain/distributed/rpc_util.h"
-#include "flowtrain/distributed/worker.h"
+#include "flowtrain/distributed/internal/rpc_util.h"
+#include "flowtrain/distributed/internal/worker.h"
 
 namespace flowtrain::distributed {
 

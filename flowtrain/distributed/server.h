@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "flowtrain/distributed/cluster_spec.h"
-#include "flowtrain/kernels/resource_mgr.h"
+#include "flowtrain/framework/resource_mgr.h"
 
 namespace flowtrain::distributed {
 

@@ -7,7 +7,7 @@
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/file_util.h"
-#include "flowtrain/io/record_format.h"
+#include "flowtrain/io/internal/record_format.h"
 
 namespace flowtrain::io {
 namespace {

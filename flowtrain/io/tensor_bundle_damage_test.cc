@@ -6,7 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "flowtrain/core/crc32c.h"
+#include "flowtrain/core/internal/crc32c.h"
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/file_util.h"
 #include "flowtrain/io/tensor_bundle.h"

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <limits>
 
-#include "flowtrain/core/crc32c.h"
+#include "flowtrain/core/internal/crc32c.h"
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/file_util.h"
 #include "flowtrain/core/str_util.h"

@@ -8,7 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "flowtrain/core/crc32c.h"
+#include "flowtrain/core/internal/crc32c.h"
 #include "flowtrain/core/file_util.h"
 #include "flowtrain/io/tensor_bundle.h"
 #include "flowtrain/io/tensor_bundle_reader.h"

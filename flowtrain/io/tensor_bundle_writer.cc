@@ -10,7 +10,7 @@
 #include <thread>
 #include <unordered_map>
 
-#include "flowtrain/core/crc32c.h"
+#include "flowtrain/core/internal/crc32c.h"
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/file_util.h"
 #include "flowtrain/core/logging.h"

@@ -10,7 +10,7 @@
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
-#include "flowtrain/kernels/op_kernel.h"
+#include "flowtrain/framework/op_kernel.h"
 
 namespace flowtrain {
 namespace {

@@ -1,7 +1,7 @@
 // Kernels of the comparisons (Less, LessEqual, Greater, GreaterEqual, Equal, NotEqual) and
 // the binary logical ops (LogicalAnd, LogicalOr): broadcasting elementwise ops with bool
 // outputs, on the shared BinaryCwiseOp template. Equality also compares bools and strings.
-#include "flowtrain/kernels/cwise_binary_op.h"
+#include "flowtrain/kernels/internal/cwise_binary_op.h"
 
 namespace flowtrain {
 namespace {

@@ -8,9 +8,9 @@
 #include <Eigen/Core>
 
 #include "flowtrain/core/error.h"
-#include "flowtrain/kernels/float_kernel_util.h"
-#include "flowtrain/kernels/op_kernel.h"
-#include "flowtrain/kernels/work_sharder.h"
+#include "flowtrain/kernels/internal/float_kernel_util.h"
+#include "flowtrain/framework/op_kernel.h"
+#include "flowtrain/framework/work_sharder.h"
 
 namespace flowtrain {
 namespace {

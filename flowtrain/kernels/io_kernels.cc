@@ -12,7 +12,7 @@
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/io/tensor_bundle_reader.h"
 #include "flowtrain/io/tensor_bundle_writer.h"
-#include "flowtrain/kernels/op_kernel.h"
+#include "flowtrain/framework/op_kernel.h"
 
 namespace flowtrain {
 namespace {

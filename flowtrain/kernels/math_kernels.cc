@@ -9,11 +9,11 @@
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
-#include "flowtrain/kernels/cwise_binary.h"
-#include "flowtrain/kernels/cwise_binary_op.h"
-#include "flowtrain/kernels/gemm.h"
-#include "flowtrain/kernels/op_kernel.h"
-#include "flowtrain/kernels/work_sharder.h"
+#include "flowtrain/kernels/internal/cwise_binary.h"
+#include "flowtrain/kernels/internal/cwise_binary_op.h"
+#include "flowtrain/kernels/internal/gemm.h"
+#include "flowtrain/framework/op_kernel.h"
+#include "flowtrain/framework/work_sharder.h"
 
 namespace flowtrain {
 

@@ -6,8 +6,8 @@
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/io/example_parser.h"
-#include "flowtrain/kernels/dataset.h"
-#include "flowtrain/kernels/op_kernel.h"
+#include "flowtrain/framework/dataset.h"
+#include "flowtrain/framework/op_kernel.h"
 
 namespace flowtrain {
 namespace {

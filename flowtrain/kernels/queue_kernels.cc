@@ -5,8 +5,8 @@
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
-#include "flowtrain/kernels/op_kernel.h"
-#include "flowtrain/kernels/queue.h"
+#include "flowtrain/framework/op_kernel.h"
+#include "flowtrain/framework/queue.h"
 
 namespace flowtrain {
 namespace {

@@ -8,9 +8,9 @@
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
-#include "flowtrain/kernels/op_kernel.h"
-#include "flowtrain/kernels/philox_random.h"
-#include "flowtrain/kernels/random_op_states.h"
+#include "flowtrain/framework/op_kernel.h"
+#include "flowtrain/framework/philox_random.h"
+#include "flowtrain/framework/random_op_states.h"
 
 namespace flowtrain {
 namespace {

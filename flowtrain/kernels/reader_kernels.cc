@@ -5,9 +5,9 @@
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/io/record_reader.h"
-#include "flowtrain/kernels/dataset.h"
-#include "flowtrain/kernels/op_kernel.h"
-#include "flowtrain/kernels/queue.h"
+#include "flowtrain/framework/dataset.h"
+#include "flowtrain/framework/op_kernel.h"
+#include "flowtrain/framework/queue.h"
 
 namespace flowtrain {
 namespace {

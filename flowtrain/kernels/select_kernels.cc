@@ -3,9 +3,9 @@
 #include <algorithm>
 
 #include "flowtrain/core/error.h"
-#include "flowtrain/kernels/array_util.h"
-#include "flowtrain/kernels/cwise_binary.h"
-#include "flowtrain/kernels/op_kernel.h"
+#include "flowtrain/kernels/internal/array_util.h"
+#include "flowtrain/kernels/internal/cwise_binary.h"
+#include "flowtrain/framework/op_kernel.h"
 
 namespace flowtrain {
 namespace {

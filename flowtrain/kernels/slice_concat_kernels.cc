@@ -5,8 +5,8 @@
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
-#include "flowtrain/kernels/array_util.h"
-#include "flowtrain/kernels/op_kernel.h"
+#include "flowtrain/kernels/internal/array_util.h"
+#include "flowtrain/framework/op_kernel.h"
 #include "flowtrain/ops/strided_slice_spec.h"
 
 namespace flowtrain {

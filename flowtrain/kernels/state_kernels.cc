@@ -2,7 +2,7 @@
 // session's resource manager and outputs a reference to it; Assign and friends update it.
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
-#include "flowtrain/kernels/op_kernel.h"
+#include "flowtrain/framework/op_kernel.h"
 
 namespace flowtrain {
 namespace {

@@ -14,7 +14,7 @@
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
-#include "flowtrain/kernels/op_kernel.h"
+#include "flowtrain/framework/op_kernel.h"
 #include "flowtrain/proto/summary.pb.h"
 #include "flowtrain/proto/tensor_proto_util.h"
 

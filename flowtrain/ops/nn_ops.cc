@@ -4,7 +4,7 @@
 #include "flowtrain/graph/node_builder.h"
 #include "flowtrain/graph/shape_inference.h"
 #include "flowtrain/ops/array_ops.h"
-#include "flowtrain/ops/nn_window.h"
+#include "flowtrain/ops/internal/nn_window.h"
 
 namespace flowtrain {
 

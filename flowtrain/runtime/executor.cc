@@ -14,7 +14,7 @@
 #include "absl/container/inlined_vector.h"
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
-#include "flowtrain/runtime/graph_rewrite.h"
+#include "flowtrain/runtime/internal/graph_rewrite.h"
 
 namespace flowtrain {
 namespace {

@@ -26,9 +26,9 @@
 #include "flowtrain/core/tensor.h"
 #include "flowtrain/core/thread_pool.h"
 #include "flowtrain/graph/graph.h"
-#include "flowtrain/kernels/cancellation.h"
-#include "flowtrain/kernels/op_kernel.h"
-#include "flowtrain/kernels/resource_mgr.h"
+#include "flowtrain/framework/cancellation.h"
+#include "flowtrain/framework/op_kernel.h"
+#include "flowtrain/framework/resource_mgr.h"
 #include "flowtrain/runtime/executor.h"
 #include "flowtrain/runtime/session_options.h"
 

@@ -15,7 +15,7 @@
 #include "flowtrain/io/checkpoint_reader.h"
 #include "flowtrain/io/event_file_list.h"
 #include "flowtrain/io/event_file_reader.h"
-#include "flowtrain/kernels/op_kernel.h"
+#include "flowtrain/framework/op_kernel.h"
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/data_flow_ops.h"
 #include "flowtrain/ops/math_ops.h"

@@ -1,0 +1,41 @@
+// Conversions between flowtrain's errors and gRPC statuses, and the channel settings every
+// stub of the distributed runtime uses. Internal to flowtrain/distributed.
+//
+//   return ToRpcStatus([&] { ... code that may throw flowtrain::Error ... });
+//   if (!status.ok()) ThrowRpcError(status, TaskPeer(task_name, address));
+#ifndef FLOWTRAIN_DISTRIBUTED_INTERNAL_RPC_UTIL_H_
+#define FLOWTRAIN_DISTRIBUTED_INTERNAL_RPC_UTIL_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <grpcpp/grpcpp.h>
+
+#include "flowtrain/distributed/worker_service.grpc.pb.h"
+
+namespace flowtrain::distributed {
+
+// Runs `body`; an exception becomes a status carrying its TF code and message, marked as
+// raised by the service itself (not by the transport). Never throws.
+grpc::Status ToRpcStatus(const std::function<void()>& body);
+
+// Throws the flowtrain error for a failed call to `peer` (TaskPeer's text): errors the remote
+// service raised keep their code and message; transport failures (connection refused, the
+// task stopped mid-call) become Unavailable naming the peer, so a monitored session recovers
+// from them; a call deadline becomes DeadlineExceeded.
+[[noreturn]] void ThrowRpcError(const grpc::Status& status, std::string_view peer);
+
+// "Task /job:ps/replica:0/task:0 at host:port", how errors name the other side of a call.
+std::string TaskPeer(std::string_view task_name, std::string_view address);
+
+// How often a client pings a task during a call; servers accept pings this often.
+inline constexpr int kKeepalivePingMs = 30000;
+
+// A stub for the worker service at `address` ("host:port"), with no message size limit.
+std::unique_ptr<WorkerService::Stub> NewWorkerStub(const std::string& address);
+
+}  // namespace flowtrain::distributed
+
+#endif  // FLOWTRAIN_DISTRIBUTED_INTERNAL_RPC_UTIL_H_

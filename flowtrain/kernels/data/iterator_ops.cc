@@ -1,0 +1,170 @@
+// The iterator ops of tf.data: IteratorV2 holds the session's iterator resource; MakeIterator,
+// IteratorGetNext, SerializeIterator and DeserializeIterator create, advance, save and restore it.
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "flowtrain/core/error.h"
+#include "flowtrain/kernels/internal/dataset_op_kernel.h"
+
+namespace flowtrain::data {
+namespace {
+
+// The session's iterator: the dataset it was made from and the current position. A position
+// restored before the iterator has a dataset waits in `pending_state` for the next
+// MakeIterator (a monitored session restores checkpoints before it runs local_init_op).
+class IteratorResource : public ResourceBase {
+ public:
+  std::string DebugString() const override { return "Iterator"; }
+  std::mutex mu;
+  DatasetRef dataset;
+  std::unique_ptr<IteratorBase> iterator;
+  std::optional<IteratorState> pending_state;
+  bool delivered_origins = false;  // has an entry in DeliveredOrigins
+  ~IteratorResource() override {
+    if (delivered_origins) DeliveredOrigins::Forget(this);
+  }
+};
+
+constexpr char kIteratorPrefix[] = "Iterator";
+
+class IteratorHandleOp : public OpKernel {
+ public:
+  explicit IteratorHandleOp(OpKernelConstruction& c) : OpKernel(c) {
+    const std::string shared_name = c.GetAttr<std::string>("shared_name");
+    handle_ = Tensor(DT_RESOURCE, TensorShape());
+    handle_.scalar<ResourceHandle>() = {.container = c.GetAttr<std::string>("container"),
+                                        .name = shared_name.empty() ? c.name() : shared_name,
+                                        .type_name = "Iterator"};
+  }
+  void Compute(OpKernelContext* ctx) override {
+    const ResourceHandle& h = handle_.scalar<ResourceHandle>();
+    ctx->resource_manager()->LookupOrCreate<IteratorResource>(
+        h.container, h.name, [] { return std::make_shared<IteratorResource>(); });
+    ctx->set_output(0, handle_);
+  }
+  KernelCost cost() const override { return KernelCost::kCheap; }
+
+ private:
+  Tensor handle_;
+};
+FT_REGISTER_KERNEL("IteratorV2", IteratorHandleOp);
+
+std::shared_ptr<IteratorResource> LookupIterator(OpKernelContext* ctx, int input) {
+  const Tensor& t = ctx->input(input);
+  if (t.dtype() != DT_RESOURCE) InvalidArgument(ctx->node().name(), " expects an iterator handle");
+  const ResourceHandle& h = t.scalar<ResourceHandle>();
+  auto it = ctx->resource_manager()->Lookup<IteratorResource>(h.container, h.name);
+  if (it == nullptr) NotFound("Resource ", h.DebugString(), "/Iterator does not exist.");
+  return it;
+}
+
+[[noreturn]] void NotInitialized() {
+  FailedPrecondition(
+      "GetNext() failed because the iterator has not been initialized. Ensure that you have run "
+      "the initializer operation for this iterator before getting the next element.");
+}
+
+struct MakeIteratorOp : OpKernel {
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    DatasetRef dataset = DatasetFromTensor(ctx->input(0), name());
+    auto resource = LookupIterator(ctx, 1);
+    std::unique_ptr<IteratorBase> fresh = dataset->MakeIterator(kIteratorPrefix);
+    std::unique_ptr<IteratorBase> old;
+    {
+      std::lock_guard<std::mutex> lock(resource->mu);
+      if (resource->pending_state) {
+        // Taken first: a state from another pipeline fails this initialization only.
+        IteratorState pending = std::move(*resource->pending_state);
+        resource->pending_state.reset();
+        fresh->Restore(pending);
+      }
+      old = std::move(resource->iterator);
+      resource->iterator = std::move(fresh);
+      resource->dataset = std::move(dataset);
+    }
+    // `old` (and any prefetch thread it runs) ends here, outside the lock.
+  }
+};
+FT_REGISTER_KERNEL("MakeIterator", MakeIteratorOp);
+
+class IteratorGetNextOp : public OpKernel {
+ public:
+  explicit IteratorGetNextOp(OpKernelConstruction& c)
+      : OpKernel(c), shapes_(c.GetAttr<std::vector<PartialTensorShape>>("output_shapes")) {}
+  void Compute(OpKernelContext* ctx) override {
+    auto resource = LookupIterator(ctx, 0);
+    IteratorContext ictx{.cancellation = ctx->cancellation_manager(), .deadline = ctx->deadline()};
+    Element element;
+    {
+      std::lock_guard<std::mutex> lock(resource->mu);
+      if (resource->iterator == nullptr) NotInitialized();
+      if (!resource->iterator->GetNext(ictx, &element)) OutOfRange("End of sequence");
+      // Kernels that fail on the records later in the step name them (ParseExample).
+      const RecordOrigins& origins = resource->iterator->origins();
+      if (!origins.empty() || resource->delivered_origins) {
+        DeliveredOrigins::Record(resource.get(), element, origins);
+        resource->delivered_origins = !origins.empty();
+      }
+    }
+    if (static_cast<int>(element.size()) != ctx->num_outputs()) {
+      InvalidArgument(name(), ": the iterator produced ", element.size(), " components, expected ",
+                      ctx->num_outputs());
+    }
+    for (int i = 0; i < ctx->num_outputs(); ++i) {
+      if (element[i].dtype() != ctx->output_type(i)) {
+        InvalidArgument(name(), ": component ", i, " is ", DataTypeString(element[i].dtype()), ", expected ",
+                        DataTypeString(ctx->output_type(i)));
+      }
+      if (i < static_cast<int>(shapes_.size()) && !shapes_[i].IsCompatibleWith(element[i].shape())) {
+        InvalidArgument(name(), ": component ", i, " has shape ", element[i].shape().DebugString(),
+                        ", expected ", shapes_[i].DebugString());
+      }
+      ctx->set_output(i, std::move(element[i]));
+    }
+  }
+
+ private:
+  std::vector<PartialTensorShape> shapes_;
+};
+FT_REGISTER_KERNEL("IteratorGetNext", IteratorGetNextOp);
+
+struct SerializeIteratorOp : OpKernel {
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    auto resource = LookupIterator(ctx, 0);
+    IteratorState state;
+    {
+      std::lock_guard<std::mutex> lock(resource->mu);
+      if (resource->iterator == nullptr) NotInitialized();
+      resource->iterator->Save(state);
+    }
+    ctx->set_output(0, Tensor::Scalar<std::string>(state.Serialize()));
+  }
+};
+FT_REGISTER_KERNEL("SerializeIterator", SerializeIteratorOp);
+
+struct DeserializeIteratorOp : OpKernel {
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    auto resource = LookupIterator(ctx, 0);
+    IteratorState state = IteratorState::Parse(ctx->input(1).scalar<std::string>());
+    std::unique_ptr<IteratorBase> old;
+    std::lock_guard<std::mutex> lock(resource->mu);
+    if (resource->dataset == nullptr) {
+      resource->pending_state = std::move(state);
+      return;
+    }
+    std::unique_ptr<IteratorBase> restored = resource->dataset->MakeIterator(kIteratorPrefix);
+    restored->Restore(state);
+    old = std::move(resource->iterator);
+    resource->iterator = std::move(restored);
+  }
+};
+FT_REGISTER_KERNEL("DeserializeIterator", DeserializeIteratorOp);
+
+}  // namespace
+}  // namespace flowtrain::data

@@ -1,0 +1,238 @@
+// The kernel of MapDataset and ParallelMapDataset: a registered C++ function applied to each
+// element, on up to num_parallel_calls threads, in order.
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "flowtrain/core/error.h"
+#include "flowtrain/core/str_util.h"
+#include "flowtrain/kernels/internal/dataset_op_kernel.h"
+
+namespace flowtrain::data {
+namespace {
+
+class MapDataset : public DatasetBase {
+ public:
+  MapDataset(DatasetRef input, std::string function_name, std::vector<DataType> types, int parallelism)
+      : input_(std::move(input)),
+        function_name_(std::move(function_name)),
+        fn_(LookupMapFunction(function_name_)),
+        types_(std::move(types)),
+        parallelism_(parallelism) {}
+  std::string DebugString() const override { return "MapDataset(" + function_name_ + ")"; }
+
+  // Calls the function and checks that it returned what the op promised. Errors name the
+  // records the element came from, unless the function names them itself.
+  Element Apply(const Element& in, const RecordOrigins& origins) const {
+    Element out;
+    try {
+      out = fn_.fn(in, origins);
+    } catch (...) {
+      if (origins.empty() || fn_.names_records) throw;
+      RethrowWithContext(ErrorFromException(std::current_exception()), StrCat("In ", DescribeOrigins(origins), ": "));
+    }
+    if (out.size() != types_.size()) {
+      InvalidArgument("Map function ", function_name_, " returned ", out.size(), " tensors, expected ",
+                      types_.size());
+    }
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (out[i].dtype() != types_[i]) {
+        InvalidArgument("Map function ", function_name_, " returned ", DataTypeString(out[i].dtype()),
+                        " for component ", i, ", expected ", DataTypeString(types_[i]));
+      }
+    }
+    return out;
+  }
+
+  // The origins of a mapped element: a single record's output still comes from that record;
+  // the rows of a mapped batch need not match the input's, so they have none.
+  static const RecordOrigins& KeptOrigins(const RecordOrigins& in) { return in.size() == 1 ? in : NoOrigins(); }
+
+  class SequentialIter : public IteratorBase {
+   public:
+    SequentialIter(const MapDataset& ds, std::string prefix)
+        : IteratorBase(prefix), ds_(ds), input_(ds.input_->MakeIterator(prefix)) {}
+    bool GetNext(IteratorContext& ctx, Element* out) override {
+      Element in;
+      if (!input_->GetNext(ctx, &in)) return false;
+      *out = ds_.Apply(in, input_->origins());
+      return true;
+    }
+    const RecordOrigins& origins() const override { return KeptOrigins(input_->origins()); }
+    void Save(IteratorState& state) override { input_->Save(state); }
+    void Restore(IteratorState& state) override { input_->Restore(state); }
+
+   private:
+    const MapDataset& ds_;
+    std::unique_ptr<IteratorBase> input_;
+  };
+
+  // Runs up to `parallelism` calls ahead on worker threads of its own; results come out in
+  // order. The workers sleep on a condition variable when idle rather than spinning as the
+  // intra-op pool's do: on a machine with few cores a spinning map worker takes the core the
+  // reader upstream or the training step downstream needs (it halved a TFRecord pipeline's
+  // throughput on 2 cores).
+  class ParallelIter : public IteratorBase {
+   public:
+    ParallelIter(const MapDataset& ds, std::string prefix)
+        : IteratorBase(prefix), ds_(ds), input_(ds.input_->MakeIterator(prefix)) {
+      for (int i = 0; i < ds.parallelism_; ++i) workers_.emplace_back([this] { Work(); });
+    }
+    ~ParallelIter() override {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        stopping_ = true;  // workers finish what is queued, then leave
+      }
+      work_cv_.notify_all();
+      for (std::thread& worker : workers_) worker.join();
+    }
+    bool GetNext(IteratorContext& ctx, Element* out) override {
+      while (!input_exhausted_ && static_cast<int>(slots_.size()) < ds_.parallelism_) {
+        Element in;
+        if (!input_->GetNext(ctx, &in)) {
+          input_exhausted_ = true;
+          break;
+        }
+        auto slot = std::make_shared<Slot>();
+        slot->origins = input_->origins();
+        slots_.push_back(slot);
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          ++in_flight_;
+          queue_.push_back({slot, std::move(in)});
+        }
+        work_cv_.notify_one();
+      }
+      if (slots_.empty()) return false;
+      std::shared_ptr<Slot> slot = slots_.front();
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        WaitFor(lock, cv_, ctx, "ParallelMapDataset", [&] { return slot->done; });
+      }
+      slots_.pop_front();
+      if (slot->error) std::rethrow_exception(slot->error);
+      *out = std::move(slot->result);
+      origins_ = std::move(slot->origins);
+      return true;
+    }
+    const RecordOrigins& origins() const override { return KeptOrigins(origins_); }
+    void Save(IteratorState& state) override {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return in_flight_ == 0; });
+      }
+      input_->Save(state);
+      state.WriteInt(Key("input_exhausted"), input_exhausted_);
+      int64_t saved = 0;
+      for (const auto& slot : slots_) {
+        if (slot->error) break;  // an element that failed is recomputed after a restore
+        SaveElement(state, Key(StrCat("buffer.", saved++)), slot->result);
+      }
+      state.WriteInt(Key("buffer_size"), saved);
+    }
+    void Restore(IteratorState& state) override {
+      input_->Restore(state);
+      input_exhausted_ = state.ReadInt(Key("input_exhausted")) != 0;
+      slots_.clear();
+      const int64_t n = state.ReadInt(Key("buffer_size"));
+      for (int64_t i = 0; i < n; ++i) {
+        auto slot = std::make_shared<Slot>();
+        slot->result = RestoreElement(state, Key(StrCat("buffer.", i)));
+        slot->done = true;
+        slots_.push_back(slot);
+      }
+    }
+
+   private:
+    struct Slot {
+      bool done = false;
+      Element result;
+      std::exception_ptr error;
+      RecordOrigins origins;  // of the input, set before the call is queued
+    };
+    struct Call {
+      std::shared_ptr<Slot> slot;
+      Element input;
+    };
+
+    // A worker: applies the function to queued inputs until the iterator is destroyed.
+    void Work() {
+      std::unique_lock<std::mutex> lock(mu_);
+      for (;;) {
+        work_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        Call call = std::move(queue_.front());
+        queue_.pop_front();
+        lock.unlock();
+        Element result;
+        std::exception_ptr error;
+        try {
+          result = ds_.Apply(call.input, call.slot->origins);
+        } catch (...) {
+          error = std::current_exception();
+        }
+        call.input.clear();  // release the input outside the lock
+        lock.lock();
+        call.slot->result = std::move(result);
+        call.slot->error = error;
+        call.slot->done = true;
+        --in_flight_;
+        // Notified after unlocking, so that the caller does not wake only to wait for mu_.
+        lock.unlock();
+        cv_.notify_all();
+        lock.lock();
+      }
+    }
+
+    const MapDataset& ds_;
+    std::unique_ptr<IteratorBase> input_;
+    std::deque<std::shared_ptr<Slot>> slots_;  // in input order, owned by the caller's thread
+    RecordOrigins origins_;                    // of the element last returned
+    bool input_exhausted_ = false;
+    std::mutex mu_;
+    std::condition_variable cv_;       // a call finished
+    std::condition_variable work_cv_;  // a call was queued, or stopping_
+    std::deque<Call> queue_;           // calls no worker has taken yet
+    int in_flight_ = 0;                // calls queued or running
+    bool stopping_ = false;
+    std::vector<std::thread> workers_;  // last: joined by the destructor before the rest goes
+  };
+
+  std::unique_ptr<IteratorBase> MakeIterator(const std::string& prefix) const override {
+    if (parallelism_ > 1) return std::make_unique<ParallelIter>(*this, prefix + "::ParallelMap");
+    return std::make_unique<SequentialIter>(*this, prefix + "::Map");
+  }
+
+ private:
+  DatasetRef input_;
+  std::string function_name_;
+  const RegisteredMapFunction& fn_;
+  std::vector<DataType> types_;
+  int parallelism_;
+};
+
+struct MapDatasetOp : DatasetOpKernel {
+  explicit MapDatasetOp(OpKernelConstruction& c)
+      : DatasetOpKernel(c),
+        function_(c.node().GetAttrValue("f").func().name()),
+        types_(c.GetAttr<std::vector<DataType>>("output_types")) {
+    LookupMapFunction(function_);  // NotFound now rather than at the first element
+  }
+  DatasetRef MakeDataset(OpKernelContext* ctx) override {
+    int parallelism = 1;
+    if (ctx->num_inputs() > 1) parallelism = std::max(1, ctx->input(1).scalar<int32_t>());
+    return std::make_shared<MapDataset>(Input(ctx), function_, types_, parallelism);
+  }
+  std::string function_;
+  std::vector<DataType> types_;
+};
+FT_REGISTER_KERNEL("MapDataset", MapDatasetOp);
+FT_REGISTER_KERNEL("ParallelMapDataset", MapDatasetOp);
+
+}  // namespace
+}  // namespace flowtrain::data

@@ -1,0 +1,118 @@
+// The kernel of ShuffleDataset: elements drawn at random from a buffer of buffer_size, seeded as
+// TF seeds it.
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "flowtrain/core/error.h"
+#include "flowtrain/core/str_util.h"
+#include "flowtrain/kernels/internal/dataset_op_kernel.h"
+
+namespace flowtrain::data {
+namespace {
+
+class ShuffleDataset : public DatasetBase {
+ public:
+  ShuffleDataset(DatasetRef input, int64_t buffer_size, int64_t seed, int64_t seed2, bool reshuffle)
+      : input_(std::move(input)), buffer_size_(buffer_size), reshuffle_(reshuffle) {
+    base_seed_ = seed == 0 && seed2 == 0
+                     ? (static_cast<uint64_t>(std::random_device()()) << 32) ^ std::random_device()()
+                     : static_cast<uint64_t>(seed) * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(seed2);
+  }
+  std::string DebugString() const override { return "ShuffleDataset"; }
+
+  class Iter : public IteratorBase {
+   public:
+    Iter(const ShuffleDataset& ds, std::string prefix)
+        : IteratorBase(prefix), ds_(ds), input_(ds.input_->MakeIterator(prefix)) {
+      // Each new iterator (an epoch under Repeat) gets its own order when reshuffling.
+      iteration_ = ds.reshuffle_ ? ds.iterations_.fetch_add(1) : 0;
+      rng_.seed(ds.base_seed_ + iteration_ * 0xBF58476D1CE4E5B9ull);
+    }
+    bool GetNext(IteratorContext& ctx, Element* out) override {
+      while (!input_exhausted_ && static_cast<int64_t>(buffer_.size()) < ds_.buffer_size_) {
+        Element e;
+        if (!input_->GetNext(ctx, &e)) {
+          input_exhausted_ = true;
+          break;
+        }
+        buffer_.push_back(std::move(e));
+        origins_buffer_.push_back(input_->origins());
+      }
+      if (buffer_.empty()) return false;
+      const size_t i = std::uniform_int_distribution<size_t>(0, buffer_.size() - 1)(rng_);
+      std::swap(buffer_[i], buffer_.back());
+      std::swap(origins_buffer_[i], origins_buffer_.back());
+      *out = std::move(buffer_.back());
+      buffer_.pop_back();
+      origins_ = std::move(origins_buffer_.back());
+      origins_buffer_.pop_back();
+      return true;
+    }
+    const RecordOrigins& origins() const override { return origins_; }
+    void Save(IteratorState& state) override {
+      input_->Save(state);
+      state.WriteInt(Key("input_exhausted"), input_exhausted_);
+      state.WriteInt(Key("iteration"), static_cast<int64_t>(iteration_));
+      std::ostringstream rng_text;
+      rng_text << rng_;
+      state.WriteString(Key("rng"), rng_text.str());
+      state.WriteInt(Key("buffer_size"), static_cast<int64_t>(buffer_.size()));
+      for (size_t i = 0; i < buffer_.size(); ++i) SaveElement(state, Key(StrCat("buffer.", i)), buffer_[i]);
+    }
+    void Restore(IteratorState& state) override {
+      input_->Restore(state);
+      input_exhausted_ = state.ReadInt(Key("input_exhausted")) != 0;
+      iteration_ = static_cast<uint64_t>(state.ReadInt(Key("iteration")));
+      // Later epochs continue the saved run's sequence of orders.
+      uint64_t next = ds_.iterations_.load();
+      while (next <= iteration_ && !ds_.iterations_.compare_exchange_weak(next, iteration_ + 1)) {
+      }
+      std::istringstream rng_text(state.ReadString(Key("rng")));
+      rng_text >> rng_;
+      if (!rng_text) DataLoss("Iterator state of ShuffleDataset has a corrupt random state");
+      buffer_.clear();
+      const int64_t n = state.ReadInt(Key("buffer_size"));
+      for (int64_t i = 0; i < n; ++i) buffer_.push_back(RestoreElement(state, Key(StrCat("buffer.", i))));
+      origins_buffer_.assign(buffer_.size(), {});  // origins are not saved
+    }
+
+   private:
+    const ShuffleDataset& ds_;
+    std::unique_ptr<IteratorBase> input_;
+    std::vector<Element> buffer_;
+    std::vector<RecordOrigins> origins_buffer_;  // beside buffer_
+    RecordOrigins origins_;                      // of the element last returned
+    bool input_exhausted_ = false;
+    uint64_t iteration_ = 0;
+    std::mt19937_64 rng_;
+  };
+  std::unique_ptr<IteratorBase> MakeIterator(const std::string& prefix) const override {
+    return std::make_unique<Iter>(*this, prefix + "::Shuffle");
+  }
+
+ private:
+  DatasetRef input_;
+  int64_t buffer_size_;
+  bool reshuffle_;
+  uint64_t base_seed_;
+  mutable std::atomic<uint64_t> iterations_{0};
+};
+
+struct ShuffleDatasetOp : DatasetOpKernel {
+  explicit ShuffleDatasetOp(OpKernelConstruction& c)
+      : DatasetOpKernel(c), reshuffle_(c.GetAttr<bool>("reshuffle_each_iteration")) {}
+  DatasetRef MakeDataset(OpKernelContext* ctx) override {
+    const int64_t buffer_size = ScalarInt(ctx, 1);
+    if (buffer_size < 1) InvalidArgument("buffer_size must be greater than zero.");
+    return std::make_shared<ShuffleDataset>(Input(ctx), buffer_size, ScalarInt(ctx, 2), ScalarInt(ctx, 3),
+                                            reshuffle_);
+  }
+  bool reshuffle_;
+};
+FT_REGISTER_KERNEL("ShuffleDataset", ShuffleDatasetOp);
+
+}  // namespace
+}  // namespace flowtrain::data

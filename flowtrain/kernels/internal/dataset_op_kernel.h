@@ -1,0 +1,69 @@
+// What the dataset kernels under kernels/data/ share: the element type, waiting on a
+// producer while honouring the run's cancellation and deadline, saving and restoring an
+// element in an iterator's checkpoint state, and the base class of the kernels that build
+// a dataset.
+//
+//   struct RepeatDatasetOp : DatasetOpKernel {
+//     using DatasetOpKernel::DatasetOpKernel;
+//     DatasetRef MakeDataset(OpKernelContext* ctx) override { ... }
+//   };
+#ifndef FLOWTRAIN_KERNELS_INTERNAL_DATASET_OP_KERNEL_H_
+#define FLOWTRAIN_KERNELS_INTERNAL_DATASET_OP_KERNEL_H_
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "flowtrain/core/error.h"
+#include "flowtrain/core/str_util.h"
+#include "flowtrain/framework/dataset.h"
+#include "flowtrain/framework/op_kernel.h"
+#include "flowtrain/ops/dataset_functions.h"
+
+namespace flowtrain::data {
+using Element = std::vector<Tensor>;
+
+// Waits on `cv` until `ready()`, waking regularly to honour the run's cancellation and
+// deadline (the producers it waits for do not know about them).
+template <typename Ready>
+void WaitFor(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
+             const IteratorContext& ctx, std::string_view what, Ready ready) {
+  while (!ready()) {
+    if (ctx.cancellation != nullptr && ctx.cancellation->IsCancelled()) Cancelled(what, " was cancelled");
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= ctx.deadline) DeadlineExceeded("Timed out waiting in ", what);
+    cv.wait_until(lock, std::min(ctx.deadline, now + std::chrono::milliseconds(20)));
+  }
+}
+
+inline void SaveElement(IteratorState& state, const std::string& key, const Element& element) {
+  state.WriteInt(key + ".size", static_cast<int64_t>(element.size()));
+  for (size_t i = 0; i < element.size(); ++i) state.WriteTensor(StrCat(key, ".", i), element[i]);
+}
+
+inline Element RestoreElement(const IteratorState& state, const std::string& key) {
+  Element element(state.ReadInt(key + ".size"));
+  for (size_t i = 0; i < element.size(); ++i) element[i] = state.ReadTensor(StrCat(key, ".", i));
+  return element;
+}
+
+// Base of the kernels that build a dataset: outputs what MakeDataset returns.
+class DatasetOpKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override { ctx->set_output(0, DatasetToTensor(MakeDataset(ctx))); }
+  KernelCost cost() const override { return KernelCost::kCheap; }
+
+ protected:
+  virtual DatasetRef MakeDataset(OpKernelContext* ctx) = 0;
+  DatasetRef Input(OpKernelContext* ctx) const { return DatasetFromTensor(ctx->input(0), name()); }
+  int64_t ScalarInt(OpKernelContext* ctx, int i) const { return ctx->input(i).scalar<int64_t>(); }
+};
+
+}  // namespace flowtrain::data
+
+#endif  // FLOWTRAIN_KERNELS_INTERNAL_DATASET_OP_KERNEL_H_
