@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <ctime>
 #include <limits>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,7 +22,9 @@
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/file_util.h"
 #include "flowtrain/core/str_util.h"
+#include "flowtrain/summary/axis_ticks.h"
 #include "flowtrain/summary/event_accumulator.h"
+#include "flowtrain/summary/histogram_bins.h"
 #include "tools/commands.h"
 
 namespace flowtrain::tools {
@@ -87,12 +90,29 @@ const char* StatusName(int status) {
   }
 }
 
+// The run's unreadable records and unfinished last records, one line each.
+void PrintReadProblems(std::FILE* out, const std::string& name,
+                       const summary::EventAccumulator& run) {
+  for (const auto& bad : run.corrupt_records()) {
+    std::fprintf(out, "  run %s: %s; the events before it are shown, the rest of that file is not\n",
+                 name.c_str(), bad.message.c_str());
+  }
+  for (const auto& partial : run.partial_records()) {
+    std::fprintf(out,
+                 "  run %s: %s ends in an unfinished record (%llu bytes at offset %llu): its "
+                 "writer is still running or was stopped while writing\n",
+                 name.c_str(), partial.file.c_str(), static_cast<unsigned long long>(partial.bytes),
+                 static_cast<unsigned long long>(partial.offset));
+  }
+}
+
 // ---- Overview ----
 
 void PrintRun(const std::string& name, const summary::EventAccumulator& run) {
   const summary::RunTags tags = run.GetTags();
   std::printf("Run %s  (%zu event file%s)\n", name.c_str(), run.files().size(),
               run.files().size() == 1 ? "" : "s");
+  PrintReadProblems(stdout, name, run);
   if (tags.graph || tags.meta_graph) {
     const auto graph = run.Graph();
     std::printf("  graph: %d nodes (%s%s%s)\n", graph ? graph->node_size() : 0,
@@ -236,87 +256,220 @@ std::string Escape(std::string_view s) {
   return out;
 }
 
+// `v` with `decimals` digits after the point: SVG coordinates to a tenth of a pixel (the
+// shortest exact form would be 17 digits long), opacities to a hundredth.
+std::string Fixed(double v, int decimals) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.*f", decimals, v);
+  return buf;
+}
+std::string Px(double v) { return Fixed(v, 1); }
+
+std::string Base64(std::string_view bytes) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    const size_t n = std::min<size_t>(3, bytes.size() - i);
+    uint32_t group = 0;
+    for (size_t j = 0; j < 3; ++j) {
+      group = (group << 8) | (j < n ? static_cast<unsigned char>(bytes[i + j]) : 0);
+    }
+    for (size_t j = 0; j < 4; ++j) {
+      out += j <= n ? kAlphabet[(group >> (18 - 6 * j)) & 63] : '=';
+    }
+  }
+  return out;
+}
+
+// The MIME type of an encoded image summary by its magic bytes; empty if not one browsers show.
+std::string ImageMimeType(std::string_view bytes) {
+  if (bytes.starts_with("\x89PNG\r\n\x1a\n")) return "image/png";
+  if (bytes.starts_with("\xff\xd8\xff")) return "image/jpeg";
+  if (bytes.starts_with("GIF87a") || bytes.starts_with("GIF89a")) return "image/gif";
+  return "";
+}
+
+// Run colours, as distinct as a few can be; runs past the last reuse them in order.
+constexpr const char* kRunColors[] = {"#e8710a", "#1967d2", "#12b5cb", "#d93025", "#9334e6",
+                                      "#188038", "#e52592", "#f9ab00", "#5f6368", "#7cb342"};
+
+std::string RunColor(size_t run_index) {
+  return kRunColors[run_index % (sizeof(kRunColors) / sizeof(kRunColors[0]))];
+}
+
 constexpr double kW = 640, kH = 240, kLeft = 70, kRight = 16, kTop = 12, kBottom = 30;
 
+// A chart's two axes, each widened to round ticks, and the mapping from data to pixels.
 struct Axes {
-  double x0, x1, y0, y1;
-  double X(double x) const { return kLeft + (x1 > x0 ? (x - x0) / (x1 - x0) : 0.5) * (kW - kLeft - kRight); }
-  double Y(double y) const { return kTop + (y1 > y0 ? (y1 - y) / (y1 - y0) : 0.5) * (kH - kTop - kBottom); }
+  summary::AxisTicks x, y;
+  Axes(double x0, double x1, double y0, double y1)
+      : x(summary::NiceTicks(x0, x1)), y(summary::NiceTicks(y0, y1)) {}
+  double X(double v) const { return kLeft + (v - x.lo) / (x.hi - x.lo) * (kW - kLeft - kRight); }
+  double Y(double v) const { return kTop + (y.hi - v) / (y.hi - y.lo) * (kH - kTop - kBottom); }
 };
 
+// The SVG's opening, plot area, gridlines and tick labels; the caller adds lines and "</svg>".
 std::string SvgFrame(const Axes& a, const std::string& x_label) {
   std::string svg = StrCat("<svg viewBox=\"0 0 ", kW, " ", kH, "\" width=\"", kW, "\" height=\"", kH,
                            "\" xmlns=\"http://www.w3.org/2000/svg\">");
   StrAppend(&svg, "<rect x=\"", kLeft, "\" y=\"", kTop, "\" width=\"", kW - kLeft - kRight,
             "\" height=\"", kH - kTop - kBottom, "\" fill=\"#fafafa\" stroke=\"#ccc\"/>");
-  for (int i = 0; i <= 4; ++i) {
-    const double y = a.y0 + (a.y1 - a.y0) * i / 4;
-    StrAppend(&svg, "<line x1=\"", kLeft, "\" x2=\"", kW - kRight, "\" y1=\"", a.Y(y), "\" y2=\"",
-              a.Y(y), "\" stroke=\"#eee\"/><text x=\"", kLeft - 4, "\" y=\"", a.Y(y) + 4,
-              "\" text-anchor=\"end\" font-size=\"11\">", Escape(FormatNumber(y)), "</text>");
+  for (double v : a.y.values) {
+    const std::string y = Px(a.Y(v));
+    StrAppend(&svg, "<line x1=\"", kLeft, "\" x2=\"", kW - kRight, "\" y1=\"", y, "\" y2=\"", y,
+              "\" stroke=\"#e4e4e4\"/><text x=\"", kLeft - 4, "\" y=\"", Px(a.Y(v) + 4),
+              "\" text-anchor=\"end\" font-size=\"11\">", summary::FormatTick(v), "</text>");
   }
-  StrAppend(&svg, "<text x=\"", kLeft, "\" y=\"", kH - 10, "\" font-size=\"11\">",
-            Escape(FormatNumber(a.x0)), "</text><text x=\"", kW - kRight, "\" y=\"", kH - 10,
-            "\" text-anchor=\"end\" font-size=\"11\">", Escape(FormatNumber(a.x1)),
-            "</text><text x=\"", (kW + kLeft) / 2, "\" y=\"", kH - 10,
-            "\" text-anchor=\"middle\" font-size=\"11\" fill=\"#666\">", x_label, "</text>");
+  for (double v : a.x.values) {
+    const std::string x = Px(a.X(v));
+    StrAppend(&svg, "<line x1=\"", x, "\" x2=\"", x, "\" y1=\"", kTop, "\" y2=\"", kH - kBottom,
+              "\" stroke=\"#efefef\"/><text x=\"", x, "\" y=\"", kH - kBottom + 13,
+              "\" text-anchor=\"middle\" font-size=\"11\">", summary::FormatTick(v), "</text>");
+  }
+  StrAppend(&svg, "<text x=\"", (kW + kLeft) / 2, "\" y=\"", kH - 3,
+            "\" text-anchor=\"middle\" font-size=\"11\" fill=\"#666\">", Escape(x_label), "</text>");
   return svg;
 }
 
-std::string ScalarChart(const std::vector<summary::ScalarEvent>& series) {
-  Axes a{static_cast<double>(series.front().step), static_cast<double>(series.front().step),
-         series.front().value, series.front().value};
-  for (const auto& e : series) {
-    a.x0 = std::min<double>(a.x0, e.step), a.x1 = std::max<double>(a.x1, e.step);
-    if (std::isfinite(e.value)) a.y0 = std::min(a.y0, e.value), a.y1 = std::max(a.y1, e.value);
+// One scalar series of one run.
+struct RunSeries {
+  std::string run;
+  size_t run_index = 0;  // picks the colour
+  const std::vector<summary::ScalarEvent>* events = nullptr;
+};
+
+// TensorBoard's scalar card: every run's series of one tag on one pair of axes.
+std::string ScalarChart(const std::vector<RunSeries>& runs) {
+  double x0 = std::numeric_limits<double>::infinity(), x1 = -x0, y0 = x0, y1 = -x0;
+  for (const RunSeries& r : runs) {
+    for (const auto& e : *r.events) {
+      x0 = std::min<double>(x0, e.step), x1 = std::max<double>(x1, e.step);
+      if (std::isfinite(e.value)) y0 = std::min(y0, e.value), y1 = std::max(y1, e.value);
+    }
   }
+  if (y0 > y1) y0 = y1 = 0;  // no finite value at all: an empty plot around 0
+  const Axes a(x0, x1, y0, y1);
   std::string svg = SvgFrame(a, "step");
-  std::string points;
-  for (const auto& e : series) {
-    if (std::isfinite(e.value)) StrAppend(&points, a.X(e.step), ",", a.Y(e.value), " ");
-  }
-  StrAppend(&svg, "<polyline fill=\"none\" stroke=\"#e8710a\" stroke-width=\"1.5\" points=\"", points,
-            "\"/>");
-  if (series.size() <= 60) {
-    for (const auto& e : series) {
+  for (const RunSeries& r : runs) {
+    const std::string color = RunColor(r.run_index);
+    std::string points;
+    for (const auto& e : *r.events) {
+      if (std::isfinite(e.value)) StrAppend(&points, Px(a.X(e.step)), ",", Px(a.Y(e.value)), " ");
+    }
+    StrAppend(&svg, "<polyline fill=\"none\" stroke=\"", color, "\" stroke-width=\"1.5\" points=\"",
+              points, "\"><title>", Escape(r.run), "</title></polyline>");
+    if (r.events->size() > 60) continue;
+    for (const auto& e : *r.events) {
       if (!std::isfinite(e.value)) continue;
-      StrAppend(&svg, "<circle cx=\"", a.X(e.step), "\" cy=\"", a.Y(e.value),
-                "\" r=\"2.5\" fill=\"#e8710a\"><title>step ", e.step, ": ",
+      StrAppend(&svg, "<circle cx=\"", Px(a.X(e.step)), "\" cy=\"", Px(a.Y(e.value)),
+                "\" r=\"2.5\" fill=\"", color, "\"><title>", Escape(r.run), " step ", e.step, ": ",
                 Escape(FormatNumber(e.value)), "</title></circle>");
     }
   }
   return svg + "</svg>";
 }
 
-// TensorBoard's "overlay" view: one density curve per step (at most 12 steps, evenly picked),
-// older steps lighter.
-std::string HistogramChart(const std::vector<summary::HistogramEvent>& series) {
-  std::vector<const summary::HistogramEvent*> picked;
-  const size_t n = std::min<size_t>(12, series.size());
-  for (size_t i = 0; i < n; ++i) picked.push_back(&series[n == 1 ? series.size() - 1 : i * (series.size() - 1) / (n - 1)]);
-  Axes a{std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(), 0, 0};
-  for (const auto* h : picked) {
-    for (const auto& b : h->buckets) {
-      a.x0 = std::min(a.x0, b.left), a.x1 = std::max(a.x1, b.right);
-      const double width = b.right - b.left;
-      a.y1 = std::max(a.y1, width > 0 ? b.count / width : b.count);
-    }
+// TensorBoard's histogram card in "overlay" mode: each step re-binned onto the same 30 uniform
+// bins (summary::RebinSeries) and drawn as a line through the bin counts; at most 12 steps,
+// evenly picked, later ones darker.
+std::string HistogramChart(const std::vector<summary::HistogramEvent>& series, size_t run_index) {
+  const std::vector<summary::UniformHistogram> binned = summary::RebinSeries(series);
+  std::vector<const summary::UniformHistogram*> picked;
+  const size_t n = std::min<size_t>(12, binned.size());
+  for (size_t i = 0; i < n; ++i) {
+    picked.push_back(&binned[n == 1 ? binned.size() - 1 : i * (binned.size() - 1) / (n - 1)]);
   }
-  if (!std::isfinite(a.x0)) a.x0 = a.x1 = 0;
-  std::string svg = SvgFrame(a, "value (density per step; darker = later)");
+  double x0 = 0, x1 = 0, y1 = 0;
+  if (!binned.empty() && !binned.front().bins.empty()) {
+    x0 = binned.front().bins.front().left;
+    x1 = binned.front().bins.back().left + binned.front().bins.back().width;
+  }
+  for (const auto* h : picked) {
+    for (const auto& bin : h->bins) y1 = std::max(y1, bin.count);
+  }
+  const Axes a(x0, x1, 0, y1 > 0 ? y1 : 1);
+  std::string svg = SvgFrame(a, "value (count per bin; darker = later step)");
+  const std::string color = RunColor(run_index);
   for (size_t i = 0; i < picked.size(); ++i) {
-    const double shade = picked.size() == 1 ? 1.0 : 0.25 + 0.75 * i / (picked.size() - 1);
+    const double opacity = picked.size() == 1 ? 1.0 : 0.25 + 0.75 * i / (picked.size() - 1);
     std::string points;
-    for (const auto& b : picked[i]->buckets) {
-      const double width = b.right - b.left;
-      const double density = width > 0 ? b.count / width : b.count;
-      StrAppend(&points, a.X(b.left), ",", a.Y(density), " ", a.X(b.right), ",", a.Y(density), " ");
+    for (const auto& bin : picked[i]->bins) {
+      StrAppend(&points, Px(a.X(bin.left + bin.width / 2)), ",", Px(a.Y(bin.count)), " ");
     }
-    StrAppend(&svg, "<polyline fill=\"none\" stroke=\"#1967d2\" stroke-opacity=\"", shade,
-              "\" stroke-width=\"1.2\" points=\"", points, "\"><title>step ", picked[i]->step,
-              "</title></polyline>");
+    StrAppend(&svg, "<polyline fill=\"none\" stroke=\"", color, "\" stroke-opacity=\"",
+              Fixed(opacity, 2), "\" stroke-width=\"1.2\" points=\"", points, "\"><title>step ",
+              picked[i]->step, "</title></polyline>");
   }
   return svg + "</svg>";
+}
+
+// One image of an image summary as an <img> with its step, or a note when the bytes are not an
+// image format browsers show.
+std::string ImageFigure(const summary::ImageEvent& image) {
+  const std::string mime = ImageMimeType(image.encoded_image);
+  std::string out = "<figure>";
+  if (mime.empty()) {
+    StrAppend(&out, "<div class=\"note\">", image.encoded_image.size(),
+              " bytes that are not a PNG, JPEG or GIF image</div>");
+  } else {
+    StrAppend(&out, "<img alt=\"step ", image.step, "\" width=\"", std::max(image.width, 96),
+              "\" src=\"data:", mime, ";base64,", Base64(image.encoded_image), "\">");
+  }
+  StrAppend(&out, "<figcaption>step ", image.step, " (", image.width, "x", image.height,
+            ")</figcaption></figure>");
+  return out;
+}
+
+// TensorBoard's image card without its step slider: the latest image, and the earlier steps
+// (at most 10, evenly picked) behind a <details> so that the page stays short.
+std::string ImageCard(const std::vector<summary::ImageEvent>& images) {
+  std::string out = ImageFigure(images.back());
+  if (images.size() < 2) return out;
+  const size_t earlier = images.size() - 1;
+  const size_t shown = std::min<size_t>(10, earlier);
+  StrAppend(&out, "<details><summary>earlier steps (", shown == earlier ? "" : StrCat(shown, " of "),
+            earlier, ")</summary>");
+  for (size_t i = 0; i < shown; ++i) {
+    out += ImageFigure(images[shown == 1 ? 0 : i * (earlier - 1) / (shown - 1)]);
+  }
+  return out + "</details>";
+}
+
+// The run's unreadable records and unfinished files, as list items; empty if none.
+std::string ReadProblemsHtml(const summary::EventAccumulator& run) {
+  std::string out;
+  for (const auto& bad : run.corrupt_records()) {
+    StrAppend(&out, "<li class=\"error\">", Escape(bad.message),
+              " &mdash; the events before it are shown, the rest of that file is not</li>");
+  }
+  for (const auto& partial : run.partial_records()) {
+    StrAppend(&out, "<li>", Escape(partial.file), " ends in an unfinished record (", partial.bytes,
+              " bytes at offset ", partial.offset,
+              "): its writer is still running or was stopped while writing</li>");
+  }
+  return out.empty() ? out : "<ul>" + out + "</ul>";
+}
+
+// Every tag of one kind across the runs, sorted, each with the indexes of the runs that have it.
+std::map<std::string, std::vector<size_t>> TagsAcrossRuns(
+    const Runs& runs, std::vector<std::string> summary::RunTags::*kind) {
+  std::map<std::string, std::vector<size_t>> tags;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const summary::RunTags run_tags = runs[i].second.GetTags();
+    for (const std::string& tag : run_tags.*kind) tags[tag].push_back(i);
+  }
+  return tags;
+}
+
+std::string Legend(const Runs& runs, const std::vector<size_t>& run_indexes) {
+  std::string out = "<div class=\"legend\">";
+  for (size_t i : run_indexes) {
+    StrAppend(&out, "<span><i style=\"background:", RunColor(i), "\"></i>", Escape(runs[i].first),
+              "</span>");
+  }
+  return out + "</div>";
 }
 
 std::string HtmlPage(const std::string& logdir, const Runs& runs) {
@@ -326,13 +479,19 @@ std::string HtmlPage(const std::string& logdir, const Runs& runs) {
       "</title><style>body{font-family:sans-serif;margin:24px;color:#222}"
       "h2{border-bottom:1px solid #ddd;padding-bottom:4px}.chart{display:inline-block;"
       "margin:8px 16px 16px 0;vertical-align:top}.chart h4{margin:4px 0;font-family:monospace}"
+      ".legend span{margin-right:14px;font-size:13px}.legend i{display:inline-block;width:10px;"
+      "height:10px;margin-right:4px;border-radius:2px}figure{display:inline-block;margin:4px 8px 4px 0}"
+      "img{image-rendering:pixelated;border:1px solid #ddd}figcaption{font-size:12px;color:#555}"
+      ".error{color:#b00020}.note{color:#666;font-size:13px}"
       "td,th{padding:2px 10px;text-align:left}</style></head><body>\n<h1>Events under ",
-      Escape(logdir), "</h1>\n");
-  for (const auto& [name, run] : runs) {
-    const summary::RunTags tags = run.GetTags();
-    StrAppend(&html, "<h2>Run ", Escape(name), "</h2>\n<p>", run.files().size(), " event file(s); graph: ");
+      Escape(logdir), "</h1>\n<h2>Runs</h2>\n");
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const auto& [name, run] = runs[i];
+    StrAppend(&html, "<h3><span style=\"color:", RunColor(i), "\">&#9632;</span> ", Escape(name),
+              "</h3>\n<p>", run.files().size(), " event file(s); graph: ");
     const auto graph = run.Graph();
-    StrAppend(&html, graph ? StrCat(graph->node_size(), " nodes") : std::string("none"), "</p>\n");
+    StrAppend(&html, graph ? StrCat(graph->node_size(), " nodes") : std::string("none"), "</p>\n",
+              ReadProblemsHtml(run));
     if (!run.SessionLogs().empty()) {
       StrAppend(&html, "<table><tr><th>session log</th><th>step</th><th>time (UTC)</th><th>checkpoint</th></tr>");
       for (const auto& log : run.SessionLogs()) {
@@ -341,27 +500,52 @@ std::string HtmlPage(const std::string& logdir, const Runs& runs) {
       }
       StrAppend(&html, "</table>\n");
     }
-    for (const std::string& tag : tags.scalars) {
-      const auto& s = run.Scalars(tag);
-      StrAppend(&html, "<div class=\"chart\"><h4>", Escape(tag), " (scalar, latest ",
-                Escape(FormatNumber(s.back().value)), " at step ", s.back().step, ")</h4>",
-                ScalarChart(s), "</div>\n");
+  }
+  const auto scalar_tags = TagsAcrossRuns(runs, &summary::RunTags::scalars);
+  if (!scalar_tags.empty()) html += "<h2>Scalars</h2>\n";
+  for (const auto& [tag, run_indexes] : scalar_tags) {
+    std::vector<RunSeries> series;
+    std::string latest;
+    for (size_t i : run_indexes) {
+      const auto& events = runs[i].second.Scalars(tag);
+      series.push_back({runs[i].first, i, &events});
+      StrAppend(&latest, latest.empty() ? "" : "; ", run_indexes.size() > 1 ? runs[i].first + " " : "",
+                FormatNumber(events.back().value), " at step ", events.back().step);
     }
-    for (const std::string& tag : tags.histograms) {
-      const auto& h = run.Histograms(tag);
+    StrAppend(&html, "<div class=\"chart\"><h4>", Escape(tag), " (scalar, latest ", Escape(latest),
+              ")</h4>", Legend(runs, run_indexes), ScalarChart(series), "</div>\n");
+  }
+  const auto histogram_tags = TagsAcrossRuns(runs, &summary::RunTags::histograms);
+  if (!histogram_tags.empty()) html += "<h2>Histograms</h2>\n";
+  for (const auto& [tag, run_indexes] : histogram_tags) {
+    for (size_t i : run_indexes) {
+      const auto& h = runs[i].second.Histograms(tag);
       StrAppend(&html, "<div class=\"chart\"><h4>", Escape(tag), " (histogram, ", h.size(),
-                " steps)</h4>", HistogramChart(h), "</div>\n");
-    }
-    for (const std::string& tag : tags.images) {
-      StrAppend(&html, "<p>image ", Escape(tag), ": ", run.Images(tag).size(), " image(s)</p>\n");
-    }
-    for (const std::string& tag : tags.audio) {
-      StrAppend(&html, "<p>audio ", Escape(tag), ": ", run.Audio(tag).size(), " clip(s)</p>\n");
-    }
-    for (const std::string& tag : tags.tensors) {
-      StrAppend(&html, "<p>tensor ", Escape(tag), ": ", run.Tensors(tag).size(), " value(s)</p>\n");
+                " steps)</h4>", Legend(runs, {i}), HistogramChart(h, i), "</div>\n");
     }
   }
+  const auto image_tags = TagsAcrossRuns(runs, &summary::RunTags::images);
+  if (!image_tags.empty()) html += "<h2>Images</h2>\n";
+  for (const auto& [tag, run_indexes] : image_tags) {
+    for (size_t i : run_indexes) {
+      const auto& images = runs[i].second.Images(tag);
+      StrAppend(&html, "<div class=\"chart\"><h4>", Escape(tag), " (image, ", images.size(),
+                " steps)</h4>", Legend(runs, {i}), ImageCard(images), "</div>\n");
+    }
+  }
+  std::string others;
+  for (const auto& [name, run] : runs) {
+    const summary::RunTags tags = run.GetTags();
+    for (const std::string& tag : tags.audio) {
+      StrAppend(&others, "<li>", Escape(name), ": audio ", Escape(tag), ", ", run.Audio(tag).size(),
+                " clip(s)</li>\n");
+    }
+    for (const std::string& tag : tags.tensors) {
+      StrAppend(&others, "<li>", Escape(name), ": tensor ", Escape(tag), ", ",
+                run.Tensors(tag).size(), " value(s)</li>\n");
+    }
+  }
+  if (!others.empty()) StrAppend(&html, "<h2>Other summaries</h2>\n<ul>", others, "</ul>\n");
   return html + "</body></html>\n";
 }
 
@@ -371,6 +555,40 @@ Runs LoadLogdir(const std::string& logdir) {
     NotFound("No event files (names containing \"tfevents\") under ", logdir);
   }
   return runs;
+}
+
+// What the command prints (and writes with --html) for the loaded runs.
+void Show(const std::string& logdir, const Runs& runs, const std::string& tag,
+          const std::string& html) {
+  if (!html.empty()) {
+    WriteFileAtomically(html, HtmlPage(logdir, runs));
+    std::printf("Wrote %s (%zu run%s)\n", html.c_str(), runs.size(), runs.size() == 1 ? "" : "s");
+  }
+  if (tag.empty() && !html.empty()) {
+    for (const auto& [name, run] : runs) PrintReadProblems(stderr, name, run);
+    return;
+  }
+  if (!tag.empty()) {
+    for (const auto& [name, run] : runs) PrintReadProblems(stderr, name, run);
+    bool found = false;
+    for (const auto& [name, run] : runs) found = PrintTag(name, run, tag) || found;
+    if (!found) {
+      std::vector<std::string> known;
+      for (const auto& [name, run] : runs) {
+        const summary::RunTags tags = run.GetTags();
+        known.insert(known.end(), tags.scalars.begin(), tags.scalars.end());
+        known.insert(known.end(), tags.histograms.begin(), tags.histograms.end());
+      }
+      std::sort(known.begin(), known.end());
+      known.erase(std::unique(known.begin(), known.end()), known.end());
+      NotFound("No scalar or histogram tag '", tag, "' in any run under ", logdir,
+               known.empty() ? std::string("; the runs have none")
+                             : StrCat("; known tags: ", StrJoin(known, ", ")));
+    }
+    return;
+  }
+  std::printf("Logdir %s: %zu run%s\n\n", logdir.c_str(), runs.size(), runs.size() == 1 ? "" : "s");
+  for (const auto& [name, run] : runs) PrintRun(name, run);
 }
 
 }  // namespace
@@ -386,31 +604,15 @@ void AddEventsCommand(CLI::App& app) {
   cmd->add_option("--html", *html, "Write a self-contained HTML page of charts to this file");
   cmd->callback([=] {
     const Runs runs = LoadLogdir(*logdir);
-    if (!html->empty()) {
-      WriteFileAtomically(*html, HtmlPage(*logdir, runs));
-      std::printf("Wrote %s (%zu run%s)\n", html->c_str(), runs.size(), runs.size() == 1 ? "" : "s");
-      if (tag->empty()) return;
+    Show(*logdir, runs, *tag, *html);
+    // Everything readable was shown; a corrupt record still makes the command fail, so that
+    // scripts notice it.
+    size_t corrupt = 0;
+    for (const auto& [name, run] : runs) corrupt += run.corrupt_records().size();
+    if (corrupt > 0) {
+      DataLoss(corrupt, " event file", corrupt == 1 ? " has" : "s have",
+               " an unreadable record (see above); everything before it was shown");
     }
-    if (!tag->empty()) {
-      bool found = false;
-      for (const auto& [name, run] : runs) found = PrintTag(name, run, *tag) || found;
-      if (!found) {
-        std::vector<std::string> known;
-        for (const auto& [name, run] : runs) {
-          const summary::RunTags tags = run.GetTags();
-          known.insert(known.end(), tags.scalars.begin(), tags.scalars.end());
-          known.insert(known.end(), tags.histograms.begin(), tags.histograms.end());
-        }
-        std::sort(known.begin(), known.end());
-        known.erase(std::unique(known.begin(), known.end()), known.end());
-        NotFound("No scalar or histogram tag '", *tag, "' in any run under ", *logdir,
-                 known.empty() ? std::string("; the runs have none")
-                               : StrCat("; known tags: ", StrJoin(known, ", ")));
-      }
-      return;
-    }
-    std::printf("Logdir %s: %zu run%s\n\n", logdir->c_str(), runs.size(), runs.size() == 1 ? "" : "s");
-    for (const auto& [name, run] : runs) PrintRun(name, run);
   });
 }
 
