@@ -610,6 +610,7 @@ void AddEventsCommand(CLI::App& app) {
     size_t corrupt = 0;
     for (const auto& [name, run] : runs) corrupt += run.corrupt_records().size();
     if (corrupt > 0) {
+      std::fflush(stdout);  // what was shown comes before the error that ends the command
       DataLoss(corrupt, " event file", corrupt == 1 ? " has" : "s have",
                " an unreadable record (see above); everything before it was shown");
     }
