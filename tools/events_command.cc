@@ -6,7 +6,13 @@
 //   $ flowtrain events runs/digits --html out.html # one self-contained page of SVG charts
 //
 // LOGDIR may also be a single event file. Restarts are handled as TensorBoard does (values
-// past a SessionLog START are dropped), see summary/event_accumulator.h.
+// past a SessionLog START are dropped), see summary/event_accumulator.h. The page follows
+// TensorBoard's dashboards: a scalar tag's runs share a chart, histograms are re-binned onto
+// 30 uniform bins (summary/histogram_bins.h), images are embedded as data: URIs.
+//
+// A corrupt record is printed with its file and offset, everything readable is still shown,
+// and the command then exits 1; a file ending in an unfinished record (its writer still
+// running or killed) is only noted.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -481,7 +487,7 @@ std::string HtmlPage(const std::string& logdir, const Runs& runs) {
       "margin:8px 16px 16px 0;vertical-align:top}.chart h4{margin:4px 0;font-family:monospace}"
       ".legend span{margin-right:14px;font-size:13px}.legend i{display:inline-block;width:10px;"
       "height:10px;margin-right:4px;border-radius:2px}figure{display:inline-block;margin:4px 8px 4px 0}"
-      "img{image-rendering:pixelated;border:1px solid #ddd}figcaption{font-size:12px;color:#555}"
+      "img{image-rendering:pixelated;border:1px solid #ddd;max-width:480px;height:auto}figcaption{font-size:12px;color:#555}"
       ".error{color:#b00020}.note{color:#666;font-size:13px}"
       "td,th{padding:2px 10px;text-align:left}</style></head><body>\n<h1>Events under ",
       Escape(logdir), "</h1>\n<h2>Runs</h2>\n");
