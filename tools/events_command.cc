@@ -240,7 +240,18 @@ bool PrintTag(const std::string& name, const summary::EventAccumulator& run, con
                   FormatNumber(h.max).c_str());
       means.push_back(mean);
     }
-    std::printf("  mean: %s\n\n", Sparkline(means).c_str());
+    std::printf("  mean: %s\n", Sparkline(means).c_str());
+    // The latest histogram as TensorBoard draws it: counts on uniform bins over the series'
+    // range (the same range for every step, so steps compare).
+    const summary::UniformHistogram latest = summary::RebinSeries(series).back();
+    std::vector<double> counts;
+    double most = 0;
+    for (const auto& bin : latest.bins) counts.push_back(bin.count), most = std::max(most, bin.count);
+    std::printf("  step %lld on %zu bins over [%s, %s]: %s  (tallest %s)\n\n",
+                static_cast<long long>(latest.step), latest.bins.size(),
+                FormatNumber(latest.bins.front().left).c_str(),
+                FormatNumber(latest.bins.back().left + latest.bins.back().width).c_str(),
+                Sparkline(counts).c_str(), FormatNumber(most).c_str());
     return true;
   }
   return false;

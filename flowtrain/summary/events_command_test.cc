@@ -239,6 +239,12 @@ TEST_F(EventsCommandTest, HistogramsAreDrawnOnUniformBinsNotAsDensity) {
   ASSERT_NE(points, std::string::npos);
   const std::string line = svg.substr(points + 8, svg.find('"', points + 8) - points - 8);
   EXPECT_EQ(Count(line, ","), 30);
+
+  // The text form: the latest step on the same bins, its first bin (the zeros) the tallest.
+  const CliResult r = RunEvents(logdir + " --tag activations");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("step 200 on 30 bins over [0, 1.98]: █▂"));
+  EXPECT_THAT(r.output, ::testing::ContainsRegex("  \\(tallest 11[0-9.]+\\)"));
 }
 
 TEST_F(EventsCommandTest, CorruptRecordIsReportedAndEverythingElseShown) {
