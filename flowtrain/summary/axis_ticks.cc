@@ -36,6 +36,11 @@ AxisTicks NiceTicks(double lo, double hi, int target) {
   // whole interval beyond it.
   const double first = std::floor(lo / ticks.step + 1e-9);
   const double last = std::ceil(hi / ticks.step - 1e-9);
+  if (!std::isfinite(ticks.step) || !(last - first <= 4.0 * target) || first + 1 == first) {
+    // Beyond double precision (a span of 1e308, or 16 units at 1e17 where k + 1 == k): the
+    // bounds themselves are the only ticks that can be told apart.
+    return {lo, hi, hi - lo, {lo, hi}};
+  }
   for (double k = first; k <= last; ++k) ticks.values.push_back(at(k));
   ticks.lo = ticks.values.front();
   ticks.hi = ticks.values.back();

@@ -56,6 +56,13 @@ TEST(NiceTicks, ReversedBoundsAndSingleValues) {
   EXPECT_EQ(t.step, 0.2);
 }
 
+TEST(NiceTicks, SpansBeyondDoublePrecisionGetTheBoundsAsTicks) {
+  const AxisTicks huge = NiceTicks(-1e308, 1e308);
+  EXPECT_EQ(huge.values, (std::vector<double>{-1e308, 1e308}));
+  const AxisTicks fine = NiceTicks(1e17, 1e17 + 16);
+  EXPECT_EQ(fine.values, (std::vector<double>{1e17, 1e17 + 16}));
+}
+
 TEST(NiceTicks, BadArgumentsAreInvalidArgument) {
   EXPECT_THROW(NiceTicks(0, std::numeric_limits<double>::infinity()), InvalidArgumentError);
   EXPECT_THROW(NiceTicks(std::nan(""), 1), InvalidArgumentError);
