@@ -196,19 +196,41 @@ std::string ImageFigure(const summary::ImageEvent& image) {
   return out;
 }
 
-// TensorBoard's image card without its step slider: the latest image, and the earlier steps
-// (at most 10, evenly picked) behind a <details> so that the page stays short.
-std::string ImageCard(const std::vector<summary::ImageEvent>& images) {
-  std::string out = ImageFigure(images.back());
-  if (images.size() < 2) return out;
-  const size_t earlier = images.size() - 1;
-  const size_t shown = std::min<size_t>(10, earlier);
-  StrAppend(&out, "<details><summary>earlier steps (", shown == earlier ? "" : StrCat(shown, " of "),
-            earlier, ")</summary>");
-  for (size_t i = 0; i < shown; ++i) {
-    out += ImageFigure(images[shown == 1 ? 0 : i * (earlier - 1) / (shown - 1)]);
+// Steps an image card can offer; longer series are sampled evenly, the first and last kept.
+constexpr size_t kImageSteps = 10;
+
+// The CSS that makes image cards' step buttons work without a script: the i-th radio button of
+// a card, when checked, shows the card's i-th figure.
+std::string ImageStepStyle() {
+  std::string css = ".steps input{display:none}.steps label{display:inline-block;font-size:12px;"
+                    "padding:1px 6px;margin:0 2px 4px 0;border:1px solid #ccc;border-radius:3px;"
+                    "cursor:pointer}.steps input:checked+label{background:#e8eaed;font-weight:bold}"
+                    ".steps figure{display:none}";
+  for (size_t i = 1; i <= kImageSteps; ++i) {
+    StrAppend(&css, ".steps input:nth-of-type(", i, "):checked~figure:nth-of-type(", i,
+              "){display:block}");
   }
-  return out + "</details>";
+  return css;
+}
+
+// TensorBoard's image card, its step slider made of radio buttons: one button per step (at
+// most kImageSteps, evenly picked), the latest shown first. `card` names the buttons' group
+// and must be unique on the page.
+std::string ImageCard(const std::vector<summary::ImageEvent>& images, const std::string& card) {
+  std::vector<const summary::ImageEvent*> picked;
+  const size_t n = std::min(kImageSteps, images.size());
+  for (size_t i = 0; i < n; ++i) {
+    picked.push_back(&images[n == 1 ? images.size() - 1 : i * (images.size() - 1) / (n - 1)]);
+  }
+  std::string out = "<div class=\"steps\">";
+  for (size_t i = 0; i < picked.size(); ++i) {
+    const std::string id = StrCat(card, "-", i);
+    StrAppend(&out, "<input type=\"radio\" name=\"", card, "\" id=\"", id, "\"",
+              i + 1 == picked.size() ? " checked" : "", "><label for=\"", id, "\">step ",
+              picked[i]->step, "</label>");
+  }
+  for (const auto* image : picked) out += ImageFigure(*image);
+  return out + "</div>";
 }
 
 // The run's unreadable records and unfinished files, as list items; empty if none.
@@ -259,7 +281,8 @@ std::string EventsHtmlPage(const std::string& logdir, const EventRuns& runs) {
       "height:10px;margin-right:4px;border-radius:2px}figure{display:inline-block;margin:4px 8px 4px 0}"
       "img{image-rendering:pixelated;border:1px solid #ddd;max-width:480px;height:auto}figcaption{font-size:12px;color:#555}"
       ".error{color:#b00020}.note{color:#666;font-size:13px}"
-      "td,th{padding:2px 10px;text-align:left}</style></head><body>\n<h1>Events under ",
+      "td,th{padding:2px 10px;text-align:left}", ImageStepStyle(),
+      "</style></head><body>\n<h1>Events under ",
       Escape(logdir), "</h1>\n<h2>Runs</h2>\n");
   for (size_t i = 0; i < runs.size(); ++i) {
     const auto& [name, run] = runs[i];
@@ -302,11 +325,13 @@ std::string EventsHtmlPage(const std::string& logdir, const EventRuns& runs) {
   }
   const auto image_tags = TagsAcrossRuns(runs, &summary::RunTags::images);
   if (!image_tags.empty()) html += "<h2>Images</h2>\n";
+  size_t cards = 0;
   for (const auto& [tag, run_indexes] : image_tags) {
     for (size_t i : run_indexes) {
       const auto& images = runs[i].second.Images(tag);
       StrAppend(&html, "<div class=\"chart\"><h4>", Escape(tag), " (image, ", images.size(),
-                " steps)</h4>", Legend(runs, {i}), ImageCard(images), "</div>\n");
+                " steps)</h4>", Legend(runs, {i}), ImageCard(images, StrCat("image", cards++)),
+                "</div>\n");
     }
   }
   std::string others;

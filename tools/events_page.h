@@ -1,8 +1,9 @@
 // The page `flowtrain events LOGDIR --html OUT` writes: one self-contained HTML file (no
 // scripts, nothing fetched; images as data: URIs) drawing what TensorBoard's dashboards draw
 // for the runs: each scalar tag's runs on one chart with a legend, histograms re-binned onto
-// 30 uniform bins (summary/histogram_bins.h), the latest image of each image tag with the
-// earlier steps behind a <details>, round axis ticks, and each run's unreadable records.
+// 30 uniform bins (summary/histogram_bins.h), each image tag's images with buttons to pick the
+// step (plain HTML and CSS; the latest shown first), round axis ticks, and each run's
+// unreadable records.
 //
 //   const EventRuns runs = summary::LoadRuns("runs/digits");
 //   WriteFileAtomically("report.html", EventsHtmlPage("runs/digits", runs));

@@ -214,10 +214,15 @@ TEST_F(EventsCommandTest, HtmlOverlaysRunsWithALegendAndEmbedsImages) {
   // Histograms and images per run, under one heading per tag kind.
   EXPECT_EQ(Count(html, "<h4>activations (histogram, 5 steps)</h4>"), 2);
   EXPECT_EQ(Count(html, "<h4>digits/image/0 (image, 5 steps)</h4>"), 2);
-  // The latest image, then the 4 earlier steps behind <details>, as data: URIs of the PNGs.
+  // Every step's PNG as a data: URI, one button per step to pick it, the latest picked.
   EXPECT_EQ(Count(html, "src=\"data:image/png;base64,iVBORw0KGgo"), 10);
-  EXPECT_THAT(html, HasSubstr("<figcaption>step 200 (4x3)</figcaption></figure><details><summary>"
-                              "earlier steps (4)</summary>"));
+  EXPECT_EQ(Count(html, "<input type=\"radio\""), 10);
+  EXPECT_EQ(Count(html, " checked>"), 2);
+  EXPECT_THAT(html, HasSubstr("<input type=\"radio\" name=\"image0\" id=\"image0-4\" checked>"
+                              "<label for=\"image0-4\">step 200</label><figure>"));
+  EXPECT_THAT(html, HasSubstr("<label for=\"image1-0\">step 0</label>"));
+  EXPECT_THAT(html, HasSubstr("<figcaption>step 200 (4x3)</figcaption></figure></div>"));
+  EXPECT_THAT(html, HasSubstr(".steps input:nth-of-type(5):checked~figure:nth-of-type(5){display:block}"));
   ExpectSelfContained(html);
 }
 
