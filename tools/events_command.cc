@@ -6,11 +6,16 @@
 //   $ flowtrain events runs/digits --html out.html # one self-contained page of SVG charts
 //
 // LOGDIR may also be a single event file. Restarts are handled as TensorBoard does (values
-// past a SessionLog START are dropped), see summary/event_accumulator.h.
+// past a SessionLog START are dropped), see summary/event_accumulator.h. The page follows
+// TensorBoard's dashboards: a scalar tag's runs share a chart, histograms are re-binned onto
+// 30 uniform bins (summary/histogram_bins.h), images are embedded as data: URIs.
+//
+// A corrupt record is printed with its file and offset, everything readable is still shown,
+// and the command then exits 1; a file ending in an unfinished record (its writer still
+// running or killed) is only noted.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <limits>
 #include <memory>
 #include <string>
@@ -22,30 +27,13 @@
 #include "flowtrain/core/file_util.h"
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/summary/event_accumulator.h"
+#include "flowtrain/summary/histogram_bins.h"
 #include "tools/commands.h"
+#include "tools/events_format.h"
+#include "tools/events_page.h"
 
 namespace flowtrain::tools {
 namespace {
-
-using Runs = std::vector<std::pair<std::string, summary::EventAccumulator>>;
-
-std::string FormatNumber(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.6g", v);
-  return buf;
-}
-
-std::string FormatTime(double wall_time) {
-  const auto secs = static_cast<std::time_t>(wall_time);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", &tm);
-  const int millis = static_cast<int>((wall_time - std::floor(wall_time)) * 1000);
-  char out[80];
-  std::snprintf(out, sizeof(out), "%s.%03d", buf, millis);
-  return out;
-}
 
 template <typename Series>
 std::string StepRange(const Series& series) {
@@ -78,12 +66,19 @@ std::string Sparkline(const std::vector<double>& values, size_t width = 60) {
   return out;
 }
 
-const char* StatusName(int status) {
-  switch (status) {
-    case tensorflow::SessionLog::START: return "start";
-    case tensorflow::SessionLog::STOP: return "stop";
-    case tensorflow::SessionLog::CHECKPOINT: return "checkpoint";
-    default: return "unspecified";
+// The run's unreadable records and unfinished last records, one line each.
+void PrintReadProblems(std::FILE* out, const std::string& name,
+                       const summary::EventAccumulator& run) {
+  for (const auto& bad : run.corrupt_records()) {
+    std::fprintf(out, "  run %s: %s; the events before it are shown, the rest of that file is not\n",
+                 name.c_str(), bad.message.c_str());
+  }
+  for (const auto& partial : run.partial_records()) {
+    std::fprintf(out,
+                 "  run %s: %s ends in an unfinished record (%llu bytes at offset %llu): its "
+                 "writer is still running or was stopped while writing\n",
+                 name.c_str(), partial.file.c_str(), static_cast<unsigned long long>(partial.bytes),
+                 static_cast<unsigned long long>(partial.offset));
   }
 }
 
@@ -93,6 +88,7 @@ void PrintRun(const std::string& name, const summary::EventAccumulator& run) {
   const summary::RunTags tags = run.GetTags();
   std::printf("Run %s  (%zu event file%s)\n", name.c_str(), run.files().size(),
               run.files().size() == 1 ? "" : "s");
+  PrintReadProblems(stdout, name, run);
   if (tags.graph || tags.meta_graph) {
     const auto graph = run.Graph();
     std::printf("  graph: %d nodes (%s%s%s)\n", graph ? graph->node_size() : 0,
@@ -109,7 +105,7 @@ void PrintRun(const std::string& name, const summary::EventAccumulator& run) {
         if (log.log.status() == status) logs.push_back(&log);
       }
       if (logs.empty()) continue;
-      std::printf("    %-11s %3zu  steps %s", StatusName(status), logs.size(),
+      std::printf("    %-11s %3zu  steps %s", SessionStatusName(status), logs.size(),
                   logs.size() == 1 ? StrCat(logs[0]->step).c_str()
                                    : StrCat(logs.front()->step, "..", logs.back()->step).c_str());
       if (!logs.back()->log.checkpoint_path().empty()) {
@@ -214,163 +210,63 @@ bool PrintTag(const std::string& name, const summary::EventAccumulator& run, con
                   FormatNumber(h.max).c_str());
       means.push_back(mean);
     }
-    std::printf("  mean: %s\n\n", Sparkline(means).c_str());
+    std::printf("  mean: %s\n", Sparkline(means).c_str());
+    // The latest histogram as TensorBoard draws it: counts on uniform bins over the series'
+    // range (the same range for every step, so steps compare).
+    const summary::UniformHistogram latest = summary::RebinSeries(series).back();
+    std::vector<double> counts;
+    double most = 0;
+    for (const auto& bin : latest.bins) counts.push_back(bin.count), most = std::max(most, bin.count);
+    std::printf("  step %lld on %zu bins over [%s, %s]: %s  (tallest %s)\n\n",
+                static_cast<long long>(latest.step), latest.bins.size(),
+                FormatNumber(latest.bins.front().left).c_str(),
+                FormatNumber(latest.bins.back().left + latest.bins.back().width).c_str(),
+                Sparkline(counts).c_str(), FormatNumber(most).c_str());
     return true;
   }
   return false;
 }
 
-// ---- HTML ----
-
-std::string Escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-constexpr double kW = 640, kH = 240, kLeft = 70, kRight = 16, kTop = 12, kBottom = 30;
-
-struct Axes {
-  double x0, x1, y0, y1;
-  double X(double x) const { return kLeft + (x1 > x0 ? (x - x0) / (x1 - x0) : 0.5) * (kW - kLeft - kRight); }
-  double Y(double y) const { return kTop + (y1 > y0 ? (y1 - y) / (y1 - y0) : 0.5) * (kH - kTop - kBottom); }
-};
-
-std::string SvgFrame(const Axes& a, const std::string& x_label) {
-  std::string svg = StrCat("<svg viewBox=\"0 0 ", kW, " ", kH, "\" width=\"", kW, "\" height=\"", kH,
-                           "\" xmlns=\"http://www.w3.org/2000/svg\">");
-  StrAppend(&svg, "<rect x=\"", kLeft, "\" y=\"", kTop, "\" width=\"", kW - kLeft - kRight,
-            "\" height=\"", kH - kTop - kBottom, "\" fill=\"#fafafa\" stroke=\"#ccc\"/>");
-  for (int i = 0; i <= 4; ++i) {
-    const double y = a.y0 + (a.y1 - a.y0) * i / 4;
-    StrAppend(&svg, "<line x1=\"", kLeft, "\" x2=\"", kW - kRight, "\" y1=\"", a.Y(y), "\" y2=\"",
-              a.Y(y), "\" stroke=\"#eee\"/><text x=\"", kLeft - 4, "\" y=\"", a.Y(y) + 4,
-              "\" text-anchor=\"end\" font-size=\"11\">", Escape(FormatNumber(y)), "</text>");
-  }
-  StrAppend(&svg, "<text x=\"", kLeft, "\" y=\"", kH - 10, "\" font-size=\"11\">",
-            Escape(FormatNumber(a.x0)), "</text><text x=\"", kW - kRight, "\" y=\"", kH - 10,
-            "\" text-anchor=\"end\" font-size=\"11\">", Escape(FormatNumber(a.x1)),
-            "</text><text x=\"", (kW + kLeft) / 2, "\" y=\"", kH - 10,
-            "\" text-anchor=\"middle\" font-size=\"11\" fill=\"#666\">", x_label, "</text>");
-  return svg;
-}
-
-std::string ScalarChart(const std::vector<summary::ScalarEvent>& series) {
-  Axes a{static_cast<double>(series.front().step), static_cast<double>(series.front().step),
-         series.front().value, series.front().value};
-  for (const auto& e : series) {
-    a.x0 = std::min<double>(a.x0, e.step), a.x1 = std::max<double>(a.x1, e.step);
-    if (std::isfinite(e.value)) a.y0 = std::min(a.y0, e.value), a.y1 = std::max(a.y1, e.value);
-  }
-  std::string svg = SvgFrame(a, "step");
-  std::string points;
-  for (const auto& e : series) {
-    if (std::isfinite(e.value)) StrAppend(&points, a.X(e.step), ",", a.Y(e.value), " ");
-  }
-  StrAppend(&svg, "<polyline fill=\"none\" stroke=\"#e8710a\" stroke-width=\"1.5\" points=\"", points,
-            "\"/>");
-  if (series.size() <= 60) {
-    for (const auto& e : series) {
-      if (!std::isfinite(e.value)) continue;
-      StrAppend(&svg, "<circle cx=\"", a.X(e.step), "\" cy=\"", a.Y(e.value),
-                "\" r=\"2.5\" fill=\"#e8710a\"><title>step ", e.step, ": ",
-                Escape(FormatNumber(e.value)), "</title></circle>");
-    }
-  }
-  return svg + "</svg>";
-}
-
-// TensorBoard's "overlay" view: one density curve per step (at most 12 steps, evenly picked),
-// older steps lighter.
-std::string HistogramChart(const std::vector<summary::HistogramEvent>& series) {
-  std::vector<const summary::HistogramEvent*> picked;
-  const size_t n = std::min<size_t>(12, series.size());
-  for (size_t i = 0; i < n; ++i) picked.push_back(&series[n == 1 ? series.size() - 1 : i * (series.size() - 1) / (n - 1)]);
-  Axes a{std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(), 0, 0};
-  for (const auto* h : picked) {
-    for (const auto& b : h->buckets) {
-      a.x0 = std::min(a.x0, b.left), a.x1 = std::max(a.x1, b.right);
-      const double width = b.right - b.left;
-      a.y1 = std::max(a.y1, width > 0 ? b.count / width : b.count);
-    }
-  }
-  if (!std::isfinite(a.x0)) a.x0 = a.x1 = 0;
-  std::string svg = SvgFrame(a, "value (density per step; darker = later)");
-  for (size_t i = 0; i < picked.size(); ++i) {
-    const double shade = picked.size() == 1 ? 1.0 : 0.25 + 0.75 * i / (picked.size() - 1);
-    std::string points;
-    for (const auto& b : picked[i]->buckets) {
-      const double width = b.right - b.left;
-      const double density = width > 0 ? b.count / width : b.count;
-      StrAppend(&points, a.X(b.left), ",", a.Y(density), " ", a.X(b.right), ",", a.Y(density), " ");
-    }
-    StrAppend(&svg, "<polyline fill=\"none\" stroke=\"#1967d2\" stroke-opacity=\"", shade,
-              "\" stroke-width=\"1.2\" points=\"", points, "\"><title>step ", picked[i]->step,
-              "</title></polyline>");
-  }
-  return svg + "</svg>";
-}
-
-std::string HtmlPage(const std::string& logdir, const Runs& runs) {
-  std::string html = StrCat(
-      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>flowtrain events: ",
-      Escape(logdir),
-      "</title><style>body{font-family:sans-serif;margin:24px;color:#222}"
-      "h2{border-bottom:1px solid #ddd;padding-bottom:4px}.chart{display:inline-block;"
-      "margin:8px 16px 16px 0;vertical-align:top}.chart h4{margin:4px 0;font-family:monospace}"
-      "td,th{padding:2px 10px;text-align:left}</style></head><body>\n<h1>Events under ",
-      Escape(logdir), "</h1>\n");
-  for (const auto& [name, run] : runs) {
-    const summary::RunTags tags = run.GetTags();
-    StrAppend(&html, "<h2>Run ", Escape(name), "</h2>\n<p>", run.files().size(), " event file(s); graph: ");
-    const auto graph = run.Graph();
-    StrAppend(&html, graph ? StrCat(graph->node_size(), " nodes") : std::string("none"), "</p>\n");
-    if (!run.SessionLogs().empty()) {
-      StrAppend(&html, "<table><tr><th>session log</th><th>step</th><th>time (UTC)</th><th>checkpoint</th></tr>");
-      for (const auto& log : run.SessionLogs()) {
-        StrAppend(&html, "<tr><td>", StatusName(log.log.status()), "</td><td>", log.step, "</td><td>",
-                  FormatTime(log.wall_time), "</td><td>", Escape(log.log.checkpoint_path()), "</td></tr>");
-      }
-      StrAppend(&html, "</table>\n");
-    }
-    for (const std::string& tag : tags.scalars) {
-      const auto& s = run.Scalars(tag);
-      StrAppend(&html, "<div class=\"chart\"><h4>", Escape(tag), " (scalar, latest ",
-                Escape(FormatNumber(s.back().value)), " at step ", s.back().step, ")</h4>",
-                ScalarChart(s), "</div>\n");
-    }
-    for (const std::string& tag : tags.histograms) {
-      const auto& h = run.Histograms(tag);
-      StrAppend(&html, "<div class=\"chart\"><h4>", Escape(tag), " (histogram, ", h.size(),
-                " steps)</h4>", HistogramChart(h), "</div>\n");
-    }
-    for (const std::string& tag : tags.images) {
-      StrAppend(&html, "<p>image ", Escape(tag), ": ", run.Images(tag).size(), " image(s)</p>\n");
-    }
-    for (const std::string& tag : tags.audio) {
-      StrAppend(&html, "<p>audio ", Escape(tag), ": ", run.Audio(tag).size(), " clip(s)</p>\n");
-    }
-    for (const std::string& tag : tags.tensors) {
-      StrAppend(&html, "<p>tensor ", Escape(tag), ": ", run.Tensors(tag).size(), " value(s)</p>\n");
-    }
-  }
-  return html + "</body></html>\n";
-}
-
-Runs LoadLogdir(const std::string& logdir) {
-  Runs runs = summary::LoadRuns(logdir);
+EventRuns LoadLogdir(const std::string& logdir) {
+  EventRuns runs = summary::LoadRuns(logdir);
   if (runs.empty()) {
     NotFound("No event files (names containing \"tfevents\") under ", logdir);
   }
   return runs;
+}
+
+// What the command prints (and writes with --html) for the loaded runs.
+void Show(const std::string& logdir, const EventRuns& runs, const std::string& tag,
+          const std::string& html) {
+  if (!html.empty()) {
+    WriteFileAtomically(html, EventsHtmlPage(logdir, runs));
+    std::printf("Wrote %s (%zu run%s)\n", html.c_str(), runs.size(), runs.size() == 1 ? "" : "s");
+  }
+  if (tag.empty() && !html.empty()) {
+    for (const auto& [name, run] : runs) PrintReadProblems(stderr, name, run);
+    return;
+  }
+  if (!tag.empty()) {
+    for (const auto& [name, run] : runs) PrintReadProblems(stderr, name, run);
+    bool found = false;
+    for (const auto& [name, run] : runs) found = PrintTag(name, run, tag) || found;
+    if (!found) {
+      std::vector<std::string> known;
+      for (const auto& [name, run] : runs) {
+        const summary::RunTags tags = run.GetTags();
+        known.insert(known.end(), tags.scalars.begin(), tags.scalars.end());
+        known.insert(known.end(), tags.histograms.begin(), tags.histograms.end());
+      }
+      std::sort(known.begin(), known.end());
+      known.erase(std::unique(known.begin(), known.end()), known.end());
+      NotFound("No scalar or histogram tag '", tag, "' in any run under ", logdir,
+               known.empty() ? std::string("; the runs have none")
+                             : StrCat("; known tags: ", StrJoin(known, ", ")));
+    }
+    return;
+  }
+  std::printf("Logdir %s: %zu run%s\n\n", logdir.c_str(), runs.size(), runs.size() == 1 ? "" : "s");
+  for (const auto& [name, run] : runs) PrintRun(name, run);
 }
 
 }  // namespace
@@ -385,32 +281,17 @@ void AddEventsCommand(CLI::App& app) {
   cmd->add_option("--tag", *tag, "Print this scalar (or histogram) series as a table and sparkline");
   cmd->add_option("--html", *html, "Write a self-contained HTML page of charts to this file");
   cmd->callback([=] {
-    const Runs runs = LoadLogdir(*logdir);
-    if (!html->empty()) {
-      WriteFileAtomically(*html, HtmlPage(*logdir, runs));
-      std::printf("Wrote %s (%zu run%s)\n", html->c_str(), runs.size(), runs.size() == 1 ? "" : "s");
-      if (tag->empty()) return;
+    const EventRuns runs = LoadLogdir(*logdir);
+    Show(*logdir, runs, *tag, *html);
+    // Everything readable was shown; a corrupt record still makes the command fail, so that
+    // scripts notice it.
+    size_t corrupt = 0;
+    for (const auto& [name, run] : runs) corrupt += run.corrupt_records().size();
+    if (corrupt > 0) {
+      std::fflush(stdout);  // what was shown comes before the error that ends the command
+      DataLoss(corrupt, " event file", corrupt == 1 ? " has" : "s have",
+               " an unreadable record (see above); everything before it was shown");
     }
-    if (!tag->empty()) {
-      bool found = false;
-      for (const auto& [name, run] : runs) found = PrintTag(name, run, *tag) || found;
-      if (!found) {
-        std::vector<std::string> known;
-        for (const auto& [name, run] : runs) {
-          const summary::RunTags tags = run.GetTags();
-          known.insert(known.end(), tags.scalars.begin(), tags.scalars.end());
-          known.insert(known.end(), tags.histograms.begin(), tags.histograms.end());
-        }
-        std::sort(known.begin(), known.end());
-        known.erase(std::unique(known.begin(), known.end()), known.end());
-        NotFound("No scalar or histogram tag '", *tag, "' in any run under ", *logdir,
-                 known.empty() ? std::string("; the runs have none")
-                               : StrCat("; known tags: ", StrJoin(known, ", ")));
-      }
-      return;
-    }
-    std::printf("Logdir %s: %zu run%s\n\n", logdir->c_str(), runs.size(), runs.size() == 1 ? "" : "s");
-    for (const auto& [name, run] : runs) PrintRun(name, run);
   });
 }
 

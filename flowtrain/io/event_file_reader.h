@@ -30,6 +30,8 @@ class EventFileReader {
   bool ReadEvent(tensorflow::Event* event);
   // Offset of the next record in the file.
   uint64_t offset() const { return reader_.offset(); }
+  // Bytes of an unfinished last record (follow mode), see RecordReader::partial_bytes.
+  uint64_t partial_bytes() const { return reader_.partial_bytes(); }
   const std::string& path() const { return reader_.path(); }
 
  private:

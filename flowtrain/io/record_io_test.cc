@@ -289,12 +289,14 @@ TEST_P(RecordTruncationTest, EveryCutIsCleanEofOrDataLoss) {
       EXPECT_FALSE(follower.ReadRecord(&record));
       EXPECT_FALSE(follower.ReadRecord(&record));  // asking again changes nothing
       EXPECT_EQ(follower.offset(), boundaries[complete]);
+      EXPECT_EQ(follower.partial_bytes(), cut - boundaries[complete]);  // 0 at a boundary
       AppendBytes(cut_path, full.substr(cut));
       for (size_t i = complete; i < records.size(); ++i) {
         ASSERT_TRUE(follower.ReadRecord(&record));
         EXPECT_EQ(record, records[i]);
       }
       EXPECT_FALSE(follower.ReadRecord(&record));
+      EXPECT_EQ(follower.partial_bytes(), 0u);
     } else {
       // Compressed: a sync-flushed stream of the first `cut` plain bytes (a writer that was
       // interrupted mid-record), later completed with the rest.

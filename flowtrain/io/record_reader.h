@@ -56,6 +56,9 @@ class RecordReader {
 
   // Offset of the next record in the (decompressed) stream.
   uint64_t offset() const { return offset_; }
+  // Bytes read past offset() that do not make a whole record yet: in follow mode, after
+  // ReadRecord returned false, the part of a record a writer has not finished (0 if none).
+  uint64_t partial_bytes() const { return buffer_.size() - start_; }
   const std::string& path() const { return path_; }
 
  private:

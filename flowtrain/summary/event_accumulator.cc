@@ -117,10 +117,37 @@ void EventAccumulator::Reload() {
   }
   tensorflow::Event event;
   for (const std::string& file : files) {  // sorted by name = written order
+    if (IsCorrupt(file)) continue;
     auto& reader = readers_[file];
-    if (reader == nullptr) reader = std::make_unique<io::EventFileReader>(file, /*follow=*/true);
-    while (reader->ReadEvent(&event)) ProcessEvent(event);
+    for (;;) {
+      const uint64_t offset = reader == nullptr ? 0 : reader->offset();
+      bool read = false;
+      try {
+        if (reader == nullptr) reader = std::make_unique<io::EventFileReader>(file, /*follow=*/true);
+        read = reader->ReadEvent(&event);
+      } catch (const Error& e) {  // a corrupt record, or a file that cannot be opened or read
+        corrupt_records_.push_back({file, offset, e.what()});
+        break;
+      }
+      if (!read) break;
+      ProcessEvent(event);
+    }
   }
+}
+
+bool EventAccumulator::IsCorrupt(const std::string& file) const {
+  return std::any_of(corrupt_records_.begin(), corrupt_records_.end(),
+                     [&](const CorruptRecord& r) { return r.file == file; });
+}
+
+std::vector<PartialRecord> EventAccumulator::partial_records() const {
+  std::vector<PartialRecord> out;
+  for (const auto& [file, reader] : readers_) {
+    if (reader != nullptr && !IsCorrupt(file) && reader->partial_bytes() > 0) {
+      out.push_back({file, reader->offset(), reader->partial_bytes()});
+    }
+  }
+  return out;
 }
 
 void EventAccumulator::ProcessEvent(const tensorflow::Event& event) {

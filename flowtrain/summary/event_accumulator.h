@@ -87,6 +87,22 @@ struct SessionLogEvent {
   tensorflow::SessionLog log;
 };
 
+// A record of an event file that could not be read (a checksum mismatch, a record that is not
+// an Event, a file that cannot be read at all). Reading stops there for that file only.
+struct CorruptRecord {
+  std::string file;
+  uint64_t offset = 0;  // byte offset where the unreadable record starts
+  std::string message;  // the reader's error, which names the file and offset too
+};
+
+// An event file whose last record is unfinished: its writer is still running or was killed
+// while writing it. Not an error; a later Reload picks the record up once it is complete.
+struct PartialRecord {
+  std::string file;
+  uint64_t offset = 0;  // byte offset where the unfinished record starts
+  uint64_t bytes = 0;   // how much of it is in the file so far
+};
+
 // Tag lists per kind, each sorted.
 struct RunTags {
   std::vector<std::string> scalars, histograms, images, audio, tensors, run_metadata;
@@ -103,7 +119,9 @@ class EventAccumulator {
   EventAccumulator& operator=(EventAccumulator&&) noexcept;
 
   // Reads the events added since the last call (new files, and growth of old ones; a partial
-  // last record waits for the next call). A corrupt record is DataLossError naming the file.
+  // last record waits for the next call). A corrupt record does not throw: the events before
+  // it stay loaded, the file is not read past it (now or later) and the record is listed in
+  // corrupt_records(); the other files are read as usual.
   void Reload();
   // Interprets one event as if read from a file (tests, other sources).
   void ProcessEvent(const tensorflow::Event& event);
@@ -129,6 +147,10 @@ class EventAccumulator {
   std::vector<std::string> files() const;
   // Values dropped by restart handling so far.
   int64_t purged_count() const { return purged_; }
+  // The unreadable records met so far, at most one per file, in the order found.
+  const std::vector<CorruptRecord>& corrupt_records() const { return corrupt_records_; }
+  // The files whose last record was unfinished at the latest Reload, by file name.
+  std::vector<PartialRecord> partial_records() const;
 
   const std::string& path() const { return path_; }
 
@@ -138,10 +160,12 @@ class EventAccumulator {
 
   void ProcessValue(const tensorflow::Summary::Value& value, int64_t step, double wall_time);
   void Purge(int64_t step, const std::vector<std::string>* only_tags);
+  bool IsCorrupt(const std::string& file) const;
 
   std::string path_;
   bool purge_orphaned_data_;
   std::map<std::string, std::unique_ptr<io::EventFileReader>> readers_;
+  std::vector<CorruptRecord> corrupt_records_;
 
   double file_version_ = 0;
   double first_event_timestamp_ = 0;
@@ -163,7 +187,7 @@ class EventAccumulator {
 };
 
 // One accumulator per run under `logdir` (io::ListEventRuns), loaded. NotFound if `logdir`
-// does not exist.
+// does not exist; corrupt records are left in each run's corrupt_records().
 std::vector<std::pair<std::string, EventAccumulator>> LoadRuns(const std::string& logdir);
 
 }  // namespace flowtrain::summary

@@ -1,12 +1,19 @@
 #include "flowtrain/summary/event_accumulator.h"
 
 #include <cfloat>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "flowtrain/core/error.h"
+#include "flowtrain/core/file_util.h"
+#include "flowtrain/core/str_util.h"
+#include "flowtrain/io/event_file_reader.h"
+#include "flowtrain/io/record_writer.h"
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/runtime/session.h"
 #include "flowtrain/summary/file_writer.h"
@@ -239,6 +246,147 @@ TEST(EventAccumulator, ReloadReadsOnlyNewEvents) {
   EXPECT_EQ(Steps(run.Scalars("loss")), (std::vector<int64_t>{1, 2, 3}));
   run.Reload();
   EXPECT_EQ(run.Scalars("loss").size(), 3u);
+}
+
+// Writes a "loss" scalar for steps [first, first + count) into a new event file of `dir` and
+// returns the file's path.
+std::string WriteLossFile(const std::string& dir, int64_t first, int64_t count,
+                          const std::string& suffix) {
+  FileWriter writer(dir, {.filename_suffix = suffix});
+  for (int64_t step = first; step < first + count; ++step) {
+    tensorflow::Summary s;
+    auto* v = s.add_value();
+    v->set_tag("loss");
+    v->set_simple_value(static_cast<float>(step));
+    writer.AddSummary(s, step);
+  }
+  writer.Close();
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().string().ends_with(suffix)) return entry.path().string();
+  }
+  ADD_FAILURE() << "FileWriter wrote no file ending in " << suffix;
+  return "";
+}
+
+// Byte offsets where the records of an event file start (the first is the file_version event).
+std::vector<uint64_t> RecordOffsets(const std::string& file) {
+  io::EventFileReader reader(file);
+  std::vector<uint64_t> offsets;
+  tensorflow::Event event;
+  for (uint64_t at = reader.offset(); reader.ReadEvent(&event); at = reader.offset()) {
+    offsets.push_back(at);
+  }
+  return offsets;
+}
+
+void FlipByte(const std::string& file, uint64_t offset) {
+  std::string bytes = ReadFileToString(file);
+  ASSERT_LT(offset, bytes.size());
+  bytes[offset] = static_cast<char>(bytes[offset] ^ 0x40);
+  WriteFileAtomically(file, bytes);
+}
+
+TEST(EventAccumulator, CorruptRecordKeepsWhatCameBeforeAndTheOtherFiles) {
+  const std::string logdir = MakeTempDir("corrupt");
+  const std::string first = WriteLossFile(logdir, 0, 10, ".a");
+  const std::string second = WriteLossFile(logdir, 10, 5, ".b");
+  const std::vector<uint64_t> offsets = RecordOffsets(first);
+  ASSERT_EQ(offsets.size(), 11u);  // file_version + steps 0..9
+  // A byte inside the payload of step 4's record (its 12-byte header is intact).
+  FlipByte(first, offsets[5] + 14);
+
+  EventAccumulator run(logdir);
+  ASSERT_NO_THROW(run.Reload());
+  EXPECT_EQ(Steps(run.Scalars("loss")), (std::vector<int64_t>{0, 1, 2, 3, 10, 11, 12, 13, 14}));
+  ASSERT_EQ(run.corrupt_records().size(), 1u);
+  const CorruptRecord& bad = run.corrupt_records()[0];
+  EXPECT_EQ(bad.file, first);
+  EXPECT_EQ(bad.offset, offsets[5]);
+  EXPECT_THAT(bad.message, ::testing::HasSubstr(first));
+  EXPECT_THAT(bad.message, ::testing::HasSubstr(StrCat("offset ", offsets[5])));
+  EXPECT_THAT(bad.message, ::testing::HasSubstr("checksum mismatch"));
+  EXPECT_TRUE(run.partial_records().empty());
+
+  // Reloading neither re-reads the file past the corruption nor reports it twice.
+  run.Reload();
+  EXPECT_EQ(run.Scalars("loss").size(), 9u);
+  EXPECT_EQ(run.corrupt_records().size(), 1u);
+}
+
+TEST(EventAccumulator, CorruptLengthAndNonEventRecordsAreReportedToo) {
+  const std::string logdir = MakeTempDir("corrupt_header");
+  const std::string file = WriteLossFile(logdir, 0, 3, ".a");
+  const std::vector<uint64_t> offsets = RecordOffsets(file);
+  FlipByte(file, offsets[2]);  // step 1's length field
+  EventAccumulator run(file);
+  run.Reload();
+  EXPECT_EQ(Steps(run.Scalars("loss")), (std::vector<int64_t>{0}));
+  ASSERT_EQ(run.corrupt_records().size(), 1u);
+  EXPECT_EQ(run.corrupt_records()[0].offset, offsets[2]);
+  EXPECT_THAT(run.corrupt_records()[0].message, ::testing::HasSubstr("length checksum mismatch"));
+
+  // Intact records whose second one is not an Event (field 1 with the invalid wire type 7).
+  const std::string odd = logdir + "/events.out.tfevents.1.host.odd";
+  uint64_t second_record = 0;
+  {
+    io::RecordWriter writer(odd);
+    tensorflow::Event version;
+    version.set_file_version("brain.Event:2");
+    writer.WriteRecord(version.SerializeAsString());
+    second_record = 12 + version.ByteSizeLong() + 4;  // header, payload, footer
+    writer.WriteRecord("\x0f\x0f\x0f");
+    writer.Close();
+  }
+  EventAccumulator odd_run(odd);
+  odd_run.Reload();
+  EXPECT_EQ(odd_run.file_version(), 2.0);
+  ASSERT_EQ(odd_run.corrupt_records().size(), 1u);
+  EXPECT_EQ(odd_run.corrupt_records()[0].offset, second_record);
+  EXPECT_THAT(odd_run.corrupt_records()[0].message, ::testing::HasSubstr("is not a tensorflow.Event"));
+}
+
+TEST(EventAccumulator, UnfinishedLastRecordIsPartialNotCorrupt) {
+  const std::string logdir = MakeTempDir("partial");
+  const std::string file = WriteLossFile(logdir, 0, 4, ".a");
+  const std::string whole = ReadFileToString(file);
+  const std::vector<uint64_t> offsets = RecordOffsets(file);
+  // A writer killed 7 bytes into step 3's record.
+  WriteFileAtomically(file, whole.substr(0, offsets[4] + 7));
+
+  EventAccumulator run(logdir);
+  run.Reload();
+  EXPECT_EQ(Steps(run.Scalars("loss")), (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_TRUE(run.corrupt_records().empty());
+  ASSERT_EQ(run.partial_records().size(), 1u);
+  EXPECT_EQ(run.partial_records()[0].file, file);
+  EXPECT_EQ(run.partial_records()[0].offset, offsets[4]);
+  EXPECT_EQ(run.partial_records()[0].bytes, 7u);
+
+  // The writer was only slow: once the rest arrives the record is read.
+  {
+    std::ofstream out(file, std::ios::binary | std::ios::app);
+    out << whole.substr(offsets[4] + 7);
+  }
+  run.Reload();
+  EXPECT_EQ(Steps(run.Scalars("loss")), (std::vector<int64_t>{0, 1, 2, 3}));
+  EXPECT_TRUE(run.partial_records().empty());
+}
+
+TEST(EventAccumulator, CorruptRunDoesNotHideTheOtherRuns) {
+  const std::string logdir = MakeTempDir("corrupt_runs");
+  std::filesystem::create_directories(logdir + "/train");
+  std::filesystem::create_directories(logdir + "/eval");
+  WriteLossFile(logdir + "/train", 0, 5, ".a");
+  const std::string eval = WriteLossFile(logdir + "/eval", 0, 5, ".a");
+  FlipByte(eval, RecordOffsets(eval)[1] + 13);
+  auto runs = LoadRuns(logdir);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].first, "eval");
+  EXPECT_EQ(runs[0].second.corrupt_records().size(), 1u);
+  EXPECT_TRUE(runs[0].second.GetTags().scalars.empty());
+  EXPECT_EQ(runs[1].first, "train");
+  EXPECT_TRUE(runs[1].second.corrupt_records().empty());
+  EXPECT_EQ(runs[1].second.Scalars("loss").size(), 5u);
 }
 
 }  // namespace

@@ -25,7 +25,9 @@
 #include "flowtrain/ops/variables.h"
 #include "flowtrain/proto/example.pb.h"
 #include "flowtrain/runtime/session.h"
+#include "flowtrain/summary/event_accumulator.h"
 #include "flowtrain/summary/file_writer.h"
+#include "flowtrain/summary/histogram_bins.h"
 #include "flowtrain/summary/summary.h"
 #include "flowtrain/train/adam.h"
 #include "flowtrain/train/basic_session_run_hooks.h"
@@ -574,6 +576,46 @@ TEST(InteropTest, EventFilesReadInTensorBoard) {
   WriteFile(dir + "/expected.json", "{\"logdir\":" + Quote(logdir) + ",\"sample_rate\":8000," +
                                         "\"graph_nodes\":" + nodes + ",\n\"steps\":" + steps_json + "}");
   RunChecker("check_events.py", {"--expected", dir + "/expected.json"});
+}
+
+// flowtrain's uniform histogram bins (what `flowtrain events --html` draws) equal those of
+// TensorBoard's histogram dashboard on the same event file: ReLU activations, a third to a half
+// of them zero, over 3 steps.
+TEST(InteropTest, HistogramBinsMatchTensorBoardsDashboard) {
+  const std::string dir = MakeTempDir("interop_histogram_bins");
+  const std::string logdir = dir + "/logs";
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output scale = ops::Placeholder(DT_FLOAT, PartialTensorShape({}), "scale");
+  std::vector<float> pre;
+  for (int k = 0; k < 500; ++k) pre.push_back(std::sin(0.37f * k) - 0.2f);
+  summary::Histogram("activations",
+                     ops::Relu(ops::Mul(ops::Const<float>(pre, TensorShape({500})), scale)));
+  Output merged = summary::MergeAll();
+  {
+    Session sess(g);
+    summary::FileWriter writer(logdir);
+    for (int64_t step : {0, 1, 2}) {
+      const Tensor s = sess.Run({{scale, Tensor::Scalar<float>(1.0f + step)}}, {merged})[0];
+      writer.AddSummary(s.scalar<std::string>(), step);
+    }
+  }
+  summary::EventAccumulator run(logdir);
+  run.Reload();
+  std::string histograms = "[";
+  for (const summary::UniformHistogram& h : summary::RebinSeries(run.Histograms("activations"))) {
+    if (histograms.size() > 1) histograms += ",\n";
+    histograms += "{\"step\":" + std::to_string(h.step) + ",\"bins\":[";
+    for (size_t i = 0; i < h.bins.size(); ++i) {
+      histograms += StrCat(i > 0 ? "," : "", "{\"left\":", h.bins[i].left, ",\"width\":",
+                           h.bins[i].width, ",\"count\":", h.bins[i].count, "}");
+    }
+    histograms += "]}";
+  }
+  histograms += "]";
+  WriteFile(dir + "/expected.json", "{\"logdir\":" + Quote(logdir) +
+                                        ",\"tag\":\"activations\",\n\"histograms\":" + histograms + "}");
+  RunChecker("check_histogram_bins.py", {"--expected", dir + "/expected.json"});
 }
 
 }  // namespace
