@@ -1,4 +1,4 @@
-# Fails when a file in one layer includes a header of a layer listed after it in DESIGN.md.
+# Fails when a file in one layer includes a header of a layer listed after it in docs/design.md §1.
 set(order core proto io graph ops kernels runtime distributed summary train)
 set(failures "")
 foreach(layer IN LISTS order)
