@@ -30,10 +30,11 @@ done
 # The evaluator job watches the trainer's directory and evaluates its final checkpoint.
 "$bin/evaluate_fashion_mnist" --model-dir "$work/cnn" --timeout 10 > "$work/eval.out" 2>&1 &
 evaluator=$!
-"$bin/fashion_mnist" --steps 30 --histogram-steps 10 --model-dir "$work/cnn" > "$work/train.out" 2>&1
-expect "$work/train.out" "Test accuracy after step 30"
+# 120 steps: global_step/sec is first written at step 101.
+"$bin/fashion_mnist" --steps 120 --histogram-steps 10 --model-dir "$work/cnn" > "$work/train.out" 2>&1
+expect "$work/train.out" "Test accuracy after step 120"
 wait "$evaluator"
-expect "$work/eval.out" "$work/cnn/model.ckpt-30: step 30, accuracy"
+expect "$work/eval.out" "$work/cnn/model.ckpt-120: step 120, accuracy"
 ls "$work/cnn/eval/"events.out.tfevents.* > /dev/null
 # What a TF user looks at in TensorBoard, loaded by TensorBoard itself: the training scalars,
 # weight histograms and input images in the run, eval's scalars in its eval/ subdirectory.
@@ -60,10 +61,10 @@ fi
 
 # Run again, the trainer resumes; --once evaluates the latest checkpoint and exits.
 "$bin/fashion_mnist" --steps 10 --model-dir "$work/cnn" > "$work/train2.out" 2>&1
-expect "$work/train2.out" "Resuming from $work/cnn/model.ckpt-30"
-expect "$work/train2.out" "Test accuracy after step 40"
+expect "$work/train2.out" "Resuming from $work/cnn/model.ckpt-120"
+expect "$work/train2.out" "Test accuracy after step 130"
 "$bin/evaluate_fashion_mnist" --model-dir "$work/cnn" --once > "$work/eval2.out" 2>&1
-expect "$work/eval2.out" "model.ckpt-40: step 40, accuracy"
+expect "$work/eval2.out" "model.ckpt-130: step 130, accuracy"
 # SIGTERM mid-run (a scheduler preempting the job): the trainer stops after the step in flight,
 # saves, exits with 128 + 15, and the next run resumes from there. Its checkpoints are written
 # in the background; the last one is complete before the trainer exits.
