@@ -1,4 +1,4 @@
-# Fails when a file in one layer includes a header of a layer listed after it.
+# Fails when a file in one layer includes a header of a layer listed after it (docs/design.md §1).
 # Run as: cmake -DSOURCE_DIR=<repo> -DLAYERS=core,proto,... -P CheckLayering.cmake, LAYERS being
 # FLOWTRAIN_LAYERS of the top CMakeLists.txt in order.
 string(REPLACE "," ";" order "${LAYERS}")

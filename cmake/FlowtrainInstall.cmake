@@ -26,3 +26,4 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/flowtrainConfigVersion.cm
     COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/flowtrainConfig.cmake ${PROJECT_BINARY_DIR}/flowtrainConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/flowtrain)
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})

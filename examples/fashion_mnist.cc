@@ -1,6 +1,13 @@
 // Trains a small CNN on Fashion-MNIST with MonitoredTrainingSession: checkpoints and
 // TensorBoard logs in --model-dir, a progress bar, test accuracy at the end. Run it again and
 // it resumes from the latest checkpoint. Data: Debian's dataset-fashion-mnist package.
+//
+// TensorBoard shows what a tf.estimator run shows: `loss`, `accuracy` (of each training
+// batch), `learning_rate` and `global_step/sec` every 100 steps, the weights' histograms and
+// a few input images every --histogram-steps steps (they cost more than scalars to compute),
+// and the test set's `accuracy` and `loss` in the `eval` subdirectory.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstring>
@@ -20,6 +27,8 @@ int main(int argc, char** argv) {
   app.add_option("--learning-rate", learning_rate, "Adam's learning rate");
   app.add_option("--model-dir", model_dir, "Checkpoints and TensorBoard logs");
   app.add_option("--data-dir", data_dir, "Where the Fashion-MNIST .gz files are");
+  int64_t histogram_steps = 500;
+  app.add_option("--histogram-steps", histogram_steps, "Steps between weight histograms and input images");
   bool async_checkpoints = false;
   app.add_flag("--async-checkpoints", async_checkpoints,
                "Write checkpoints in the background while training goes on (beyond TF)");
@@ -41,9 +50,20 @@ int main(int argc, char** argv) {
   Output logits = fashion_mnist::Model(images);
   Output loss = ft::ops::ReduceMean(ft::ops::SparseSoftmaxCrossEntropyWithLogits(labels, logits));
   Output correct = fashion_mnist::CountCorrect(logits, labels);
+  Output lr = ft::ops::Const(static_cast<float>(learning_rate), "adam_learning_rate");
   ft::summary::Scalar("loss", loss);
+  ft::summary::Scalar("accuracy", ft::ops::RealDiv(correct, ft::ops::Cast(ft::ops::Size(labels), ft::DT_FLOAT)));
+  ft::summary::Scalar("learning_rate", lr);
   ft::Variable step = ft::train::GetOrCreateGlobalStep();
-  ft::Operation train_op = ft::train::AdamOptimizer(learning_rate).Minimize(loss, step);
+  ft::Operation train_op = ft::train::AdamOptimizer(lr).Minimize(loss, step);
+  // Histograms and images go into a collection of their own, written by a second, sparser
+  // SummarySaverHook: the default one merges only GraphKeys::kSummaries (the scalars).
+  const std::vector<std::string> sparse = {"sparse_summaries"};
+  std::vector<Output> sparse_summaries = {ft::summary::Image("images", images, {.max_outputs = 4, .collections = sparse})};
+  for (const ft::Variable& v : ft::ops::TrainableVariables()) {
+    sparse_summaries.push_back(ft::summary::Histogram("weights/" + v.op().name(), v, {.collections = sparse}));
+  }
+  Output sparse_summary_op = ft::summary::Merge(sparse_summaries);
 
   if (auto latest = ft::train::LatestCheckpoint(model_dir)) {
     std::printf("Resuming from %s\n", latest->c_str());
@@ -56,13 +76,29 @@ int main(int argc, char** argv) {
   opts.scaffold = scaffold;
   opts.save_checkpoint_steps = int64_t{500};
   opts.async_checkpoint = async_checkpoints;
-  opts.log_step_count_steps = std::nullopt;  // the progress bar shows steps/s
+  // TF's global_step/sec every 100 steps. Its log lines, like the checkpoint saver's, are
+  // printed above the progress bar (below).
+  opts.log_step_count_steps = 100;
   auto stop = std::make_shared<ft::train::StopAtStepHook>(ft::train::NumSteps{steps});
   // Ctrl-C or a scheduler's SIGTERM ends the run after the step in flight, with a checkpoint.
   auto stop_on_signal = std::make_shared<ft::train::StopOnSignalHook>(
       ft::train::StopOnSignalHook::Options{.signals = {SIGINT, SIGTERM}});
-  opts.hooks = {stop, stop_on_signal, std::make_shared<ft::train::ProgressBarHook>(
+  // Both summary savers are ours rather than the session's default, for their order: each
+  // writes a SessionLog START at its first step, and TensorBoard drops what was written at
+  // that step before a START. The sparse one goes first, so the first step's histograms and
+  // images are dropped (the next ones come --histogram-steps later) and its scalars kept.
+  opts.save_summaries_steps = std::nullopt;
+  auto sparse_saver = std::make_shared<ft::train::SummarySaverHook>(ft::train::SummarySaverHookOptions{
+      .save_steps = histogram_steps, .output_dir = model_dir, .summary_op = sparse_summary_op});
+  auto scalar_saver = std::make_shared<ft::train::SummarySaverHook>(ft::train::SummarySaverHookOptions{
+      .save_steps = 100, .output_dir = model_dir, .scaffold = scaffold});
+  opts.hooks = {stop, stop_on_signal, sparse_saver, scalar_saver, std::make_shared<ft::train::ProgressBarHook>(
                           ft::train::ProgressBarHook::Options{.num_steps = steps, .tensors = {{"loss", loss}}})};
+  if (isatty(STDERR_FILENO)) {
+    // The bar is redrawn in place on stderr; a log line first clears it, and the bar comes
+    // back below the line at its next redraw.
+    ft::SetLogSink([](ft::LogSeverity, const std::string& line) { std::fprintf(stderr, "\r\033[K%s\n", line.c_str()); });
+  }
   {
     auto sess = ft::train::MonitoredTrainingSession(opts);
     while (!sess->ShouldStop()) sess->Run({train_op});
@@ -76,14 +112,28 @@ int main(int argc, char** argv) {
   // Test accuracy, from the final checkpoint in a fresh session (feeding the images directly).
   ft::Session eval(g);
   scaffold->saver->Restore(eval, *ft::train::LatestCheckpoint(model_dir));
-  double right = 0;
+  double right = 0, loss_sum = 0;
   const int64_t n = test_images.dim_size(0);
   for (int64_t i = 0; i < n; i += 1000) {
     const int64_t end = std::min(n, i + 1000);
-    right += eval.Run({{images, test_images.Slice(i, end)}, {labels, test_labels.Slice(i, end)}},
-                      {correct})[0].scalar<float>();
+    std::vector<ft::Tensor> out = eval.Run(
+        {{images, test_images.Slice(i, end)}, {labels, test_labels.Slice(i, end)}}, {correct, loss});
+    right += out[0].scalar<float>();
+    loss_sum += out[1].scalar<float>() * (end - i);
   }
-  std::printf("Test accuracy after step %lld: %.2f%%\n",
-              static_cast<long long>(step.value().Eval(eval).scalar<int64_t>()), 100.0 * right / n);
+  const int64_t final_step = step.value().Eval(eval).scalar<int64_t>();
+  // The eval job's summaries, as tf.estimator writes them: <model-dir>/eval, same tags.
+  tensorflow::Summary summary;
+  auto add = [&](const char* tag, double value) {
+    tensorflow::Summary::Value* v = summary.add_value();
+    v->set_tag(tag);
+    v->set_simple_value(static_cast<float>(value));
+  };
+  add("accuracy", right / n);
+  add("loss", loss_sum / n);
+  ft::summary::FileWriter eval_writer(model_dir + "/eval");
+  eval_writer.AddSummary(summary, final_step);
+  eval_writer.Close();
+  std::printf("Test accuracy after step %lld: %.2f%%\n", static_cast<long long>(final_step), 100.0 * right / n);
   return 0;
 }

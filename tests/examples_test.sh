@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Runs the examples end to end on a slice of Fashion-MNIST, as a user would: TFRecord files
 # written, trained from through queues and through tf.data, and a CNN trained while the
-# evaluator job watches its checkpoints. Usage: examples_test.sh <dir with the example binaries>
+# evaluator job watches its checkpoints. With a Python that has TensorBoard, it also checks that
+# TensorBoard loads the trainer's summaries.
+# Usage: examples_test.sh <dir with the example binaries> [python with tensorboard]
 set -euo pipefail
 bin="$1"
+tb_python="${2:-}"
 data_dir=/usr/share/datasets/fashion-mnist
 [ -f "$data_dir/t10k-labels-idx1-ubyte.gz" ] ||
   { echo "examples_test: $data_dir is missing (scripts/setup installs dataset-fashion-mnist)" >&2; exit 1; }
@@ -27,18 +30,41 @@ done
 # The evaluator job watches the trainer's directory and evaluates its final checkpoint.
 "$bin/evaluate_fashion_mnist" --model-dir "$work/cnn" --timeout 10 > "$work/eval.out" 2>&1 &
 evaluator=$!
-"$bin/fashion_mnist" --steps 30 --model-dir "$work/cnn" > "$work/train.out" 2>&1
-expect "$work/train.out" "Test accuracy after step 30"
+# 120 steps: global_step/sec is first written at step 101.
+"$bin/fashion_mnist" --steps 120 --histogram-steps 10 --model-dir "$work/cnn" > "$work/train.out" 2>&1
+expect "$work/train.out" "Test accuracy after step 120"
 wait "$evaluator"
-expect "$work/eval.out" "$work/cnn/model.ckpt-30: step 30, accuracy"
+expect "$work/eval.out" "$work/cnn/model.ckpt-120: step 120, accuracy"
 ls "$work/cnn/eval/"events.out.tfevents.* > /dev/null
+# What a TF user looks at in TensorBoard, loaded by TensorBoard itself: the training scalars,
+# weight histograms and input images in the run, eval's scalars in its eval/ subdirectory.
+if [ -n "$tb_python" ]; then
+  "$tb_python" - "$work/cnn" > "$work/tensorboard.out" 2>&1 <<'PY' ||
+import sys
+from tensorboard.backend.event_processing import event_accumulator as ea
+def tags(logdir):
+    acc = ea.EventAccumulator(logdir, size_guidance={ea.SCALARS: 0, ea.HISTOGRAMS: 0, ea.IMAGES: 0})
+    acc.Reload()
+    return acc.Tags()
+train, evaluation = tags(sys.argv[1]), tags(sys.argv[1] + "/eval")
+want = {"scalars": ["loss", "accuracy", "learning_rate", "global_step/sec"],
+        "histograms": ["weights/conv2d/kernel", "weights/dense_1/bias"], "images": ["images/image/0"]}
+missing = [t for kind, ts in want.items() for t in ts if t not in train[kind]]
+missing += ["eval/" + t for t in ("accuracy", "loss") if t not in evaluation["scalars"]]
+print("missing tags:", missing, "\ntrain:", train, "\neval:", evaluation)
+sys.exit(1 if missing else 0)
+PY
+    { echo "examples_test: TensorBoard does not see the demo's summaries:" >&2; cat "$work/tensorboard.out" >&2; exit 1; }
+else
+  echo "examples_test: no Python with TensorBoard given; the TensorBoard check did not run" >&2
+fi
 
 # Run again, the trainer resumes; --once evaluates the latest checkpoint and exits.
 "$bin/fashion_mnist" --steps 10 --model-dir "$work/cnn" > "$work/train2.out" 2>&1
-expect "$work/train2.out" "Resuming from $work/cnn/model.ckpt-30"
-expect "$work/train2.out" "Test accuracy after step 40"
+expect "$work/train2.out" "Resuming from $work/cnn/model.ckpt-120"
+expect "$work/train2.out" "Test accuracy after step 130"
 "$bin/evaluate_fashion_mnist" --model-dir "$work/cnn" --once > "$work/eval2.out" 2>&1
-expect "$work/eval2.out" "model.ckpt-40: step 40, accuracy"
+expect "$work/eval2.out" "model.ckpt-130: step 130, accuracy"
 # SIGTERM mid-run (a scheduler preempting the job): the trainer stops after the step in flight,
 # saves, exits with 128 + 15, and the next run resumes from there. Its checkpoints are written
 # in the background; the last one is complete before the trainer exits.

@@ -234,7 +234,7 @@ TEST(EventFileListTest, RunsAreDirectoriesHoldingEventFiles) {
   EXPECT_THROW(ListEventFiles(JoinPath(logdir, "not_yet")), NotFoundError);
 }
 
-// ---- TF-written fixtures (formats.md section 6.2) -------------------------------------------
+// ---- TF-written fixtures (docs/tf_behaviour.md §4.5) ---------------------------------------
 
 // What a test asserts about one file: how many events of each kind, scalar tags and steps.
 struct EventCensus {

@@ -86,7 +86,7 @@ INSTANTIATE_TEST_SUITE_P(Compression, RecordRoundTripTest, ::testing::Values("",
 TEST(RecordWriterTest, FramingMatchesTensorFlowBytes) {
   const std::string path = JoinPath(MakeTempDir(), "framing.tfrecord");
   WriteAll(path, {""});
-  // formats.md 1.1: an empty record is 8 zero bytes, masked CRC 0x07980329, then Mask(0).
+  // docs/tf_behaviour.md §4.1: an empty record is 8 zero bytes, masked CRC 0x07980329, then Mask(0).
   const std::string expected("\0\0\0\0\0\0\0\0\x29\x03\x98\x07\xd8\xea\x82\xa2", 16);
   EXPECT_EQ(ReadFileToString(path), expected);
 

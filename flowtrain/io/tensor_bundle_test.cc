@@ -1,4 +1,4 @@
-// Compatibility with checkpoints written by real TensorFlow (the fixtures, formats.md 6.1):
+// Compatibility with checkpoints written by real TensorFlow (the fixtures, docs/tf_behaviour.md §4.5):
 // every fixture reads with the right names, dtypes, shapes and values, and re-writing a TF
 // checkpoint's tensors reproduces TF's files byte for byte.
 #include <algorithm>
@@ -61,7 +61,7 @@ TEST(TensorBundleFixtures, EstimatorCheckpointHasTheExpectedVariables) {
   const auto& entry = reader.GetBundleEntryProto("dense/kernel");
   EXPECT_EQ(entry.offset(), 56);
   EXPECT_EQ(entry.size(), 32);
-  EXPECT_EQ(entry.crc32c(), 0x54a0ecabu);  // the entry formats.md 4.3 decodes
+  EXPECT_EQ(entry.crc32c(), 0x54a0ecabu);  // the entry docs/tf_behaviour.md §4.4 decodes
   EXPECT_EQ(reader.GetBundleEntryProto("global_step").offset(), 212);
 
   EXPECT_EQ(reader.Lookup("global_step").scalar<int64_t>(), 2000);

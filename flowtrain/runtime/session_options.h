@@ -1,6 +1,6 @@
-// Options of a Session and of one Run, after TF's ConfigProto and RunOptions (as structs:
-// option structs instead of protos, per DESIGN.md). RunMetadata is TF's proto, so traces can
-// go straight into event files.
+// Options of a Session and of one Run, after TF's ConfigProto and RunOptions, as structs
+// rather than protos, like every other option set in flowtrain. RunMetadata is TF's proto,
+// so traces can go straight into event files.
 //
 //   SessionOptions options;
 //   options.config.inter_op_parallelism_threads = 2;

@@ -43,7 +43,7 @@ std::string ErrorMessage(Fn&& fn) {
   return "no error";
 }
 
-// TF's default limits, written out from formats.md 2.4 independently of the kernel.
+// TF's default limits, written out from docs/tf_behaviour.md §4.3 independently of the kernel.
 std::vector<double> ExpectedLimits() {
   std::vector<double> pos;
   for (double v = 1e-12; v < 1e20; v *= 1.1) pos.push_back(v);

@@ -1,5 +1,5 @@
 // The standard hooks of TF's basic_session_run_hooks module, with TF 1.15's semantics
-// (tf1_training_stack.md §6): StopAtStepHook, CheckpointSaverHook (+ CheckpointSaverListener),
+// (docs/tf_behaviour.md §2): StopAtStepHook, CheckpointSaverHook (+ CheckpointSaverListener),
 // StepCounterHook, SummarySaverHook, LoggingTensorHook, NanTensorHook, GlobalStepWaiterHook,
 // FinalOpsHook and FeedFnHook.
 //

@@ -17,7 +17,7 @@
 //   }
 //   sess.Close();   // runs hooks' End (the destructor does too, unless an exception is unwinding)
 //
-// Decisions on TF's quirks (tf1_training_stack.md §13):
+// Decisions on TF's quirks (docs/tf_behaviour.md §3):
 // - Hooks: Begin once; AfterCreateSession after every (re)creation; BeforeRun/AfterRun in list
 //   order; a stop requested in BeforeRun or AfterRun takes effect after the run, so at least one
 //   step always runs. A recovery forgets stop requests made on the old session (TF does too).

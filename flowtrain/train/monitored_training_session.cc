@@ -21,7 +21,7 @@ bool Positive(const std::optional<T>& v) { return v.has_value() && *v > 0; }
 }  // namespace
 
 std::unique_ptr<MonitoredSession> MonitoredTrainingSession(MonitoredTrainingSessionOptions options) {
-  // TF's USE_DEFAULT resolution (tf1_training_stack.md §2.2).
+  // TF's USE_DEFAULT resolution (docs/tf_behaviour.md §1.1).
   std::optional<int64_t> summary_steps;
   std::optional<double> summary_secs;
   if (IsDefault(options.save_summaries_steps) && IsDefault(options.save_summaries_secs)) {

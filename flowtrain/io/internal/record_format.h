@@ -1,4 +1,4 @@
-// The TFRecord framing shared by RecordWriter and RecordReader (formats.md section 1):
+// The TFRecord framing shared by RecordWriter and RecordReader (docs/tf_behaviour.md §4.1):
 //
 //   uint64 length | uint32 masked_crc32c(length bytes) | payload | uint32 masked_crc32c(payload)
 //
