@@ -516,7 +516,7 @@ std::vector<Tensor> MonitoredSession::Run(const FeedList& feeds, const FetchList
     if (m.options.on_out_of_range == OnOutOfRange::kThrow) throw;
   }
   // TF's `with` block: the input is exhausted, a clean end of training.
-  m.input_exhausted = true;
+  StopAtEndOfInput();
   return std::vector<Tensor>(fetches.size());
 }
 
@@ -555,6 +555,12 @@ SessionInterface* MonitoredSession::CurrentRawSession() {
 }
 
 void MonitoredSession::MarkStopRequested() { impl_->stop_requested = true; }
+
+bool MonitoredSession::StopAtEndOfInput() {
+  if (impl_->options.on_out_of_range == OnOutOfRange::kThrow) return false;
+  impl_->input_exhausted = true;
+  return true;
+}
 
 bool MonitoredSession::ShouldStop() {
   Impl& m = *impl_;

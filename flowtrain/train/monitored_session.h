@@ -174,7 +174,8 @@ class MonitoredSession {
   }
 
   // Calls `step_fn(step_context)` once; returns its result (or a default value when it called
-  // RequestStop). A recovery re-runs the whole function on the new session.
+  // RequestStop, or when the input ran out under OnOutOfRange::kStop). A recovery re-runs the
+  // whole function on the new session.
   template <typename StepFn>
   auto RunStepFn(StepFn&& step_fn) -> decltype(step_fn(std::declval<StepContext&>()));
 
@@ -200,6 +201,9 @@ class MonitoredSession {
                                             const std::vector<Operation>& targets);
   SessionInterface* CurrentRawSession();
   void MarkStopRequested();
+  // For RunStepFn under OnOutOfRange::kStop: marks the input exhausted and returns true;
+  // false under kThrow.
+  bool StopAtEndOfInput();
   // For RunStepFn: recovers from a preemption error (true) or leaves it to propagate (false).
   bool RecoverFromStepFnError(const Error& error);
   std::unique_ptr<Impl> impl_;
@@ -229,6 +233,13 @@ auto MonitoredSession::RunStepFn(StepFn&& step_fn) -> decltype(step_fn(std::decl
       return step_fn(context);
     } catch (const StopIteration&) {
       MarkStopRequested();
+      if constexpr (!std::is_void_v<Result>) {
+        return Result{};
+      } else {
+        return;
+      }
+    } catch (const OutOfRangeError&) {
+      if (!StopAtEndOfInput()) throw;
       if constexpr (!std::is_void_v<Result>) {
         return Result{};
       } else {

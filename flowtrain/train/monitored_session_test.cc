@@ -226,6 +226,10 @@ TEST(MonitoredSession, OutOfRangeStopsTheLoopWithoutATryBlockAndRunsEnd) {
       if (out[0].IsInitialized()) ++values;
     }
     EXPECT_TRUE(sess.ShouldStop());
+    // A step function meeting the end of the input returns a default value, as for a stop.
+    const std::vector<Tensor> from_step_fn =
+        sess.RunStepFn([&](StepContext& ctx) { return ctx.RunWithHooks({}, {input}); });
+    EXPECT_TRUE(from_step_fn.empty());
     // Once stopped at the end of its input, a Run says so instead of running.
     EXPECT_THROW(sess.Run({}, {input}), OutOfRangeError);
   }  // destroyed normally: End runs
@@ -258,6 +262,8 @@ TEST(MonitoredSession, OutOfRangeIsThrownWhenAskedAndEndStillRuns) {
       // input exhausted
     }
     EXPECT_FALSE(sess.ShouldStop());
+    EXPECT_THROW(sess.RunStepFn([&](StepContext& ctx) { return ctx.RunWithHooks({}, {input}); }),
+                 OutOfRangeError);
   }  // destroyed normally: End runs
   EXPECT_EQ(steps, 3);
   EXPECT_EQ(log.back(), "h.end");
