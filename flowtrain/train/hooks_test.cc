@@ -335,7 +335,7 @@ TEST(CheckpointSaverHook, SavesAtCreationEveryNStepsAndAtEndWithListeners) {
   EXPECT_EQ(listener->end_step, 6);
   EXPECT_TRUE(FileExists(JoinPath(dir, "model.ckpt-6.index")));
   EXPECT_TRUE(FileExists(JoinPath(dir, "graph.pbtxt")));
-  EXPECT_THROW(CheckpointSaverHook(dir, CheckpointSaverHookOptions{.every_n_secs = 1.0, .every_n_steps = 1}),
+  EXPECT_THROW(CheckpointSaverHook(dir, CheckpointSaverHookOptions{.every_n_steps = 1, .every_n_secs = 1.0}),
                InvalidArgumentError);
 }
 
