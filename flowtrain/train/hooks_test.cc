@@ -196,7 +196,7 @@ TEST(HookConstruction, TakesTensorFlowsArguments) {
   EXPECT_EQ(LatestCheckpoint(dir), JoinPath(dir, "model.ckpt-4"));
   testing::ExpectInvalidArgument([&] { LoggingTensorHook({{"loss", m.loss}}, 0); }, {"every_n_iter=0"});
   testing::ExpectInvalidArgument([&] { StepCounterHook(StepCounterHook::Options{.every_n_steps = std::nullopt}); },
-                                 {"exactly one of every_n_steps and every_n_secs"});
+                                 {"Either every_secs or every_steps should be provided."});
 }
 
 // A hook's SessionRunArgs fetches an Operation as Session::Run does: it runs, and the
