@@ -40,10 +40,10 @@ inline int64_t TrainUntilInputEnds(flowtrain::Output images, flowtrain::Output l
   int64_t steps = 0;
   auto sess = ft::train::MonitoredTrainingSession(opts);
   // As TF's `with` block, the Run that meets the end of the input stops the session
-  // (OnOutOfRange::kStop) instead of throwing, and the loop ends.
+  // (OnOutOfRange::kStop) instead of throwing: it returns empty tensors, and the loop ends.
   while (!sess->ShouldStop()) {
-    sess->Run({train_op});
-    if (!sess->ShouldStop()) ++steps;
+    if (!sess->Run({}, {loss}, {train_op})[0].IsInitialized()) break;
+    ++steps;
   }
   sess->Close();  // hooks' End: the final checkpoint
   return steps;
