@@ -141,11 +141,11 @@ train::HookList AllHooksNotDue(Output loss, const ft::FeedList& feeds, const std
   train::HookList hooks = {
       std::make_shared<train::StopAtStepHook>(train::LastStep{kFar}),
       std::make_shared<train::LoggingTensorHook>(train::LoggingTensorHook::Tensors{{"loss", loss}},
-                                                 train::LoggingTensorHook::Every{.iterations = kFar}),
+                                                 train::LoggingTensorHook::Every{.every_n_steps = kFar}),
       std::make_shared<train::NanTensorHook>(loss),
       std::make_shared<train::GlobalStepWaiterHook>(0),
       std::make_shared<train::FinalOpsHook>(std::vector<Output>{loss}, feeds),
-      std::make_shared<train::ProfilerHook>(train::ProfilerHook::Options{.save_steps = kFar,
+      std::make_shared<train::ProfilerHook>(train::ProfilerHook::Options{.every_n_steps = kFar,
                                                                          .output_dir = dir}),
       std::make_shared<train::ProgressBarHook>(train::ProgressBarHook::Options{
           .last_step = kFar, .tensors = {{"loss", loss}}, .plain_interval = std::chrono::hours(1),

@@ -1,7 +1,7 @@
 // A tf.data input pipeline from TFRecord files: records are shuffled, repeated and batched
 // as serialized strings, prefetched on a background thread, and each batch is parsed in the
 // graph with one vectorized ParseExample (batch before parsing, as TF's input-pipeline guide
-// advises). The iterator's OutOfRange after the last epoch is caught as a clean end.
+// advises). The iterator's OutOfRange after the last epoch stops the session, a clean end.
 // The data: `fashion_mnist_to_tfrecords --out-dir data/fashion_mnist` first.
 //
 //   dataset_pipeline --records data/fashion_mnist/train.tfrecords --epochs 2

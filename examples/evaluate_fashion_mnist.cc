@@ -54,14 +54,12 @@ int main(int argc, char** argv) {
     {
       ft::train::MonitoredSession sess(creator);
       global_step = sess.Run({}, {step.value()})[0].scalar<int64_t>();
-      try {
-        while (!sess.ShouldStop()) {
-          std::vector<ft::Tensor> out = sess.Run({}, {correct, loss_sum});
-          right += out[0].scalar<float>();
-          loss += out[1].scalar<float>();
-        }
-      } catch (const ft::OutOfRangeError&) {
-        // The iterator has gone through the test set.
+      while (!sess.ShouldStop()) {
+        std::vector<ft::Tensor> out = sess.Run({}, {correct, loss_sum});
+        // Empty once the iterator has gone through the test set: the session has stopped.
+        if (!out[0].IsInitialized()) break;
+        right += out[0].scalar<float>();
+        loss += out[1].scalar<float>();
       }
     }
     const int64_t n = test_images.dim_size(0);

@@ -1,7 +1,7 @@
 // A TF1 queue-based input pipeline: file names from StringInputProducer, records from a
 // TFRecordReader, one Example parsed per record, and ShuffleBatch assembling batches on
 // QueueRunner threads, which MonitoredTrainingSession starts and stops. Training ends when the
-// epochs run out (the queues raise OutOfRange, caught as a clean end).
+// epochs run out (the queues raise OutOfRange, which stops the session: a clean end).
 // The data: `fashion_mnist_to_tfrecords --out-dir data/fashion_mnist` first.
 //
 //   queue_pipeline --records data/fashion_mnist/train.tfrecords --epochs 1

@@ -36,17 +36,14 @@ inline int64_t TrainUntilInputEnds(flowtrain::Output images, flowtrain::Output l
   opts.checkpoint_dir = model_dir;
   opts.scaffold = std::move(scaffold);
   opts.hooks = {std::make_shared<ft::train::LoggingTensorHook>(
-      ft::train::LoggingTensorHook::Tensors{{"step", step.value()}, {"loss", loss}},
-      ft::train::LoggingTensorHook::Every{.iterations = 100})};
+      ft::train::LoggingTensorHook::Tensors{{"step", step.value()}, {"loss", loss}}, 100)};
   int64_t steps = 0;
   auto sess = ft::train::MonitoredTrainingSession(opts);
-  try {
-    while (!sess->ShouldStop()) {
-      sess->Run({train_op});
-      ++steps;
-    }
-  } catch (const ft::OutOfRangeError&) {
-    // The input is exhausted: a clean end, as TF's `with` block treats it.
+  // As TF's `with` block, the Run that meets the end of the input stops the session
+  // (OnOutOfRange::kStop) instead of throwing: it returns empty tensors, and the loop ends.
+  while (!sess->ShouldStop()) {
+    if (!sess->Run({}, {loss}, {train_op})[0].IsInitialized()) break;
+    ++steps;
   }
   sess->Close();  // hooks' End: the final checkpoint
   return steps;

@@ -148,6 +148,33 @@ TEST(TensorShape, OverflowingSizesAreInvalidArgument) {
   EXPECT_THROW(Tensor(DT_DOUBLE, TensorShape({k62 / 4, 2})), ResourceExhaustedError);
 }
 
+// dim_size past the rank (or negative, or of an unknown rank) is an error naming the
+// dimension and the shape, not a read past the dims.
+TEST(TensorShape, DimSizeOutOfRangeIsInvalidArgument) {
+  const TensorShape shape({2, 3});
+  EXPECT_EQ(shape.dim_size(1), 3);
+  testing::ExpectInvalidArgument([&] { (void)shape.dim_size(2); },
+                                 {"TensorShape::dim_size: dimension 2 is out of range for shape [2,3]"});
+  testing::ExpectInvalidArgument([&] { (void)shape.dim_size(-1); }, {"dimension -1"});
+  testing::ExpectInvalidArgument([&] { (void)TensorShape().dim_size(0); }, {"shape []"});
+  const PartialTensorShape partial({-1, 4});
+  EXPECT_EQ(partial.dim_size(0), -1);
+  testing::ExpectInvalidArgument([&] { (void)partial.dim_size(2); },
+                                 {"PartialTensorShape::dim_size: dimension 2", "[?,4]"});
+  testing::ExpectInvalidArgument([&] { (void)PartialTensorShape::Unknown().dim_size(0); }, {"<unknown>"});
+  const Tensor t(DT_FLOAT, TensorShape({5}));
+  testing::ExpectInvalidArgument([&] { (void)t.dim_size(1); }, {"dimension 1", "[5]"});
+}
+
+// An empty Tensor (default-constructed; a fetched Operation's result) read as values.
+TEST(Tensor, EmptyTensorAccessIsInvalidArgument) {
+  const Tensor empty;
+  EXPECT_FALSE(empty.IsInitialized());
+  testing::ExpectInvalidArgument([&] { (void)empty.scalar<float>(); }, {"Tensor is empty", "float"});
+  testing::ExpectInvalidArgument([&] { (void)empty.flat<int64_t>(); }, {"Tensor is empty", "int64"});
+  testing::ExpectInvalidArgument([&] { (void)empty.data<double>(); }, {"Tensor is empty"});
+}
+
 TEST(PartialTensorShape, CompatibilityAndMerge) {
   PartialTensorShape p({-1, 64});
   EXPECT_EQ(p.DebugString(), "[?,64]");

@@ -189,6 +189,10 @@ size_t Tensor::TotalBytes() const {
 }
 
 void Tensor::CheckType(DataType expected) const {
+  if (dtype_ == DT_INVALID) {
+    InvalidArgument("Tensor is empty (default-constructed, or the result of a fetched Operation) "
+                    "and has no ", DataTypeString(expected), " values");
+  }
   if (dtype_ != expected) {
     InvalidArgument("Tensor has type ", DataTypeString(dtype_), " but was accessed as ",
                     DataTypeString(expected));

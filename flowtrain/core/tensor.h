@@ -90,7 +90,7 @@ class Tensor {
   bool IsInitialized() const { return buffer_ != nullptr || (dtype_ != DT_INVALID && NumElements() == 0); }
   size_t TotalBytes() const;
 
-  // Raw data; checks that T matches dtype().
+  // Raw data; throws InvalidArgument unless T matches dtype() (an empty Tensor has none).
   template <typename T>
   T* data() const {
     CheckType(DataTypeToEnum<T>::value);
@@ -100,7 +100,7 @@ class Tensor {
   std::span<T> flat() const {
     return std::span<T>(data<T>(), static_cast<size_t>(NumElements()));
   }
-  // The single element of a tensor with one element (any rank).
+  // The single element of a tensor with one element (any rank); InvalidArgument otherwise.
   template <typename T>
   T& scalar() const {
     CheckOneElement();

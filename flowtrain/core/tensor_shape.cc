@@ -13,6 +13,10 @@ void CheckKnownDim(int64_t size) {
 
 }  // namespace
 
+void ThrowDimOutOfRange(std::string_view kind, int d, const std::string& shape) {
+  InvalidArgument(kind, "::dim_size: dimension ", d, " is out of range for shape ", shape);
+}
+
 int64_t CheckedMultiplySizes(int64_t a, int64_t b, std::string_view op, std::string_view what) {
   int64_t product;
   if (!MultiplySizes(a, b, &product)) InvalidArgument(op, ": ", what, ": ", a, " * ", b, " overflows int64");

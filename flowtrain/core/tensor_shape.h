@@ -38,6 +38,9 @@ int64_t CheckedAddSizes(int64_t a, int64_t b, std::string_view op, std::string_v
 // dims if it overflows int64.
 int64_t CheckedNumElements(std::span<const int64_t> dims, std::string_view op = {});
 
+// InvalidArgument: dimension `d` of `shape` (a `kind`) does not exist.
+[[noreturn]] void ThrowDimOutOfRange(std::string_view kind, int d, const std::string& shape);
+
 // A fully defined shape: every dimension is known and non-negative.
 class TensorShape {
  public:
@@ -47,7 +50,11 @@ class TensorShape {
   explicit TensorShape(DimVector dims);
 
   int dims() const { return static_cast<int>(dims_.size()); }
-  int64_t dim_size(int d) const { return dims_[d]; }
+  // Throws InvalidArgument unless 0 <= d < dims().
+  int64_t dim_size(int d) const {
+    if (d < 0 || d >= dims()) [[unlikely]] ThrowDimOutOfRange("TensorShape", d, DebugString());
+    return dims_[d];
+  }
   const DimVector& dim_sizes() const { return dims_; }
   int64_t num_elements() const { return num_elements_; }
 
@@ -83,8 +90,12 @@ class PartialTensorShape {
   bool unknown_rank() const { return unknown_rank_; }
   // -1 when the rank is unknown.
   int dims() const { return unknown_rank_ ? -1 : static_cast<int>(dims_.size()); }
-  // -1 when that dimension is unknown.
-  int64_t dim_size(int d) const { return dims_[d]; }
+  // -1 when that dimension is unknown. Throws InvalidArgument unless 0 <= d < dims() (so
+  // always when the rank is unknown).
+  int64_t dim_size(int d) const {
+    if (d < 0 || d >= dims()) [[unlikely]] ThrowDimOutOfRange("PartialTensorShape", d, DebugString());
+    return dims_[d];
+  }
   const DimVector& dim_sizes() const { return dims_; }
   bool IsFullyDefined() const;
   // -1 unless fully defined.

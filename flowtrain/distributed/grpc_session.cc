@@ -183,7 +183,7 @@ void GrpcSession::Impl::Deregister(const Plan& plan) {
   }
 }
 
-std::vector<Tensor> GrpcSession::Run(const FeedList& feeds, const std::vector<Output>& fetches,
+std::vector<Tensor> GrpcSession::Run(const FeedList& feeds, const FetchList& fetches,
                                      const std::vector<Operation>& targets,
                                      const RunOptions* run_options, RunMetadata* run_metadata) {
   Impl& s = *impl_;
@@ -278,8 +278,8 @@ std::vector<Tensor> GrpcSession::Run(const FeedList& feeds, const std::vector<Ou
     }
     ThrowRpcError(status, TaskPeer(first.run->task.name(), first.run->connection->address));
   }
-  std::vector<Tensor> results(fetches.size());
-  for (size_t i = 0; i < fetches.size(); ++i) {
+  std::vector<Tensor> results(args.fetches.size());
+  for (size_t i = 0; i < args.fetches.size(); ++i) {
     if (plan->fetch_is_feed[i] >= 0) results[i] = args.feed_values[plan->fetch_is_feed[i]];
   }
   for (const auto& call : calls) {
@@ -293,7 +293,7 @@ std::vector<Tensor> GrpcSession::Run(const FeedList& feeds, const std::vector<Ou
       }
     }
   }
-  return results;
+  return PlaceFetchedValues(args, std::move(results));
 }
 
 void GrpcSession::Close() {

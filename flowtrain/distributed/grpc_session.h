@@ -34,7 +34,7 @@ class GrpcSession : public SessionInterface {
   GrpcSession(const GrpcSession&) = delete;
   GrpcSession& operator=(const GrpcSession&) = delete;
 
-  std::vector<Tensor> Run(const FeedList& feeds, const std::vector<Output>& fetches,
+  std::vector<Tensor> Run(const FeedList& feeds, const FetchList& fetches,
                           const std::vector<Operation>& targets,
                           const RunOptions* run_options = nullptr,
                           RunMetadata* run_metadata = nullptr) override;

@@ -47,8 +47,8 @@ void Output::CheckValid(std::string_view role) const {
   if (n == 0) {
     InvalidArgument(role, " '", node_->name(), ":", index_, "' names an output of operation '",
                     node_->name(), "' (op: \"", node_->type(),
-                    "\"), which has no outputs; to run an operation without fetching a value, "
-                    "pass it as a target: session.Run(feeds, {}, {op})");
+                    "\"), which has no outputs; to run an operation, fetch the Operation itself "
+                    "(not an Output of it) or pass it as a target: session.Run(feeds, {}, {op})");
   }
   InvalidArgument(role, " '", node_->name(), ":", index_, "' is out of range: operation '",
                   node_->name(), "' (op: \"", node_->type(), "\") has ", n,

@@ -65,10 +65,11 @@ class Output {
  public:
   Output() = default;
   Output(Node* node, int index) : node_(node), index_(index) {}
-  // The first output of `op`, for ops with one output. The conversion also compiles for an op
-  // with no outputs (`sess.Run({}, {init_op})`, TF1's `sess.run(init_op)`): such an Output is
-  // not valid(), and Session::Run rejects it with InvalidArgument saying to pass the op as a
-  // target.
+  // The first output of `op`, for ops with one output, so an op builder's result passes where
+  // a tensor is expected (`ops::Identity(op)`). Session::Run's fetches do not go through it: a
+  // fetched Operation is a Fetch (fetch.h) that runs the op and returns no value, as TF's
+  // `sess.run(op)`. For an op with no outputs the converted Output is not valid(), and using
+  // it (as a feed, or fetched as an explicit Output) throws InvalidArgument naming the op.
   Output(const Operation& op) : node_(op.node()), index_(0) {}  // NOLINT
 
   Node* node() const { return node_; }

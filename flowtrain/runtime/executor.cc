@@ -67,6 +67,9 @@ struct Executor::Plan {
   int num_entries = 0;
   bool run_inline = true;
 
+  // The entry holding endpoint `e`'s value: its feed's, or its producer's output.
+  int EntryOf(const Compilation& c, const Endpoint& e) const;
+
   // Run states are reused across runs so a step allocates nothing for bookkeeping.
   mutable std::mutex free_states_mu;
   mutable std::vector<std::unique_ptr<RunState>> free_states;
@@ -112,101 +115,129 @@ struct Executor::RunState {
   std::vector<tensorflow::NodeExecStats> stats;  // guarded by mu
 };
 
+struct Executor::Compilation {
+  std::unordered_map<Endpoint, int, EndpointHash> feed_index;  // fed endpoint -> feed number
+  std::vector<ExecNode> exec;                // the nodes to execute, fused groups as one
+  std::unordered_map<const Node*, int> exec_of;  // every needed graph node -> its exec index
+  std::vector<int> order;                    // exec indices in execution order
+  std::vector<int> position;                 // exec index -> plan item index
+  size_t num_needed = 0;                     // graph nodes the run needs
+
+  bool fed(const Endpoint& e) const { return feed_index.count(e) != 0; }
+  int item_of(const Node* n) const { return position[exec_of.at(n)]; }
+};
+
 Executor::Executor(const ExecutorEnv& env, const std::vector<Endpoint>& feeds,
                    const std::vector<Endpoint>& fetches, const std::vector<const Node*>& targets)
     : plan_(std::make_unique<Plan>()) {
-  Plan& plan = *plan_;
-  plan.env = env;
-  std::unordered_map<Endpoint, int, EndpointHash> feed_index;
-  for (size_t i = 0; i < feeds.size(); ++i) feed_index.emplace(feeds[i], static_cast<int>(i));
+  plan_->env = env;
+  Compilation c;
+  for (size_t i = 0; i < feeds.size(); ++i) c.feed_index.emplace(feeds[i], static_cast<int>(i));
+  const std::vector<const Node*> needed = PruneToNeededNodes(c, fetches, targets);
+  FuseForExecution(c, needed, feeds, fetches, targets, env.remapping);
+  OrderTopologically(c);
+  LayOutItems(c);
+  ConnectInputs(c);
+  ReserveFetchedEntries(c, fetches);
+  ChooseInlineOrParallel();
+}
 
-  // Prune: the nodes that fetches and targets need, stopping at fed tensors.
+std::vector<const Node*> Executor::PruneToNeededNodes(const Compilation& c,
+                                                      const std::vector<Endpoint>& fetches,
+                                                      const std::vector<const Node*>& targets) {
   std::unordered_set<const Node*> needed;
   std::vector<const Node*> stack;
   auto need = [&](const Node* n) {
     if (needed.insert(n).second) stack.push_back(n);
   };
   for (const Endpoint& e : fetches) {
-    if (feed_index.count(e) == 0) need(e.node);
+    if (!c.fed(e)) need(e.node);
   }
   for (const Node* n : targets) need(n);
   while (!stack.empty()) {
     const Node* n = stack.back();
     stack.pop_back();
     for (const Endpoint& in : n->inputs()) {
-      if (feed_index.count(in) == 0) need(in.node);
+      if (!c.fed(in)) need(in.node);
     }
-    for (const Node* c : n->control_inputs()) need(c);
+    for (const Node* control : n->control_inputs()) need(control);
   }
-  // The nodes to execute: the needed ones, some groups fused (graph_rewrite.h). `exec_of`
-  // maps every needed graph node to the executable node standing for it.
   std::vector<const Node*> pruned(needed.begin(), needed.end());
   std::sort(pruned.begin(), pruned.end(), [](const Node* a, const Node* b) { return a->id() < b->id(); });
-  std::vector<ExecNode> exec = RewriteForExecution(pruned, feeds, fetches, targets, env.remapping);
-  std::unordered_map<const Node*, int> exec_of;
+  return pruned;
+}
+
+void Executor::FuseForExecution(Compilation& c, const std::vector<const Node*>& needed,
+                                   const std::vector<Endpoint>& feeds, const std::vector<Endpoint>& fetches,
+                                   const std::vector<const Node*>& targets, bool remapping) {
+  c.num_needed = needed.size();
+  c.exec = flowtrain::RewriteForExecution(needed, feeds, fetches, targets, remapping);
+  for (size_t i = 0; i < c.exec.size(); ++i) {
+    c.exec_of[c.exec[i].node] = static_cast<int>(i);
+    for (const Node* f : c.exec[i].fused) c.exec_of[f] = static_cast<int>(i);
+  }
+}
+
+// A topological order in which, among nodes whose inputs are ready, those that update a
+// variable (they take a reference input: Assign, AssignAdd, Apply*) run after the others.
+// So reads that no dependency orders against an update see the value from before the step,
+// as they mostly do in TF (its updates sit at the end of deep gradient chains) and as the
+// hooks' "stale global step" logic assumes. Ties go by creation order.
+void Executor::OrderTopologically(Compilation& c) {
+  const std::vector<ExecNode>& exec = c.exec;
+  c.order.reserve(exec.size());
+  std::vector<int> in_degree(exec.size(), 0);
+  std::vector<std::vector<int>> successors(exec.size());
   for (size_t i = 0; i < exec.size(); ++i) {
-    exec_of[exec[i].node] = static_cast<int>(i);
-    for (const Node* f : exec[i].fused) exec_of[f] = static_cast<int>(i);
-  }
-
-  // A topological order in which, among nodes whose inputs are ready, those that update a
-  // variable (they take a reference input: Assign, AssignAdd, Apply*) run after the others.
-  // So reads that no dependency orders against an update see the value from before the step,
-  // as they mostly do in TF (its updates sit at the end of deep gradient chains) and as the
-  // hooks' "stale global step" logic assumes. Ties go by creation order.
-  std::vector<int> order;  // exec indices
-  order.reserve(exec.size());
-  {
-    std::vector<int> in_degree(exec.size(), 0);
-    std::vector<std::vector<int>> successors(exec.size());
-    for (size_t i = 0; i < exec.size(); ++i) {
-      for (const Endpoint& in : exec[i].inputs) {
-        if (feed_index.count(in) == 0) {
-          ++in_degree[i];
-          successors[exec_of.at(in.node)].push_back(static_cast<int>(i));
-        }
-      }
-      for (const Node* c : exec[i].control_inputs) {
+    for (const Endpoint& in : exec[i].inputs) {
+      if (!c.fed(in)) {
         ++in_degree[i];
-        successors[exec_of.at(c)].push_back(static_cast<int>(i));
+        successors[c.exec_of.at(in.node)].push_back(static_cast<int>(i));
       }
     }
-    auto priority = [&](int i) {
-      bool updates = false;
-      for (bool ref : exec[i].ref_inputs) updates = updates || ref;
-      return (static_cast<int64_t>(updates) << 40) + exec[i].node->id();
-    };
-    using Entry = std::pair<int64_t, int>;
-    std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> ready;
-    for (size_t i = 0; i < exec.size(); ++i) {
-      if (in_degree[i] == 0) ready.emplace(priority(static_cast<int>(i)), static_cast<int>(i));
-    }
-    while (!ready.empty()) {
-      const int n = ready.top().second;
-      ready.pop();
-      order.push_back(n);
-      for (const int s : successors[n]) {
-        if (--in_degree[s] == 0) ready.emplace(priority(s), s);
-      }
-    }
-    if (order.size() != exec.size()) {
-      Internal("The graph has a cycle among the ", needed.size(), " nodes a run needs");
+    for (const Node* control : exec[i].control_inputs) {
+      ++in_degree[i];
+      successors[c.exec_of.at(control)].push_back(static_cast<int>(i));
     }
   }
+  auto priority = [&](int i) {
+    bool updates = false;
+    for (bool ref : exec[i].ref_inputs) updates = updates || ref;
+    return (static_cast<int64_t>(updates) << 40) + exec[i].node->id();
+  };
+  using Entry = std::pair<int64_t, int>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> ready;
+  for (size_t i = 0; i < exec.size(); ++i) {
+    if (in_degree[i] == 0) ready.emplace(priority(static_cast<int>(i)), static_cast<int>(i));
+  }
+  while (!ready.empty()) {
+    const int n = ready.top().second;
+    ready.pop();
+    c.order.push_back(n);
+    for (const int successor : successors[n]) {
+      if (--in_degree[successor] == 0) ready.emplace(priority(successor), successor);
+    }
+  }
+  if (c.order.size() != exec.size()) {
+    Internal("The graph has a cycle among the ", c.num_needed, " nodes a run needs");
+  }
+}
 
+void Executor::LayOutItems(Compilation& c) {
+  Plan& plan = *plan_;
   int next_entry = 0;
-  plan.items.resize(order.size());
-  std::vector<int> position(exec.size());  // exec index -> item index
-  for (size_t i = 0; i < order.size(); ++i) {
-    ExecNode& x = exec[order[i]];
-    position[order[i]] = static_cast<int>(i);
+  plan.items.resize(c.order.size());
+  c.position.resize(c.exec.size());
+  for (size_t i = 0; i < c.order.size(); ++i) {
+    ExecNode& x = c.exec[c.order[i]];
+    c.position[c.order[i]] = static_cast<int>(i);
     Plan::Item& item = plan.items[i];
     item.node = x.node;
     item.type = x.type;
     // The graph nodes' own kernels are created for a fused group too: that checks their
     // placement, and the session keeps them for runs that do not fuse.
-    for (const Node* f : x.fused) env.get_kernel(f);
-    item.kernel = env.get_kernel(x.node);
+    for (const Node* f : x.fused) plan.env.get_kernel(f);
+    item.kernel = plan.env.get_kernel(x.node);
     if (x.kernel != nullptr) {
       item.kernel = x.kernel.get();
       plan.fused_kernels.push_back(std::move(x.kernel));
@@ -216,93 +247,102 @@ Executor::Executor(const ExecutorEnv& env, const std::vector<Endpoint>& feeds,
     item.num_outputs = x.node->num_outputs();
     next_entry += x.node->num_outputs();
   }
-  plan.feed_entries.resize(feeds.size());
-  for (size_t i = 0; i < feeds.size(); ++i) plan.feed_entries[i] = next_entry++;
+  plan.feed_entries.resize(c.feed_index.size());
+  for (size_t i = 0; i < plan.feed_entries.size(); ++i) plan.feed_entries[i] = next_entry++;
   plan.num_entries = next_entry;
   plan.initial_uses.assign(plan.num_entries, 0);
+}
 
-  auto item_of = [&](const Node* n) { return position[exec_of.at(n)]; };
-  auto entry_of = [&](const Endpoint& e) {
-    auto fed = feed_index.find(e);
-    if (fed != feed_index.end()) return plan.feed_entries[fed->second];
-    return plan.items[item_of(e.node)].output_begin + e.index;
-  };
+int Executor::Plan::EntryOf(const Compilation& c, const Endpoint& e) const {
+  auto fed = c.feed_index.find(e);
+  if (fed != c.feed_index.end()) return feed_entries[fed->second];
+  return items[c.item_of(e.node)].output_begin + e.index;
+}
 
-  std::vector<std::vector<int>> consumers(order.size());
-  for (size_t i = 0; i < order.size(); ++i) {
+void Executor::ConnectInputs(const Compilation& c) {
+  Plan& plan = *plan_;
+  std::vector<std::vector<int>> consumers(c.order.size());
+  for (size_t i = 0; i < c.order.size(); ++i) {
     Plan::Item& item = plan.items[i];
-    const ExecNode& x = exec[order[i]];
+    const ExecNode& x = c.exec[c.order[i]];
     item.input_begin = static_cast<int>(plan.inputs.size());
     item.num_inputs = static_cast<int>(x.inputs.size());
     int pending = 0;
     for (size_t k = 0; k < x.inputs.size(); ++k) {
       const Endpoint& in = x.inputs[k];
-      const int entry = entry_of(in);
+      const int entry = plan.EntryOf(c, in);
       plan.inputs.push_back({entry, x.ref_inputs[k]});
       ++plan.initial_uses[entry];
-      if (feed_index.count(in) == 0) {
-        consumers[item_of(in.node)].push_back(static_cast<int>(i));
+      if (!c.fed(in)) {
+        consumers[c.item_of(in.node)].push_back(static_cast<int>(i));
         ++pending;
       }
     }
-    for (const Node* c : x.control_inputs) {
-      consumers[item_of(c)].push_back(static_cast<int>(i));
+    for (const Node* control : x.control_inputs) {
+      consumers[c.item_of(control)].push_back(static_cast<int>(i));
       ++pending;
     }
     item.initial_pending = pending;
     if (pending == 0) plan.roots.push_back(static_cast<int>(i));
   }
-  for (size_t i = 0; i < order.size(); ++i) {
+  for (size_t i = 0; i < c.order.size(); ++i) {
     plan.items[i].out_edge_begin = static_cast<int>(plan.out_edges.size());
     plan.items[i].num_out_edges = static_cast<int>(consumers[i].size());
     plan.out_edges.insert(plan.out_edges.end(), consumers[i].begin(), consumers[i].end());
   }
+}
+
+void Executor::ReserveFetchedEntries(const Compilation& c, const std::vector<Endpoint>& fetches) {
+  Plan& plan = *plan_;
   // Fetched entries are never freed during the run (they are read at the end).
   for (const Endpoint& e : fetches) {
-    const int entry = entry_of(e);
+    const int entry = plan.EntryOf(c, e);
     plan.fetch_entries.push_back(entry);
     plan.initial_uses[entry] += 1 << 20;
   }
+}
 
-  // Can two non-cheap nodes ever be ready together? Simulate a schedule that runs cheap nodes
-  // as soon as they are ready and count the ready non-cheap ones.
-  // Overlapping kernels pays only for cores the intra-op pool leaves idle: kernels worth
-  // overlapping split themselves over that pool, so when it spans every core, two at once
-  // just take turns on the same cores (an MLP step ran 25% slower on 2 cores that way).
+// Can two non-cheap nodes ever be ready together? Simulate a schedule that runs cheap nodes
+// as soon as they are ready and count the ready non-cheap ones.
+// Overlapping kernels pays only for cores the intra-op pool leaves idle: kernels worth
+// overlapping split themselves over that pool, so when it spans every core, two at once
+// just take turns on the same cores (an MLP step ran 25% slower on 2 cores that way).
+void Executor::ChooseInlineOrParallel() {
+  Plan& plan = *plan_;
+  const ExecutorEnv& env = plan.env;
   plan.run_inline = true;
   const bool cores_left_over =
       env.intra_op_pool == nullptr || env.intra_op_pool->NumThreads() < NumSchedulableCPUs();
-  if (cores_left_over && env.inter_op_pool != nullptr && env.inter_op_pool->NumThreads() > 1) {
-    std::vector<int> pending(order.size());
-    for (size_t i = 0; i < order.size(); ++i) pending[i] = plan.items[i].initial_pending;
-    std::vector<int> cheap_ready, costly_ready;
-    for (int r : plan.roots) {
-      (plan.items[r].cost == KernelCost::kCheap ? cheap_ready : costly_ready).push_back(r);
+  if (!cores_left_over || env.inter_op_pool == nullptr || env.inter_op_pool->NumThreads() <= 1) return;
+  std::vector<int> pending(plan.items.size());
+  for (size_t i = 0; i < plan.items.size(); ++i) pending[i] = plan.items[i].initial_pending;
+  std::vector<int> cheap_ready, costly_ready;
+  for (int r : plan.roots) {
+    (plan.items[r].cost == KernelCost::kCheap ? cheap_ready : costly_ready).push_back(r);
+  }
+  auto complete = [&](int i) {
+    const Plan::Item& item = plan.items[i];
+    for (int k = 0; k < item.num_out_edges; ++k) {
+      const int dst = plan.out_edges[item.out_edge_begin + k];
+      if (--pending[dst] == 0) {
+        (plan.items[dst].cost == KernelCost::kCheap ? cheap_ready : costly_ready).push_back(dst);
+      }
     }
-    auto complete = [&](int i) {
-      const Plan::Item& item = plan.items[i];
-      for (int k = 0; k < item.num_out_edges; ++k) {
-        const int dst = plan.out_edges[item.out_edge_begin + k];
-        if (--pending[dst] == 0) {
-          (plan.items[dst].cost == KernelCost::kCheap ? cheap_ready : costly_ready).push_back(dst);
-        }
-      }
-    };
-    while (!cheap_ready.empty() || !costly_ready.empty()) {
-      if (!cheap_ready.empty()) {
-        const int i = cheap_ready.back();
-        cheap_ready.pop_back();
-        complete(i);
-        continue;
-      }
-      if (costly_ready.size() > 1) {
-        plan.run_inline = false;
-        break;
-      }
-      const int i = costly_ready.back();
-      costly_ready.pop_back();
+  };
+  while (!cheap_ready.empty() || !costly_ready.empty()) {
+    if (!cheap_ready.empty()) {
+      const int i = cheap_ready.back();
+      cheap_ready.pop_back();
       complete(i);
+      continue;
     }
+    if (costly_ready.size() > 1) {
+      plan.run_inline = false;
+      return;
+    }
+    const int i = costly_ready.back();
+    costly_ready.pop_back();
+    complete(i);
   }
 }
 
@@ -325,12 +365,39 @@ namespace {
 
 }  // namespace
 
+struct Executor::Step {
+  const ExecutorRunArgs& args;
+  OpKernelContext::Params base_params;  // what every kernel of the run is given
+  bool tracing;
+};
+
 std::vector<Tensor> Executor::Run(const ExecutorRunArgs& args,
                                   std::span<const Tensor> feed_values) const {
   const Plan& plan = *plan_;
   if (feed_values.size() != plan.feed_entries.size()) {
     Internal("Executor::Run got ", feed_values.size(), " feeds for ", plan.feed_entries.size());
   }
+  std::unique_ptr<RunState> state = AcquireRunState();
+  RunState& s = *state;
+  for (size_t i = 0; i < feed_values.size(); ++i) s.tensors[plan.feed_entries[i]] = feed_values[i];
+
+  Step step{args, {}, args.trace != nullptr};
+  step.base_params.resource_mgr = plan.env.resource_mgr;
+  step.base_params.cancellation = args.cancellation;
+  step.base_params.intra_op_pool = plan.env.intra_op_pool;
+  step.base_params.deadline = args.deadline;
+  step.base_params.step_id = args.step_id;
+
+  std::exception_ptr error = plan.run_inline ? RunInline(s, step) : RunParallel(s, step);
+  std::vector<Tensor> results = CollectFetches(s, error);
+  RecordTrace(s, step);
+  ReleaseRunState(std::move(state));
+  if (error != nullptr) std::rethrow_exception(error);
+  return results;
+}
+
+std::unique_ptr<Executor::RunState> Executor::AcquireRunState() const {
+  const Plan& plan = *plan_;
   std::unique_ptr<RunState> state;
   {
     std::lock_guard<std::mutex> lock(plan.free_states_mu);
@@ -341,207 +408,201 @@ std::vector<Tensor> Executor::Run(const ExecutorRunArgs& args,
   }
   if (state == nullptr) state = std::make_unique<RunState>(plan);
   state->Reset(plan);
-  RunState& s = *state;
-  for (size_t i = 0; i < feed_values.size(); ++i) s.tensors[plan.feed_entries[i]] = feed_values[i];
+  return state;
+}
 
-  OpKernelContext::Params base_params;
-  base_params.resource_mgr = plan.env.resource_mgr;
-  base_params.cancellation = args.cancellation;
-  base_params.intra_op_pool = plan.env.intra_op_pool;
-  base_params.deadline = args.deadline;
-  base_params.step_id = args.step_id;
-  const bool tracing = args.trace != nullptr;
-
-  // Runs one node: gathers its inputs, computes, and frees inputs it was the last user of.
-  auto execute = [&](const Plan::Item& item, bool parallel) {
-    absl::InlinedVector<const Tensor*, 8> inputs(item.num_inputs);
-    absl::InlinedVector<Var*, 8> input_refs(item.num_inputs, nullptr);
-    absl::InlinedVector<Tensor, 4> dereferenced;
-    dereferenced.reserve(item.num_inputs);
-    for (int k = 0; k < item.num_inputs; ++k) {
-      const Plan::Input& in = plan.inputs[item.input_begin + k];
-      Var* ref = s.refs[in.entry];
-      if (in.as_ref) {
-        if (ref == nullptr) {
-          InvalidArgument("Input ", k, " of ", item.node->DebugName(), " needs a variable");
-        }
-        input_refs[k] = ref;
-        dereferenced.emplace_back();  // ref inputs are read through input_ref()
-        inputs[k] = &dereferenced.back();
-      } else if (ref != nullptr) {
-        // A variable read by value: its value now (TF1 dereferences at the consumer).
-        dereferenced.push_back(ref->Read());
-        inputs[k] = &dereferenced.back();
-      } else {
-        inputs[k] = &s.tensors[in.entry];
-        if (!inputs[k]->IsInitialized()) {
-          Internal("Input ", k, " of ", item.node->DebugName(), " has no value");
-        }
+void Executor::ExecuteItem(RunState& s, const Step& step, int index, bool parallel) const {
+  const Plan& plan = *plan_;
+  const Plan::Item& item = plan.items[index];
+  absl::InlinedVector<const Tensor*, 8> inputs(item.num_inputs);
+  absl::InlinedVector<Var*, 8> input_refs(item.num_inputs, nullptr);
+  absl::InlinedVector<Tensor, 4> dereferenced;
+  dereferenced.reserve(item.num_inputs);
+  for (int k = 0; k < item.num_inputs; ++k) {
+    const Plan::Input& in = plan.inputs[item.input_begin + k];
+    Var* ref = s.refs[in.entry];
+    if (in.as_ref) {
+      if (ref == nullptr) {
+        InvalidArgument("Input ", k, " of ", item.node->DebugName(), " needs a variable");
       }
-    }
-    OpKernelContext::Params params = base_params;
-    params.inputs = inputs.data();
-    params.input_refs = input_refs.data();
-    params.outputs = s.tensors.data() + item.output_begin;
-    params.output_refs = s.refs.data() + item.output_begin;
-    OpKernelContext ctx(params, *item.kernel);
-    const int64_t start = tracing ? NowMicros() : 0;
-    item.kernel->Compute(&ctx);
-    if (tracing) {
-      const int64_t end = NowMicros();
-      tensorflow::NodeExecStats stats;
-      stats.set_node_name(item.node->name());
-      stats.set_timeline_label(StrCat(item.node->name(), " = ", item.type, "()"));
-      stats.set_all_start_micros(start);
-      stats.set_op_start_rel_micros(0);
-      stats.set_op_end_rel_micros(end - start);
-      stats.set_all_end_rel_micros(end - start);
-      stats.set_thread_id(static_cast<uint32_t>(gettid()));
-      std::lock_guard<std::mutex> lock(s.mu);
-      s.stats.push_back(std::move(stats));
-    }
-    for (int k = 0; k < item.num_inputs; ++k) {
-      const int entry = plan.inputs[item.input_begin + k].entry;
-      const bool last = parallel ? s.atomic_uses[entry].fetch_sub(1, std::memory_order_acq_rel) == 1
-                                 : --s.uses[entry] == 0;
-      if (last) s.tensors[entry] = Tensor();
-    }
-    for (int k = 0; k < item.num_outputs; ++k) {
-      const int entry = item.output_begin + k;
-      if (plan.initial_uses[entry] == 0) s.tensors[entry] = Tensor();  // nobody reads it
-    }
-  };
-
-  auto check_cancelled = [&] {
-    if (args.cancellation != nullptr && args.cancellation->IsCancelled()) {
-      Cancelled("Run was cancelled");
-    }
-  };
-
-  std::exception_ptr error;
-  if (plan.run_inline) {
-    try {
-      for (const Plan::Item& item : plan.items) {
-        try {
-          execute(item, false);
-        } catch (...) {
-          RethrowForNode(*item.node);
-        }
-      }
-    } catch (...) {
-      error = std::current_exception();
-    }
-  } else {
-    // Parallel: each finished node decrements its consumers' pending counts; a consumer that
-    // reaches zero is ready. `outstanding` counts ready-or-running nodes; the run ends at 0.
-    ThreadPool* pool = plan.env.inter_op_pool;
-    std::function<void(absl::InlinedVector<int, 16>)> process;
-    process = [&](absl::InlinedVector<int, 16> ready) {
-      while (!ready.empty()) {
-        const int index = ready.back();
-        ready.pop_back();
-        const Plan::Item& item = plan.items[index];
-        if (!s.failed.load(std::memory_order_acquire)) {
-          try {
-            check_cancelled();
-            execute(item, true);
-          } catch (...) {
-            std::lock_guard<std::mutex> lock(s.mu);
-            if (s.error == nullptr) {
-              try {
-                RethrowForNode(*item.node);
-              } catch (...) {
-                s.error = std::current_exception();
-              }
-            }
-            s.failed.store(true, std::memory_order_release);
-          }
-        }
-        // Newly ready consumers: cheap ones and one costly one continue on this thread,
-        // other costly ones go to the pool.
-        int newly_ready = 0;
-        absl::InlinedVector<int, 8> to_dispatch;
-        bool kept_costly = false;
-        for (int k = 0; k < item.num_out_edges; ++k) {
-          const int dst = plan.out_edges[item.out_edge_begin + k];
-          if (s.pending[dst].fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
-          ++newly_ready;
-          const Plan::Item& next = plan.items[dst];
-          bool costly = next.cost == KernelCost::kExpensive;
-          if (next.cost == KernelCost::kNormal) {
-            for (int i = 0; i < next.num_inputs && !costly; ++i) {
-              const Tensor& t = s.tensors[plan.inputs[next.input_begin + i].entry];
-              costly = t.IsInitialized() && t.NumElements() >= kDispatchElements;
-            }
-          }
-          if (costly && kept_costly) {
-            to_dispatch.push_back(dst);
-          } else {
-            kept_costly = kept_costly || costly;
-            ready.push_back(dst);
-          }
-        }
-        if (newly_ready > 0) s.outstanding.fetch_add(newly_ready, std::memory_order_acq_rel);
-        for (int dst : to_dispatch) pool->Schedule([&process, dst] { process({dst}); });
-        if (s.outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-          std::lock_guard<std::mutex> lock(s.mu);
-          s.done = true;
-          s.cv.notify_all();
-        }
-      }
-    };
-    if (plan.roots.empty()) {
-      s.done = true;
+      input_refs[k] = ref;
+      dereferenced.emplace_back();  // ref inputs are read through input_ref()
+      inputs[k] = &dereferenced.back();
+    } else if (ref != nullptr) {
+      // A variable read by value: its value now (TF1 dereferences at the consumer).
+      dereferenced.push_back(ref->Read());
+      inputs[k] = &dereferenced.back();
     } else {
-      s.outstanding.store(static_cast<int>(plan.roots.size()));
-      // Roots run here as newly ready nodes do: the cheap ones (variables, constants) and one
-      // expensive one on this thread, other expensive ones on the pool. Handing every root to
-      // the pool made the step's chain hop between threads, each hop a wake-up.
-      absl::InlinedVector<int, 16> here;
-      bool kept_expensive = false;
-      for (const int root : plan.roots) {
-        const bool expensive = plan.items[root].cost == KernelCost::kExpensive;
-        if (expensive && kept_expensive) {
-          pool->Schedule([&process, root] { process({root}); });
-        } else {
-          kept_expensive = kept_expensive || expensive;
-          here.push_back(root);
+      inputs[k] = &s.tensors[in.entry];
+      if (!inputs[k]->IsInitialized()) {
+        Internal("Input ", k, " of ", item.node->DebugName(), " has no value");
+      }
+    }
+  }
+  OpKernelContext::Params params = step.base_params;
+  params.inputs = inputs.data();
+  params.input_refs = input_refs.data();
+  params.outputs = s.tensors.data() + item.output_begin;
+  params.output_refs = s.refs.data() + item.output_begin;
+  OpKernelContext ctx(params, *item.kernel);
+  const int64_t start = step.tracing ? NowMicros() : 0;
+  item.kernel->Compute(&ctx);
+  if (step.tracing) {
+    const int64_t end = NowMicros();
+    tensorflow::NodeExecStats stats;
+    stats.set_node_name(item.node->name());
+    stats.set_timeline_label(StrCat(item.node->name(), " = ", item.type, "()"));
+    stats.set_all_start_micros(start);
+    stats.set_op_start_rel_micros(0);
+    stats.set_op_end_rel_micros(end - start);
+    stats.set_all_end_rel_micros(end - start);
+    stats.set_thread_id(static_cast<uint32_t>(gettid()));
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.stats.push_back(std::move(stats));
+  }
+  for (int k = 0; k < item.num_inputs; ++k) {
+    const int entry = plan.inputs[item.input_begin + k].entry;
+    const bool last = parallel ? s.atomic_uses[entry].fetch_sub(1, std::memory_order_acq_rel) == 1
+                               : --s.uses[entry] == 0;
+    if (last) s.tensors[entry] = Tensor();
+  }
+  for (int k = 0; k < item.num_outputs; ++k) {
+    const int entry = item.output_begin + k;
+    if (plan.initial_uses[entry] == 0) s.tensors[entry] = Tensor();  // nobody reads it
+  }
+}
+
+std::exception_ptr Executor::RunInline(RunState& s, const Step& step) const {
+  const Plan& plan = *plan_;
+  try {
+    for (size_t i = 0; i < plan.items.size(); ++i) {
+      try {
+        ExecuteItem(s, step, static_cast<int>(i), false);
+      } catch (...) {
+        RethrowForNode(*plan.items[i].node);
+      }
+    }
+  } catch (...) {
+    return std::current_exception();
+  }
+  return nullptr;
+}
+
+// Parallel: each finished node decrements its consumers' pending counts; a consumer that
+// reaches zero is ready. `outstanding` counts ready-or-running nodes; the run ends at 0.
+std::exception_ptr Executor::RunParallel(RunState& s, const Step& step) const {
+  const Plan& plan = *plan_;
+  if (plan.roots.empty()) return nullptr;
+  s.outstanding.store(static_cast<int>(plan.roots.size()));
+  // Roots run here as newly ready nodes do: the cheap ones (variables, constants) and one
+  // expensive one on this thread, other expensive ones on the pool. Handing every root to
+  // the pool made the step's chain hop between threads, each hop a wake-up.
+  absl::InlinedVector<int, 16> here;
+  bool kept_expensive = false;
+  for (const int root : plan.roots) {
+    const bool expensive = plan.items[root].cost == KernelCost::kExpensive;
+    if (expensive && kept_expensive) {
+      plan.env.inter_op_pool->Schedule([this, &s, &step, root] { ProcessReadyItems(s, step, {root}); });
+    } else {
+      kept_expensive = kept_expensive || expensive;
+      here.push_back(root);
+    }
+  }
+  // Ready nodes are taken from the back: reverse so roots start in plan order.
+  std::reverse(here.begin(), here.end());
+  ProcessReadyItems(s, step, std::move(here));
+  std::unique_lock<std::mutex> lock(s.mu);
+  s.cv.wait(lock, [&] { return s.done; });
+  return s.error;
+}
+
+void Executor::ProcessReadyItems(RunState& s, const Step& step, absl::InlinedVector<int, 16> ready) const {
+  const Plan& plan = *plan_;
+  while (!ready.empty()) {
+    const int index = ready.back();
+    ready.pop_back();
+    const Plan::Item& item = plan.items[index];
+    if (!s.failed.load(std::memory_order_acquire)) {
+      try {
+        if (step.args.cancellation != nullptr && step.args.cancellation->IsCancelled()) {
+          Cancelled("Run was cancelled");
+        }
+        ExecuteItem(s, step, index, true);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(s.mu);
+        if (s.error == nullptr) {
+          try {
+            RethrowForNode(*item.node);
+          } catch (...) {
+            s.error = std::current_exception();
+          }
+        }
+        s.failed.store(true, std::memory_order_release);
+      }
+    }
+    // Newly ready consumers: cheap ones and one costly one continue on this thread,
+    // other costly ones go to the pool.
+    int newly_ready = 0;
+    absl::InlinedVector<int, 8> to_dispatch;
+    bool kept_costly = false;
+    for (int k = 0; k < item.num_out_edges; ++k) {
+      const int dst = plan.out_edges[item.out_edge_begin + k];
+      if (s.pending[dst].fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
+      ++newly_ready;
+      const Plan::Item& next = plan.items[dst];
+      bool costly = next.cost == KernelCost::kExpensive;
+      if (next.cost == KernelCost::kNormal) {
+        for (int i = 0; i < next.num_inputs && !costly; ++i) {
+          const Tensor& t = s.tensors[plan.inputs[next.input_begin + i].entry];
+          costly = t.IsInitialized() && t.NumElements() >= kDispatchElements;
         }
       }
-      // Ready nodes are taken from the back: reverse so roots start in plan order.
-      std::reverse(here.begin(), here.end());
-      process(std::move(here));
-    }
-    std::unique_lock<std::mutex> lock(s.mu);
-    s.cv.wait(lock, [&] { return s.done; });
-    error = s.error;
-  }
-
-  std::vector<Tensor> results;
-  if (error == nullptr) {
-    try {
-      results.reserve(plan.fetch_entries.size());
-      for (int entry : plan.fetch_entries) {
-        results.push_back(s.refs[entry] != nullptr ? s.refs[entry]->Read() : s.tensors[entry]);
+      if (costly && kept_costly) {
+        to_dispatch.push_back(dst);
+      } else {
+        kept_costly = kept_costly || costly;
+        ready.push_back(dst);
       }
-    } catch (...) {
-      error = std::current_exception();
+    }
+    if (newly_ready > 0) s.outstanding.fetch_add(newly_ready, std::memory_order_acq_rel);
+    for (int dst : to_dispatch) {
+      plan.env.inter_op_pool->Schedule([this, &s, &step, dst] { ProcessReadyItems(s, step, {dst}); });
+    }
+    if (s.outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> lock(s.mu);
+      s.done = true;
+      s.cv.notify_all();
     }
   }
-  if (tracing) {
-    auto* dev = args.trace->mutable_step_stats()->add_dev_stats();
-    dev->set_device(plan.env.device_name);
-    for (auto& st : s.stats) *dev->add_node_stats() = std::move(st);
-    s.stats.clear();
+}
+
+std::vector<Tensor> Executor::CollectFetches(RunState& s, std::exception_ptr& error) const {
+  std::vector<Tensor> results;
+  if (error != nullptr) return results;
+  try {
+    results.reserve(plan_->fetch_entries.size());
+    for (int entry : plan_->fetch_entries) {
+      results.push_back(s.refs[entry] != nullptr ? s.refs[entry]->Read() : s.tensors[entry]);
+    }
+  } catch (...) {
+    error = std::current_exception();
   }
-  // Drop every tensor still held (fetched ones, feeds) before recycling the state.
-  for (Tensor& t : s.tensors) t = Tensor();
-  {
-    std::lock_guard<std::mutex> lock(plan.free_states_mu);
-    plan.free_states.push_back(std::move(state));
-  }
-  if (error != nullptr) std::rethrow_exception(error);
   return results;
+}
+
+void Executor::RecordTrace(RunState& s, const Step& step) const {
+  if (!step.tracing) return;
+  auto* dev = step.args.trace->mutable_step_stats()->add_dev_stats();
+  dev->set_device(plan_->env.device_name);
+  for (auto& stats : s.stats) *dev->add_node_stats() = std::move(stats);
+  s.stats.clear();
+}
+
+void Executor::ReleaseRunState(std::unique_ptr<RunState> state) const {
+  // Drop every tensor still held (fetched ones, feeds) before recycling the state.
+  for (Tensor& t : state->tensors) t = Tensor();
+  std::lock_guard<std::mutex> lock(plan_->free_states_mu);
+  plan_->free_states.push_back(std::move(state));
 }
 
 }  // namespace flowtrain

@@ -10,11 +10,13 @@
 #define FLOWTRAIN_RUNTIME_EXECUTOR_H_
 
 #include <chrono>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <span>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "flowtrain/core/tensor.h"
 #include "flowtrain/core/thread_pool.h"
 #include "flowtrain/graph/node.h"
@@ -61,6 +63,44 @@ class Executor {
  private:
   struct Plan;
   struct RunState;
+  struct Compilation;  // the constructor's working state, graph nodes to plan items
+  struct Step;         // one Run's arguments and the kernel parameters they give
+
+  // ---- Compiling, in the constructor's order ----
+  // The nodes the fetches and targets need (stopping at fed tensors), in creation order.
+  static std::vector<const Node*> PruneToNeededNodes(const Compilation& c,
+                                                     const std::vector<Endpoint>& fetches,
+                                                     const std::vector<const Node*>& targets);
+  // The nodes to execute (some groups fused) and which of them stands for each graph node.
+  static void FuseForExecution(Compilation& c, const std::vector<const Node*>& needed,
+                                  const std::vector<Endpoint>& feeds, const std::vector<Endpoint>& fetches,
+                                  const std::vector<const Node*>& targets, bool remapping);
+  // Orders the executable nodes, updates of variables after the reads beside them.
+  static void OrderTopologically(Compilation& c);
+  // One plan item per executable node, its kernel bound and its output entries numbered,
+  // then one entry per feed.
+  void LayOutItems(Compilation& c);
+  // Each item's inputs (entries), the consumers it waits for and those it releases.
+  void ConnectInputs(const Compilation& c);
+  // Keeps fetched entries alive to the end of the run.
+  void ReserveFetchedEntries(const Compilation& c, const std::vector<Endpoint>& fetches);
+  // Whether two costly nodes can ever be ready together; if not, the plan runs inline.
+  void ChooseInlineOrParallel();
+
+  // ---- Running, in Run's order ----
+  std::unique_ptr<RunState> AcquireRunState() const;
+  // Runs plan item `index`: gathers its inputs, computes, frees inputs it was the last user of.
+  void ExecuteItem(RunState& s, const Step& step, int index, bool parallel) const;
+  std::exception_ptr RunInline(RunState& s, const Step& step) const;
+  std::exception_ptr RunParallel(RunState& s, const Step& step) const;
+  // Runs the ready items and those they make ready (the costly ones beyond the first on the
+  // pool), until none is left for this thread.
+  void ProcessReadyItems(RunState& s, const Step& step, absl::InlinedVector<int, 16> ready) const;
+  std::vector<Tensor> CollectFetches(RunState& s, std::exception_ptr& error) const;
+  void RecordTrace(RunState& s, const Step& step) const;
+  // Drops the tensors the state still holds and keeps it for the next run.
+  void ReleaseRunState(std::unique_ptr<RunState> state) const;
+
   std::unique_ptr<Plan> plan_;
 };
 

@@ -1,5 +1,7 @@
 #include "flowtrain/runtime/run_arguments.h"
 
+#include <algorithm>
+
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
 
@@ -14,10 +16,18 @@ int64_t EndpointKey(const Node* node, int index) {
   return (static_cast<int64_t>(node->id()) << 16) | index;
 }
 
+void CheckTargetInGraph(const Graph& graph, const Operation& op) {
+  if (!op || op.graph() != &graph) {
+    InvalidArgument("Fetch argument ", op ? OperationRepr(op) : std::string("<empty>"),
+                    " cannot be interpreted as a Tensor. (Operation ",
+                    op ? OperationRepr(op) : std::string("<empty>"),
+                    " is not an element of this graph.)");
+  }
+}
+
 }  // namespace
 
-RunArguments CheckRunArguments(const Graph& graph, const FeedList& feeds,
-                               const std::vector<Output>& fetches,
+RunArguments CheckRunArguments(const Graph& graph, const FeedList& feeds, const FetchList& fetches,
                                const std::vector<Operation>& targets) {
   if (graph.num_nodes() == 0) {
     FailedPrecondition("The Session graph is empty.  Add operations to the graph before calling run().");
@@ -47,27 +57,55 @@ RunArguments CheckRunArguments(const Graph& graph, const FeedList& feeds,
     args.feed_values.push_back(value);
   }
   args.fetches.reserve(fetches.size());
-  for (const Output& fetch : fetches) {
-    if (fetch) fetch.CheckValid("Fetch");
-    if (!fetch || fetch.graph() != &graph) {
-      InvalidArgument("Fetch argument ", fetch ? fetch.DebugString() : std::string("<empty>"),
+  args.fetch_is_operation.reserve(fetches.size());
+  std::vector<const Node*> operation_fetches;
+  for (const Fetch& fetch : fetches) {
+    if (fetch.is_operation()) {
+      const Operation op = fetch.op();
+      CheckTargetInGraph(graph, op);
+      operation_fetches.push_back(op.node());
+      args.fetch_is_operation.push_back(true);
+      continue;
+    }
+    const Output& output = fetch.output();
+    if (output) output.CheckValid("Fetch");
+    if (!output || output.graph() != &graph) {
+      InvalidArgument("Fetch argument ", output ? output.DebugString() : std::string("<empty>"),
                       " cannot be interpreted as a Tensor. (Tensor ",
-                      fetch ? fetch.DebugString() : std::string("<empty>"),
+                      output ? output.DebugString() : std::string("<empty>"),
                       " is not an element of this graph.)");
     }
-    args.fetches.push_back(Endpoint{fetch.node(), fetch.index()});
+    args.fetches.push_back(Endpoint{output.node(), output.index()});
+    args.fetch_is_operation.push_back(false);
   }
-  args.targets.reserve(targets.size());
+  args.targets.reserve(targets.size() + operation_fetches.size());
   for (const Operation& op : targets) {
-    if (!op || op.graph() != &graph) {
-      InvalidArgument("Fetch argument ", op ? OperationRepr(op) : std::string("<empty>"),
-                      " cannot be interpreted as a Tensor. (Operation ",
-                      op ? OperationRepr(op) : std::string("<empty>"),
-                      " is not an element of this graph.)");
-    }
+    CheckTargetInGraph(graph, op);
     args.targets.push_back(op.node());
   }
+  // An op both fetched and targeted (or fetched twice) runs once, and the plan's signature
+  // stays that of running it once.
+  for (const Node* node : operation_fetches) {
+    if (std::find(args.targets.begin(), args.targets.end(), node) == args.targets.end()) {
+      args.targets.push_back(node);
+    }
+  }
   return args;
+}
+
+std::vector<Tensor> PlaceFetchedValues(const RunArguments& args, std::vector<Tensor> tensor_values) {
+  if (tensor_values.size() != args.fetches.size()) {
+    Internal("The run returned ", tensor_values.size(), " values for ", args.fetches.size(),
+             " fetched tensors");
+  }
+  if (tensor_values.size() == args.fetch_is_operation.size()) return tensor_values;
+  std::vector<Tensor> results;
+  results.reserve(args.fetch_is_operation.size());
+  size_t next_value = 0;
+  for (bool is_operation : args.fetch_is_operation) {
+    results.push_back(is_operation ? Tensor() : std::move(tensor_values[next_value++]));
+  }
+  return results;
 }
 
 std::vector<int64_t> RunSignatureKey(const std::vector<Endpoint>& feeds, const std::vector<Endpoint>& fetches,

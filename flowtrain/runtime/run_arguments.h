@@ -6,6 +6,7 @@
 //   RunArguments args = CheckRunArguments(graph, feeds, fetches, targets);
 //   auto plan = plans[RunSignatureKey(args.feeds, args.fetches, args.targets)];
 //   int64_t timeout_ms = RunTimeoutMs(options, run_options);
+//   return PlaceFetchedValues(args, plan.Run(args.feed_values));
 #ifndef FLOWTRAIN_RUNTIME_RUN_ARGUMENTS_H_
 #define FLOWTRAIN_RUNTIME_RUN_ARGUMENTS_H_
 
@@ -19,15 +20,23 @@ namespace flowtrain {
 struct RunArguments {
   std::vector<Endpoint> feeds;
   std::vector<Tensor> feed_values;  // in the order of `feeds`
+  // The tensors to fetch, in the caller's order, without its Operation fetches.
   std::vector<Endpoint> fetches;
+  // The caller's targets, then its Operation fetches not already among them.
   std::vector<const Node*> targets;
+  // One per fetch the caller gave: true where it was an Operation (its result slot is empty).
+  std::vector<bool> fetch_is_operation;
 };
 
 // Throws FailedPrecondition for an empty graph; InvalidArgument for an element of another
-// graph, an empty feed, or a feed whose dtype or shape the fed tensor cannot have.
-RunArguments CheckRunArguments(const Graph& graph, const FeedList& feeds,
-                               const std::vector<Output>& fetches,
+// graph, a null or out-of-range fetch, feed or target, an empty feed, or a feed whose dtype or
+// shape the fed tensor cannot have.
+RunArguments CheckRunArguments(const Graph& graph, const FeedList& feeds, const FetchList& fetches,
                                const std::vector<Operation>& targets);
+
+// The results of the run in the caller's fetch order: `tensor_values` (the values of
+// args.fetches, in order) with an empty Tensor inserted at each Operation fetch's slot.
+std::vector<Tensor> PlaceFetchedValues(const RunArguments& args, std::vector<Tensor> tensor_values);
 
 // Identifies a run's signature (which endpoints are fed and fetched, which nodes run), the key
 // under which a session caches what it compiled for it.

@@ -102,7 +102,7 @@ const Executor& Session::GetOrCompile(const std::vector<Endpoint>& feeds,
   return ref;
 }
 
-std::vector<Tensor> Session::Run(const FeedList& feeds, const std::vector<Output>& fetches,
+std::vector<Tensor> Session::Run(const FeedList& feeds, const FetchList& fetches,
                                  const std::vector<Operation>& targets,
                                  const RunOptions* run_options, RunMetadata* run_metadata) {
   if (closed_.load()) FailedPrecondition("Attempted to use a closed Session.");
@@ -131,7 +131,7 @@ std::vector<Tensor> Session::Run(const FeedList& feeds, const std::vector<Output
       if (--self->runs_in_flight_ == 0) self->runs_cv_.notify_all();
     }
   } guard{this};
-  return executor.Run(args, checked.feed_values);
+  return PlaceFetchedValues(checked, executor.Run(args, checked.feed_values));
 }
 
 std::vector<Tensor> Session::Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
@@ -140,7 +140,7 @@ std::vector<Tensor> Session::Run(const std::vector<std::pair<std::string, Tensor
                                  const RunOptions* run_options, RunMetadata* run_metadata) {
   FeedList feed_list;
   for (const auto& [name, value] : feeds) feed_list.emplace_back(graph_.GetTensorByName(name), value);
-  std::vector<Output> fetches;
+  FetchList fetches;
   for (const std::string& name : fetch_names) {
     fetches.push_back(name.find(':') == std::string::npos ? graph_.GetTensorByName(name + ":0")
                                                           : graph_.GetTensorByName(name));

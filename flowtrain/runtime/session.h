@@ -6,6 +6,8 @@
 //   Session sess(g);
 //   sess.Run({}, {}, {ops::GlobalVariablesInitializer()});
 //   std::vector<Tensor> out = sess.Run({{x, batch}}, {loss}, {train_op});
+//   out = sess.Run({{x, batch}}, {loss, train_op});  // TF's sess.run([loss, train_op]):
+//                                                    // out[1] is empty (TF's None)
 //   float v = loss.Eval(sess, {{x, batch}}).scalar<float>();
 //
 // Run may be called from several threads at once. Close() cancels runs in flight (blocking
@@ -25,6 +27,7 @@
 
 #include "flowtrain/core/tensor.h"
 #include "flowtrain/core/thread_pool.h"
+#include "flowtrain/graph/fetch.h"
 #include "flowtrain/graph/graph.h"
 #include "flowtrain/framework/cancellation.h"
 #include "flowtrain/framework/op_kernel.h"
@@ -38,10 +41,18 @@ using FeedList = std::vector<std::pair<Output, Tensor>>;
 
 // The interface the monitored-session wrappers and hooks program against (TF's
 // `SessionInterface`): a local Session, a remote one, or a wrapper around either.
+//
+// Run's contract, for every implementation: it returns one Tensor per fetch, in order — the
+// value of a fetched tensor, or an empty Tensor (IsInitialized() false; TF's None) for a
+// fetched Operation, which runs as a target would. Targets run and return nothing. A null
+// fetch, feed or target, one of another graph, or an Output whose index is past its op's
+// outputs throws InvalidArgument before anything runs; errors of the run itself (a kernel's
+// failure, OutOfRange from an exhausted input, Cancelled, DeadlineExceeded) propagate as
+// their Error subclasses.
 class SessionInterface {
  public:
   virtual ~SessionInterface() = default;
-  virtual std::vector<Tensor> Run(const FeedList& feeds, const std::vector<Output>& fetches,
+  virtual std::vector<Tensor> Run(const FeedList& feeds, const FetchList& fetches,
                                   const std::vector<Operation>& targets,
                                   const RunOptions* run_options = nullptr,
                                   RunMetadata* run_metadata = nullptr) = 0;
@@ -62,7 +73,7 @@ class Session : public SessionInterface {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  std::vector<Tensor> Run(const FeedList& feeds, const std::vector<Output>& fetches,
+  std::vector<Tensor> Run(const FeedList& feeds, const FetchList& fetches,
                           const std::vector<Operation>& targets = {},
                           const RunOptions* run_options = nullptr,
                           RunMetadata* run_metadata = nullptr) override;

@@ -184,9 +184,74 @@ TEST(Session, TensorOfAnotherGraphIsRejected) {
   EXPECT_THROW(sess.Run({}, {}, {c1.op()}), InvalidArgumentError);
 }
 
-// TF1's `sess.run(init_op)` spelled `sess.Run({}, {init})` compiles (Output converts from an
-// Operation) but names output 0 of an op with none; it, and any other index past an op's
-// outputs, is an InvalidArgument naming the op, not a read past the node's outputs.
+// TF1's `sess.run(init_op)`: a fetched Operation runs as a target, and its slot in the
+// results is an empty Tensor (TF's None) — also for an op that has outputs.
+TEST(Session, FetchedOperationRunsAndReturnsAnEmptyTensor) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Variable v(Tensor::Scalar<float>(1.5f), {.name = "v"});
+  Operation init = ops::GlobalVariablesInitializer();
+  ASSERT_EQ(init.num_outputs(), 0);
+  Output bump = v.AssignAdd(ops::Const(1.0f));
+  Session sess(g);
+  std::vector<Tensor> out = sess.Run({}, {init});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_FALSE(out[0].IsInitialized());
+  EXPECT_FLOAT_EQ(v.value().Eval(sess).scalar<float>(), 1.5f);  // the initializer ran
+
+  // An op with an output, fetched as an Operation, runs and returns nothing; fetched as its
+  // output it returns the value. Both in one run, with tensors around them, keep the order.
+  out = sess.Run({}, {v.value(), bump.op(), v});
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_FALSE(out[1].IsInitialized());
+  EXPECT_FLOAT_EQ(v.value().Eval(sess).scalar<float>(), 2.5f);  // AssignAdd ran once
+  out = sess.Run({}, {bump.op().output(0)});
+  EXPECT_FLOAT_EQ(out[0].scalar<float>(), 3.5f);
+
+  // Fetched and also a target, or fetched twice: it runs once.
+  out = sess.Run({}, {bump.op(), bump.op()}, {bump.op()});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_FALSE(out[0].IsInitialized());
+  EXPECT_FALSE(out[1].IsInitialized());
+  EXPECT_FLOAT_EQ(v.value().Eval(sess).scalar<float>(), 4.5f);
+
+  // An empty Tensor read as a value is an error naming what is wrong, not a crash.
+  testing::ExpectInvalidArgument([&] { (void)out[0].scalar<float>(); }, {"empty"});
+  testing::ExpectInvalidArgument([&] { (void)out[0].flat<float>(); }, {"empty"});
+
+  // A null Operation, or one of another graph, is rejected before anything runs.
+  testing::ExpectInvalidArgument([&] { sess.Run({}, {Operation()}); }, {"Fetch argument <empty>"});
+  Graph other;
+  Operation foreign;
+  {
+    auto other_default = other.AsDefault();
+    foreign = ops::NoOp("foreign");
+  }
+  testing::ExpectInvalidArgument([&] { sess.Run({}, {foreign}); }, {"is not an element of this graph"});
+}
+
+// A FetchList takes the forms existing code passes: a braced list, a std::vector<Output>,
+// a std::vector<Fetch>; indexing past its end is an error.
+TEST(Session, FetchListAcceptsVectorsOfOutputsAndChecksItsIndex) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output c = ops::Const(2.0f, "c");
+  Operation noop = ops::NoOp("nothing");
+  Session sess(g);
+  const std::vector<Output> tensors = {c, c};
+  EXPECT_EQ(sess.Run({}, tensors).size(), 2u);
+  const std::vector<Fetch> mixed = {c, noop};
+  std::vector<Tensor> out = sess.Run({}, mixed);
+  EXPECT_FLOAT_EQ(out[0].scalar<float>(), 2.0f);
+  EXPECT_FALSE(out[1].IsInitialized());
+  FetchList list = {c, noop};
+  EXPECT_TRUE(list[1].is_operation());
+  EXPECT_FALSE(list[0].is_operation());
+  testing::ExpectInvalidArgument([&] { (void)list[2]; }, {"Fetch index 2 is out of range", "2 fetches"});
+}
+
+// Any index past an op's outputs is an InvalidArgument naming the op, not a read past the
+// node's outputs; so is an op without outputs converted to an Output and fed or fetched.
 TEST(Session, FetchingOrFeedingAMissingOutputIsRejected) {
   Graph g;
   auto as_default = g.AsDefault();
@@ -195,9 +260,9 @@ TEST(Session, FetchingOrFeedingAMissingOutputIsRejected) {
   ASSERT_EQ(init.num_outputs(), 0);
   Output c = ops::Const(2.0f, "c");
   Session sess(g);
-  testing::ExpectInvalidArgument([&] { sess.Run({}, {init}); },
+  testing::ExpectInvalidArgument([&] { sess.Run({}, {Output(init)}); },
                             {"Fetch 'init:0'", "operation 'init' (op: \"NoOp\")", "no outputs",
-                             "pass it as a target"});
+                             "fetch the Operation itself"});
   testing::ExpectInvalidArgument([&] { sess.Run({}, {c, Output(c.node(), 1)}); },
                             {"Fetch 'c:1' is out of range", "operation 'c' (op: \"Const\") has 1 output"});
   testing::ExpectInvalidArgument([&] { sess.Run({}, {Output(c.node(), -1)}); }, {"Fetch 'c:-1' is out of range"});

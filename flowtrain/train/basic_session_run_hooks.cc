@@ -98,7 +98,7 @@ CheckpointSaverHook::CheckpointSaverHook(std::string checkpoint_dir, CheckpointS
     : checkpoint_dir_(std::move(checkpoint_dir)),
       options_(std::move(options)),
       save_path_(JoinPath(checkpoint_dir_, options_.checkpoint_basename)),
-      timer_(options_.save_secs, options_.save_steps) {
+      timer_(options_.every_n_secs, options_.every_n_steps) {
   FT_LOG(INFO) << "Create CheckpointSaverHook.";
   if (options_.saver != nullptr && options_.scaffold != nullptr) {
     InvalidArgument("You cannot provide both saver and scaffold.");
@@ -209,6 +209,11 @@ bool CheckpointSaverHook::Saved(SessionInterface& session, int64_t step) {
 
 // ---- StepCounterHook ----
 
+StepCounterHook::StepCounterHook() : StepCounterHook(Options{}) {}
+
+StepCounterHook::StepCounterHook(int64_t every_n_steps, std::string output_dir)
+    : StepCounterHook(Options{.every_n_steps = every_n_steps, .output_dir = std::move(output_dir)}) {}
+
 StepCounterHook::StepCounterHook(Options options)
     : options_(std::move(options)), timer_(options_.every_n_secs, options_.every_n_steps) {
   if (options_.every_n_steps.has_value() == options_.every_n_secs.has_value()) {
@@ -274,7 +279,7 @@ HookSchedule StepCounterHook::NextDue() const {
 // ---- SummarySaverHook ----
 
 SummarySaverHook::SummarySaverHook(SummarySaverHookOptions options)
-    : options_(std::move(options)), timer_(options_.save_secs, options_.save_steps) {
+    : options_(std::move(options)), timer_(options_.every_n_secs, options_.every_n_steps) {
   if ((options_.scaffold == nullptr) == (!options_.summary_op)) {
     InvalidArgument("Exactly one of scaffold or summary_op must be provided.");
   }
@@ -343,23 +348,20 @@ void SummarySaverHook::End(SessionInterface&) {
 
 LoggingTensorHook::LoggingTensorHook(Tensors tensors, Every every, Formatter formatter)
     : tensors_(std::move(tensors)), every_(every), formatter_(std::move(formatter)) {
-  const bool only_at_end = every_.at_end && !every_.iterations && !every_.secs;
-  if (!only_at_end && every_.iterations.has_value() == every_.secs.has_value()) {
+  const bool only_at_end = every_.at_end && !every_.every_n_steps && !every_.every_n_secs;
+  if (!only_at_end && every_.every_n_steps.has_value() == every_.every_n_secs.has_value()) {
     InvalidArgument("either at_end and/or exactly one of every_n_iter and every_n_secs must be provided.");
   }
-  if (every_.iterations && *every_.iterations <= 0) {
-    InvalidArgument("invalid every_n_iter=", *every_.iterations, ".");
+  if (every_.every_n_steps && *every_.every_n_steps <= 0) {
+    InvalidArgument("invalid every_n_iter=", *every_.every_n_steps, ".");
   }
   if (only_at_end) {
     timer_ = std::make_unique<NeverTriggerTimer>();
   } else {
-    timer_ = std::make_unique<SecondOrStepTimer>(every_.secs, every_.iterations);
+    timer_ = std::make_unique<SecondOrStepTimer>(every_.every_n_secs, every_.every_n_steps);
   }
 }
 
-LoggingTensorHook::LoggingTensorHook(const std::map<std::string, Output>& tensors, Every every,
-                                     Formatter formatter)
-    : LoggingTensorHook(Tensors(tensors.begin(), tensors.end()), every, std::move(formatter)) {}
 
 void LoggingTensorHook::Begin() {
   timer_->Reset();

@@ -5,9 +5,15 @@
 //
 //   HookList hooks = {
 //       std::make_shared<StopAtStepHook>(LastStep{2000}),
-//       std::make_shared<LoggingTensorHook>(LoggingTensorHook::Tensors{{"loss", loss}},
-//                                           LoggingTensorHook::Every{.iterations = 100}),
+//       std::make_shared<LoggingTensorHook>(LoggingTensorHook::Tensors{{"loss", loss}}, 100),
+//       std::make_shared<CheckpointSaverHook>("runs/a", CheckpointSaverHookOptions{.every_n_steps = 500}),
+//       std::make_shared<StepCounterHook>(),
 //       std::make_shared<NanTensorHook>(loss)};
+//
+// Periods are named the same way in every hook's options: `every_n_steps` and `every_n_secs`
+// (each field says which of TF's arguments it is, e.g. CheckpointSaverHook's save_steps).
+// (std::make_shared cannot forward a braced list such as `{{"loss", loss}}`, so spell its
+// type, LoggingTensorHook::Tensors{...}; constructing the hook directly takes the bare list.)
 //
 // Hooks that follow the global step read it through the cached read tensor
 // (`global_step/add`, collection "global_step_read_op_cache") and treat the value fetched
@@ -28,6 +34,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "flowtrain/summary/file_writer.h"
@@ -88,8 +95,10 @@ class CheckpointSaverListener {
 };
 
 struct CheckpointSaverHookOptions {
-  std::optional<double> save_secs;
-  std::optional<int64_t> save_steps;
+  // Save every this many global steps (TF's save_steps) or seconds (TF's save_secs); exactly
+  // one of the two.
+  std::optional<int64_t> every_n_steps;
+  std::optional<double> every_n_secs;
   std::shared_ptr<Saver> saver;        // or the scaffold's, or the SAVERS collection's
   std::string checkpoint_basename = "model.ckpt";
   std::shared_ptr<Scaffold> scaffold;
@@ -140,11 +149,17 @@ class CheckpointSaverHook : public SessionRunHook {
 class StepCounterHook : public SessionRunHook {
  public:
   struct Options {
+    // Every this many global steps (TF's every_n_steps, default 100) or seconds (TF's
+    // every_n_secs); set one and clear the other.
     std::optional<int64_t> every_n_steps = 100;
     std::optional<double> every_n_secs;
     std::string output_dir;
     std::shared_ptr<summary::FileWriter> summary_writer;
   };
+  // TF's StepCounterHook(): every 100 steps; logs the rate, writes no summary (no output_dir).
+  StepCounterHook();
+  // TF's StepCounterHook(every_n_steps, output_dir=...).
+  explicit StepCounterHook(int64_t every_n_steps, std::string output_dir = "");
   explicit StepCounterHook(Options options);
   void Begin() override;
   std::optional<SessionRunArgs> BeforeRun(SessionRunContext& context) override;
@@ -169,8 +184,10 @@ class StepCounterHook : public SessionRunHook {
 // ---- SummarySaverHook ----
 
 struct SummarySaverHookOptions {
-  std::optional<int64_t> save_steps;
-  std::optional<double> save_secs;
+  // Write every this many global steps (TF's save_steps) or seconds (TF's save_secs); exactly
+  // one of the two.
+  std::optional<int64_t> every_n_steps;
+  std::optional<double> every_n_secs;
   std::string output_dir;
   std::shared_ptr<summary::FileWriter> summary_writer;
   std::shared_ptr<Scaffold> scaffold;   // exactly one of scaffold and summary_op
@@ -206,15 +223,30 @@ class LoggingTensorHook : public SessionRunHook {
   // (tag, tensor) pairs, printed in the given order; a std::map is printed sorted by tag.
   using Tensors = std::vector<std::pair<std::string, Output>>;
   struct Every {
-    std::optional<int64_t> iterations;
-    std::optional<double> secs;
-    bool at_end = false;
+    // Log every this many runs of this session (TF's every_n_iter: iterations, not global
+    // steps) or seconds (TF's every_n_secs); exactly one of the two unless only at_end.
+    std::optional<int64_t> every_n_steps;
+    std::optional<double> every_n_secs;
+    bool at_end = false;  // also log the last values at the end (TF's at_end)
   };
   using Formatter = std::function<std::string(const std::vector<std::pair<std::string, Tensor>>&)>;
 
+  // Throws InvalidArgument for a period that is not positive or a missing/double period.
   LoggingTensorHook(Tensors tensors, Every every, Formatter formatter = nullptr);
-  LoggingTensorHook(const std::map<std::string, Output>& tensors, Every every,
-                    Formatter formatter = nullptr);
+  // TF's positional LoggingTensorHook(tensors, every_n_iter):
+  //   LoggingTensorHook hook({{"loss", loss}}, 50);
+  LoggingTensorHook(Tensors tensors, int64_t every_n_iter, Formatter formatter = nullptr)
+      : LoggingTensorHook(std::move(tensors), Every{.every_n_steps = every_n_iter}, std::move(formatter)) {}
+  // The same from a std::map (printed sorted by tag). A template only so that a braced list
+  // of pairs picks the Tensors constructors above instead of being ambiguous.
+  template <typename Map>
+    requires std::is_same_v<Map, std::map<std::string, Output>>
+  LoggingTensorHook(const Map& tensors, Every every, Formatter formatter = nullptr)
+      : LoggingTensorHook(Tensors(tensors.begin(), tensors.end()), every, std::move(formatter)) {}
+  template <typename Map>
+    requires std::is_same_v<Map, std::map<std::string, Output>>
+  LoggingTensorHook(const Map& tensors, int64_t every_n_iter, Formatter formatter = nullptr)
+      : LoggingTensorHook(Tensors(tensors.begin(), tensors.end()), every_n_iter, std::move(formatter)) {}
   void Begin() override;
   std::optional<SessionRunArgs> BeforeRun(SessionRunContext& context) override;
   void AfterRun(SessionRunContext& context, const SessionRunValues& values) override;

@@ -62,7 +62,7 @@ TEST(DivergenceGuardHookTest, RollsBackToTheNewestCheckpointAndTrainsOn) {
   auto guard = std::make_shared<DivergenceGuardHook>(DivergenceGuardHook::Options{
       .loss = m.loss, .checkpoint_dir = dir, .max_rollbacks = 2,
       .on_rollback = [&](SessionInterface&, const Rollback& r) { seen.push_back(r); }});
-  auto saver = std::make_shared<CheckpointSaverHook>(dir, CheckpointSaverHookOptions{.save_steps = 5});
+  auto saver = std::make_shared<CheckpointSaverHook>(dir, CheckpointSaverHookOptions{.every_n_steps = 5});
   auto sess = m.Session({guard, saver});
   for (int i = 0; i < 7; ++i) m.Step(*sess);  // saved at steps 0 and 5
   EXPECT_EQ(LatestCheckpoint(dir), dir + "/model.ckpt-5");
@@ -87,7 +87,7 @@ TEST(DivergenceGuardHookTest, InfinityAndALossAboveTheBoundDivergeToo) {
   DivergingModel m;
   auto guard = std::make_shared<DivergenceGuardHook>(
       DivergenceGuardHook::Options{.loss = m.loss, .checkpoint_dir = dir, .max_loss = 100.0});
-  auto saver = std::make_shared<CheckpointSaverHook>(dir, CheckpointSaverHookOptions{.save_steps = 1000});
+  auto saver = std::make_shared<CheckpointSaverHook>(dir, CheckpointSaverHookOptions{.every_n_steps = 1000});
   auto sess = m.Session({guard, saver});  // saved at step 0
   m.Step(*sess, std::numeric_limits<float>::infinity());
   m.Step(*sess);
@@ -107,7 +107,7 @@ TEST(DivergenceGuardHookTest, FailsAsTensorFlowOnceTheBudgetIsSpentOrNothingWasS
   auto guard = std::make_shared<DivergenceGuardHook>(
       DivergenceGuardHook::Options{.loss = m.loss, .checkpoint_dir = dir, .max_rollbacks = 1});
   {
-    auto saver = std::make_shared<CheckpointSaverHook>(dir, CheckpointSaverHookOptions{.save_steps = 1000});
+    auto saver = std::make_shared<CheckpointSaverHook>(dir, CheckpointSaverHookOptions{.every_n_steps = 1000});
     auto sess = m.Session({guard, saver});
     m.Step(*sess, kNaN);
     m.Step(*sess);  // the one rollback

@@ -30,7 +30,7 @@ class FetchCountingSession : public SessionInterface {
  public:
   FetchCountingSession(std::unique_ptr<SessionInterface> inner, std::vector<size_t>* fetches)
       : inner_(std::move(inner)), fetches_(fetches) {}
-  std::vector<Tensor> Run(const FeedList& feeds, const std::vector<Output>& fetches,
+  std::vector<Tensor> Run(const FeedList& feeds, const FetchList& fetches,
                           const std::vector<Operation>& targets, const RunOptions* options,
                           RunMetadata* metadata) override {
     fetches_->push_back(fetches.size());
@@ -189,10 +189,10 @@ Observed Train(HookScheduling scheduling) {
   Observed seen;
   const std::string dir = testing::MakeTempDir("schedule");
   CheckpointSaverHookOptions checkpoints;
-  checkpoints.save_steps = 7;
+  checkpoints.every_n_steps = 7;
   checkpoints.listeners = {std::make_shared<SaveRecorder>(&seen.checkpoints)};
   SummarySaverHookOptions summaries;
-  summaries.save_steps = 5;
+  summaries.every_n_steps = 5;
   summaries.output_dir = dir;
   summaries.summary_op = m.LossSummary();
   StepCounterHook::Options counter;
@@ -204,12 +204,12 @@ Observed Train(HookScheduling scheduling) {
       std::make_shared<SummarySaverHook>(summaries),
       std::make_shared<StepCounterHook>(counter),
       std::make_shared<LoggingTensorHook>(
-          LoggingTensorHook::Tensors{{"loss", m.loss}}, LoggingTensorHook::Every{.iterations = 4},
+          LoggingTensorHook::Tensors{{"loss", m.loss}}, LoggingTensorHook::Every{.every_n_steps = 4},
           [&](const std::vector<std::pair<std::string, Tensor>>& values) {
             seen.logged.push_back(values[0].second.scalar<float>());
             return std::string("logged");
           }),
-      std::make_shared<ProfilerHook>(ProfilerHook::Options{.save_steps = 8, .output_dir = dir}),
+      std::make_shared<ProfilerHook>(ProfilerHook::Options{.every_n_steps = 8, .output_dir = dir}),
       std::make_shared<EarlyStoppingHook>(EarlyStoppingHook::Options{
           .metric = [&](SessionInterface& s) {
             seen.evaluations.push_back(s.Run({}, {m.step.value()}, {})[0].scalar<int64_t>());

@@ -115,7 +115,7 @@ TEST(SummarySaverHook, WritesStartAndSummaries) {
   Model m;
   const std::string dir = testing::MakeTempDir("summaries");
   SummarySaverHookOptions options;
-  options.save_steps = 3;
+  options.every_n_steps = 3;
   options.output_dir = dir;
   options.summary_op = m.LossSummary();
   auto sess = m.Session({std::make_shared<SummarySaverHook>(options),
@@ -132,7 +132,7 @@ TEST(SummarySaverHook, WritesStartAndSummaries) {
   }
   EXPECT_EQ(starts, 1);
   EXPECT_EQ(steps, (std::vector<int64_t>{1, 4, 7}));  // first step always, then every 3
-  EXPECT_THROW(SummarySaverHook(SummarySaverHookOptions{.save_steps = 1}), InvalidArgumentError);
+  EXPECT_THROW(SummarySaverHook(SummarySaverHookOptions{.every_n_steps = 1}), InvalidArgumentError);
 }
 
 TEST(LoggingTensorHook, LogsEveryNIterationsAndAtEnd) {
@@ -148,7 +148,7 @@ TEST(LoggingTensorHook, LogsEveryNIterationsAndAtEnd) {
   {
     auto hook = std::make_shared<LoggingTensorHook>(
         std::map<std::string, Output>{{"z_two", two}, {"a_one", one}},
-        LoggingTensorHook::Every{.iterations = 2, .at_end = true});
+        LoggingTensorHook::Every{.every_n_steps = 2, .at_end = true});
     auto sess = m.Session({hook, std::make_shared<StopAtStepHook>(LastStep{4})});
     m.RunUntilStop(*sess);
     sess->Close();
@@ -162,8 +162,76 @@ TEST(LoggingTensorHook, LogsEveryNIterationsAndAtEnd) {
   EXPECT_EQ(logged[0], "a_one = 1, z_two = 2");  // sorted tags; iteration 0 logs
   EXPECT_NE(logged[1].find(" sec)"), std::string::npos);
   EXPECT_THROW(LoggingTensorHook(LoggingTensorHook::Tensors{}, LoggingTensorHook::Every{}), InvalidArgumentError);
-  EXPECT_THROW(LoggingTensorHook(LoggingTensorHook::Tensors{}, LoggingTensorHook::Every{.iterations = 0}),
+  EXPECT_THROW(LoggingTensorHook(LoggingTensorHook::Tensors{}, LoggingTensorHook::Every{.every_n_steps = 0}),
                InvalidArgumentError);
+}
+
+// The hooks built with their arguments as TF users write them, braced and through
+// std::make_shared; the periods reach the hooks.
+TEST(HookConstruction, TakesTensorFlowsArguments) {
+  Model m;
+  const std::string dir = testing::MakeTempDir("hook_construction");
+  std::vector<std::string> lines;
+  SetLogSink([&](LogSeverity, const std::string& line) { lines.push_back(line); });
+  {
+    LoggingTensorHook braced({{"loss", m.loss}}, 2);  // TF: LoggingTensorHook({"loss": loss}, 2)
+    (void)braced;
+    auto logging = std::make_shared<LoggingTensorHook>(LoggingTensorHook::Tensors{{"loss", m.loss}}, 2);
+    auto from_map = std::make_shared<LoggingTensorHook>(std::map<std::string, Output>{{"loss", m.loss}}, 50);
+    auto counter = std::make_shared<StepCounterHook>();
+    auto counter_every_10 = std::make_shared<StepCounterHook>(10, dir);
+    auto checkpoints = std::make_shared<CheckpointSaverHook>(dir, CheckpointSaverHookOptions{.every_n_steps = 3});
+    auto summaries = std::make_shared<SummarySaverHook>(
+        SummarySaverHookOptions{.every_n_steps = 2, .output_dir = dir, .summary_op = m.LossSummary()});
+    auto stop = std::make_shared<StopAtStepHook>(NumSteps{4});
+    auto nan = std::make_shared<NanTensorHook>(m.loss);
+    auto sess = m.Session({logging, from_map, counter, counter_every_10, checkpoints, summaries, stop, nan});
+    EXPECT_EQ(m.RunUntilStop(*sess), 4);
+    sess->Close();
+  }
+  SetLogSink(nullptr);
+  int logged = 0;
+  for (const std::string& l : lines) logged += l.find("loss = ") != std::string::npos;
+  EXPECT_EQ(logged, 2 + 1);  // every 2 iterations of 4 (0, 2), and the map one's iteration 0
+  EXPECT_EQ(LatestCheckpoint(dir), JoinPath(dir, "model.ckpt-4"));
+  testing::ExpectInvalidArgument([&] { LoggingTensorHook({{"loss", m.loss}}, 0); }, {"every_n_iter=0"});
+  testing::ExpectInvalidArgument([&] { StepCounterHook(StepCounterHook::Options{.every_n_steps = std::nullopt}); },
+                                 {"Either every_secs or every_steps should be provided."});
+}
+
+// A hook's SessionRunArgs fetches an Operation as Session::Run does: it runs, and the
+// hook's result for it is empty.
+TEST(SessionRunArgs, FetchedOperationRunsAndHasAnEmptyResult) {
+  Model m;
+  class EvalOpHook : public SessionRunHook {
+   public:
+    explicit EvalOpHook(Operation op, Output loss) : op_(op), loss_(loss) {}
+    std::optional<SessionRunArgs> BeforeRun(SessionRunContext&) override {
+      return SessionRunArgs{.fetches = {op_, loss_}};
+    }
+    void AfterRun(SessionRunContext&, const SessionRunValues& values) override {
+      ASSERT_EQ(values.results.size(), 2u);
+      op_result_empty = !values.results[0].IsInitialized();
+      loss_seen = values.results[1].scalar<float>();
+    }
+    bool op_result_empty = false;
+    float loss_seen = 0;
+
+   private:
+    Operation op_;
+    Output loss_;
+  };
+  auto hook = std::make_shared<EvalOpHook>(m.train_op, m.loss);
+  auto sess = m.Session({hook});
+  // The caller's own fetches mix an Operation and a tensor as well.
+  std::vector<Tensor> out = sess->Run({}, {m.eval_op, m.loss});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_FALSE(out[0].IsInitialized());
+  EXPECT_FLOAT_EQ(out[1].scalar<float>(), 4.0f);
+  EXPECT_TRUE(hook->op_result_empty);
+  // The hook's fetched train_op ran: the next run reads the step it advanced.
+  EXPECT_EQ(sess->Run({}, {m.step})[0].scalar<int64_t>(), 1);
+  sess->Close();
 }
 
 TEST(NanTensorHook, FailsOrStops) {
@@ -257,7 +325,7 @@ TEST(CheckpointSaverHook, SavesAtCreationEveryNStepsAndAtEndWithListeners) {
   auto listener = std::make_shared<CountingListener>();
   listener->stop_at = 6;
   CheckpointSaverHookOptions options;
-  options.save_steps = 3;
+  options.every_n_steps = 3;
   options.listeners = {listener};
   auto sess = m.Session({std::make_shared<CheckpointSaverHook>(dir, options)});
   EXPECT_EQ(m.RunUntilStop(*sess), 6);  // the listener asked to stop after saving step 6
@@ -267,7 +335,7 @@ TEST(CheckpointSaverHook, SavesAtCreationEveryNStepsAndAtEndWithListeners) {
   EXPECT_EQ(listener->end_step, 6);
   EXPECT_TRUE(FileExists(JoinPath(dir, "model.ckpt-6.index")));
   EXPECT_TRUE(FileExists(JoinPath(dir, "graph.pbtxt")));
-  EXPECT_THROW(CheckpointSaverHook(dir, CheckpointSaverHookOptions{.save_secs = 1.0, .save_steps = 1}),
+  EXPECT_THROW(CheckpointSaverHook(dir, CheckpointSaverHookOptions{.every_n_steps = 1, .every_n_secs = 1.0}),
                InvalidArgumentError);
 }
 
@@ -276,7 +344,7 @@ TEST(CheckpointSaverHook, AsyncSavesReportEachCheckpointOnceWrittenAndEndWaits) 
   const std::string dir = testing::MakeTempDir("ckpt_async");
   auto listener = std::make_shared<CountingListener>();
   CheckpointSaverHookOptions options;
-  options.save_steps = 3;
+  options.every_n_steps = 3;
   options.listeners = {listener};
   options.async_save = true;
   auto sess = m.Session({std::make_shared<CheckpointSaverHook>(dir, options),
@@ -299,7 +367,7 @@ TEST(CheckpointSaverHook, AsyncSavesReportEachCheckpointOnceWrittenAndEndWaits) 
 TEST(ProfilerHook, WritesChromeTraces) {
   Model m;
   const std::string dir = testing::MakeTempDir("profile");
-  auto sess = m.Session({std::make_shared<ProfilerHook>(ProfilerHook::Options{.save_steps = 2, .output_dir = dir}),
+  auto sess = m.Session({std::make_shared<ProfilerHook>(ProfilerHook::Options{.every_n_steps = 2, .output_dir = dir}),
                          std::make_shared<StopAtStepHook>(LastStep{5})});
   m.RunUntilStop(*sess);
   sess->Close();
@@ -335,7 +403,7 @@ TEST(ProfilerHook, ReportsTheTimeSpentInEachHook) {
     }
   };
   auto sess = m.Session({std::make_shared<SlowHook>(),
-                         std::make_shared<ProfilerHook>(ProfilerHook::Options{.save_steps = 3, .output_dir = dir}),
+                         std::make_shared<ProfilerHook>(ProfilerHook::Options{.every_n_steps = 3, .output_dir = dir}),
                          std::make_shared<StopAtStepHook>(LastStep{6})});
   EXPECT_EQ(m.RunUntilStop(*sess), 6);
   const std::vector<HookTiming> timings = sess->hook_timings();

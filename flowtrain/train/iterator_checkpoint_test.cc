@@ -202,14 +202,11 @@ TEST(IteratorCheckpoint, MonitoredTrainingSessionResumesTheInputPipeline) {
     if (run == 0) options.hooks = {std::make_shared<StopAtStepHook>(LastStep{5})};
     auto sess = MonitoredTrainingSession(options);
     int steps = 0;
-    try {
-      while (!sess->ShouldStop()) {
-        Tensor batch = sess->Run({}, {p.next}, {p.train_op})[0];
-        for (int64_t v : batch.flat<int64_t>()) seen.push_back(v);
-        ++steps;
-      }
-    } catch (const OutOfRangeError&) {
-      // the pass is over
+    while (!sess->ShouldStop()) {
+      Tensor batch = sess->Run({}, {p.next}, {p.train_op})[0];
+      if (!batch.IsInitialized()) break;  // the pass is over: the session stopped
+      for (int64_t v : batch.flat<int64_t>()) seen.push_back(v);
+      ++steps;
     }
     sess->Close();
     steps_per_run.push_back(steps);

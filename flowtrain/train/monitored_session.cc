@@ -31,7 +31,7 @@ class SessionSeenByHooks : public SessionInterface {
  public:
   explicit SessionSeenByHooks(SessionInterface* raw) : raw_(raw) {}
 
-  std::vector<Tensor> Run(const FeedList& feeds, const std::vector<Output>& fetches,
+  std::vector<Tensor> Run(const FeedList& feeds, const FetchList& fetches,
                           const std::vector<Operation>& targets, const RunOptions* run_options,
                           RunMetadata* run_metadata) override {
     try {
@@ -106,6 +106,7 @@ struct MonitoredSession::Impl {
   std::unique_ptr<Stack> stack;
   bool closed = false;
   bool stop_requested = false;  // by a step function's RequestStop
+  bool input_exhausted = false;  // a Run ended in OutOfRange under OnOutOfRange::kStop
   int recoveries = 0;
   int consecutive_failures = 0;
   std::vector<HookTiming> timings;
@@ -119,7 +120,7 @@ struct MonitoredSession::Impl {
 
   // Scratch reused by every run, so a run allocates nothing of its own.
   std::vector<char> due;
-  std::vector<Output> run_fetches;
+  FetchList run_fetches;
   std::vector<std::pair<size_t, size_t>> fetch_ranges;
 
   // ---- _CoordinatedSessionCreator.create_session ----
@@ -243,7 +244,7 @@ struct MonitoredSession::Impl {
   }
 
   // ---- _HookedSession.run, calling only the hooks that are due ----
-  std::vector<Tensor> HookedRun(const FeedList& feeds, const std::vector<Output>& fetches,
+  std::vector<Tensor> HookedRun(const FeedList& feeds, const FetchList& fetches,
                                 const std::vector<Operation>& targets, const RunOptions* run_options,
                                 RunMetadata* run_metadata) {
     Stack& s = *stack;
@@ -259,7 +260,7 @@ struct MonitoredSession::Impl {
     SessionRunContext context(SessionRunArgs{fetches, targets, feeds, std::nullopt},
                               s.seen_by_hooks.get(), iteration, last_global_step);
     RunOptions merged = run_options != nullptr ? *run_options : RunOptions{};
-    run_fetches.assign(fetches.begin(), fetches.end());
+    run_fetches = fetches;
     std::vector<Operation> hook_targets;
     FeedList hook_feeds;
     for (size_t i = 0; i < hooks.size(); ++i) {
@@ -271,7 +272,7 @@ struct MonitoredSession::Impl {
       ++timings[i].calls;
       if (!args) continue;
       fetch_ranges[i] = {run_fetches.size(), args->fetches.size()};
-      run_fetches.insert(run_fetches.end(), args->fetches.begin(), args->fetches.end());
+      run_fetches.Append(args->fetches);
       hook_targets.insert(hook_targets.end(), args->targets.begin(), args->targets.end());
       std::vector<Output> conflicts;
       for (const auto& [tensor, value] : args->feeds) {
@@ -341,7 +342,7 @@ struct MonitoredSession::Impl {
 
   // A run no hook is due for: the caller's arguments as they are, plus the global step while
   // some hook's schedule follows it.
-  std::vector<Tensor> RunWithoutHooks(const FeedList& feeds, const std::vector<Output>& fetches,
+  std::vector<Tensor> RunWithoutHooks(const FeedList& feeds, const FetchList& fetches,
                                       const std::vector<Operation>& targets,
                                       const RunOptions* run_options, RunMetadata* run_metadata) {
     SessionInterface& raw = *stack->raw;
@@ -351,7 +352,7 @@ struct MonitoredSession::Impl {
       ++iteration;
       return outputs;
     }
-    run_fetches.assign(fetches.begin(), fetches.end());
+    run_fetches = fetches;
     run_fetches.push_back(global_step);
     std::vector<Tensor> outputs = raw.Run(feeds, run_fetches, targets, run_options, run_metadata);
     last_global_step = outputs.back().scalar<int64_t>();
@@ -361,7 +362,7 @@ struct MonitoredSession::Impl {
   }
 
   // ---- _CoordinatedSession.run ----
-  std::vector<Tensor> CoordinatedRun(const FeedList& feeds, const std::vector<Output>& fetches,
+  std::vector<Tensor> CoordinatedRun(const FeedList& feeds, const FetchList& fetches,
                                      const std::vector<Operation>& targets,
                                      const RunOptions* run_options, RunMetadata* run_metadata) {
     try {
@@ -383,7 +384,7 @@ struct MonitoredSession::Impl {
   }
 
   // ---- _RecoverableSession.run ----
-  std::vector<Tensor> RecoverableRun(const FeedList& feeds, const std::vector<Output>& fetches,
+  std::vector<Tensor> RecoverableRun(const FeedList& feeds, const FetchList& fetches,
                                      const std::vector<Operation>& targets,
                                      const RunOptions* run_options, RunMetadata* run_metadata) {
     while (true) {
@@ -496,21 +497,31 @@ MonitoredSession::~MonitoredSession() {
   }
 }
 
-std::vector<Tensor> MonitoredSession::Run(const FeedList& feeds, const std::vector<Output>& fetches,
+std::vector<Tensor> MonitoredSession::Run(const FeedList& feeds, const FetchList& fetches,
                                           const std::vector<Operation>& targets,
                                           const RunOptions* run_options, RunMetadata* run_metadata) {
   Impl& m = *impl_;
   if (m.closed) FailedPrecondition("Run called on a closed MonitoredSession.");
-  try {
-    if (m.should_recover) return m.RecoverableRun(feeds, fetches, targets, run_options, run_metadata);
-    return m.CoordinatedRun(feeds, fetches, targets, run_options, run_metadata);
-  } catch (const HookFailure& failure) {
-    std::rethrow_exception(failure.error);
+  if (m.input_exhausted) {
+    OutOfRange("Run called after the MonitoredSession stopped at the end of its input.");
   }
+  try {
+    try {
+      if (m.should_recover) return m.RecoverableRun(feeds, fetches, targets, run_options, run_metadata);
+      return m.CoordinatedRun(feeds, fetches, targets, run_options, run_metadata);
+    } catch (const HookFailure& failure) {
+      std::rethrow_exception(failure.error);
+    }
+  } catch (const OutOfRangeError&) {
+    if (m.options.on_out_of_range == OnOutOfRange::kThrow) throw;
+  }
+  // TF's `with` block: the input is exhausted, a clean end of training.
+  StopAtEndOfInput();
+  return std::vector<Tensor>(fetches.size());
 }
 
 std::vector<Tensor> MonitoredSession::RunWithHooksForStepFn(const FeedList& feeds,
-                                                            const std::vector<Output>& fetches,
+                                                            const FetchList& fetches,
                                                             const std::vector<Operation>& targets) {
   Impl& m = *impl_;
   m.EnsureStack();
@@ -545,9 +556,15 @@ SessionInterface* MonitoredSession::CurrentRawSession() {
 
 void MonitoredSession::MarkStopRequested() { impl_->stop_requested = true; }
 
+bool MonitoredSession::StopAtEndOfInput() {
+  if (impl_->options.on_out_of_range == OnOutOfRange::kThrow) return false;
+  impl_->input_exhausted = true;
+  return true;
+}
+
 bool MonitoredSession::ShouldStop() {
   Impl& m = *impl_;
-  if (m.closed || m.stop_requested || m.stack == nullptr) return true;
+  if (m.closed || m.stop_requested || m.input_exhausted || m.stack == nullptr) return true;
   try {
     if (m.CoordinatorCheckStop()) return true;
   } catch (const Error& e) {
@@ -604,7 +621,7 @@ SingularMonitoredSession::SingularMonitoredSession(ChiefSessionCreatorOptions cr
 
 bool SingularMonitoredSession::ShouldStop() {
   Impl& m = *impl_;
-  if (m.closed || m.stop_requested || m.stack == nullptr) return true;
+  if (m.closed || m.stop_requested || m.input_exhausted || m.stack == nullptr) return true;
   if (m.CoordinatorCheckStop()) return true;  // re-throws a thread's error
   return m.stack->hooked_stop;
 }

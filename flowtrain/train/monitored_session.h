@@ -10,12 +10,15 @@
 //
 //   train::MonitoredSession sess(std::make_shared<train::ChiefSessionCreator>(scaffold_options),
 //                                {std::make_shared<train::StopAtStepHook>(train::LastStep{1000})});
-//   try {
-//     while (!sess.ShouldStop()) sess.Run({}, {}, {train_op});
-//   } catch (const OutOfRangeError&) {
-//     // input exhausted: a clean end, as TF's `with` block treats it
-//   }
+//   while (!sess.ShouldStop()) sess.Run({}, {}, {train_op});  // ends too when the input does
 //   sess.Close();   // runs hooks' End (the destructor does too, unless an exception is unwinding)
+//
+// End of input (TF's `with MonitoredSession(...)` swallowing OutOfRangeError): by default
+// (OnOutOfRange::kStop) a Run that raises OutOfRange — an exhausted dataset iterator or a
+// closed, empty queue, from the run or from a hook — returns one empty Tensor per fetch and
+// ShouldStop() becomes true, so the loop above ends without a try block; a later Run throws
+// OutOfRangeError. MonitoredSessionOptions::on_out_of_range = OnOutOfRange::kThrow raises
+// the OutOfRangeError from Run instead, for callers that want to see where the input ended.
 //
 // Decisions on TF's quirks (docs/tf_behaviour.md §3):
 // - Hooks: Begin once; AfterCreateSession after every (re)creation; BeforeRun/AfterRun in list
@@ -105,10 +108,19 @@ enum class HookScheduling {
   kEveryRun,
 };
 
+// What Run does when the run raises OutOfRange (the input is exhausted).
+enum class OnOutOfRange {
+  // Default, TF's `with` block: Run returns empty Tensors and ShouldStop() becomes true.
+  kStop,
+  // Run throws the OutOfRangeError (the session stays usable until closed, as after any error).
+  kThrow,
+};
+
 struct MonitoredSessionOptions {
   std::chrono::nanoseconds stop_grace_period = std::chrono::seconds(120);
   RecoveryOptions recovery;
   HookScheduling hook_scheduling = HookScheduling::kWhenDue;
+  OnOutOfRange on_out_of_range = OnOutOfRange::kStop;
 };
 
 // Given to RunStepFn's function: the raw session (runs bypass hooks), a Run that goes through
@@ -117,12 +129,12 @@ struct MonitoredSessionOptions {
 class StepContext {
  public:
   StepContext(SessionInterface* raw, std::function<std::vector<Tensor>(const FeedList&,
-                                                                      const std::vector<Output>&,
+                                                                      const FetchList&,
                                                                       const std::vector<Operation>&)>
                                          run_with_hooks)
       : raw_(raw), run_with_hooks_(std::move(run_with_hooks)) {}
   SessionInterface& session() const { return *raw_; }
-  std::vector<Tensor> RunWithHooks(const FeedList& feeds, const std::vector<Output>& fetches,
+  std::vector<Tensor> RunWithHooks(const FeedList& feeds, const FetchList& fetches,
                                    const std::vector<Operation>& targets = {}) {
     return run_with_hooks_(feeds, fetches, targets);
   }
@@ -130,7 +142,7 @@ class StepContext {
 
  private:
   SessionInterface* raw_;
-  std::function<std::vector<Tensor>(const FeedList&, const std::vector<Output>&,
+  std::function<std::vector<Tensor>(const FeedList&, const FetchList&,
                                     const std::vector<Operation>&)>
       run_with_hooks_;
 };
@@ -148,7 +160,11 @@ class MonitoredSession {
   MonitoredSession& operator=(const MonitoredSession&) = delete;
   MonitoredSession(MonitoredSession&&) noexcept;
 
-  std::vector<Tensor> Run(const FeedList& feeds, const std::vector<Output>& fetches,
+  // Runs one step through the hooks. Returns one Tensor per fetch (empty for a fetched
+  // Operation, as Session::Run; all empty when the input ran out under OnOutOfRange::kStop).
+  // Throws FailedPrecondition once closed, OutOfRange after the input ran out, and the run's
+  // or a hook's error otherwise (see RecoveryOptions for the ones it recovers from).
+  std::vector<Tensor> Run(const FeedList& feeds, const FetchList& fetches,
                           const std::vector<Operation>& targets = {},
                           const RunOptions* run_options = nullptr,
                           RunMetadata* run_metadata = nullptr);
@@ -158,12 +174,14 @@ class MonitoredSession {
   }
 
   // Calls `step_fn(step_context)` once; returns its result (or a default value when it called
-  // RequestStop). A recovery re-runs the whole function on the new session.
+  // RequestStop, or when the input ran out under OnOutOfRange::kStop). A recovery re-runs the
+  // whole function on the new session.
   template <typename StepFn>
   auto RunStepFn(StepFn&& step_fn) -> decltype(step_fn(std::declval<StepContext&>()));
 
-  // True once a hook or the step function requested a stop, a thread failed, or the session
-  // was closed. Never throws (see SingularMonitoredSession).
+  // True once a hook or the step function requested a stop, the input ran out (with
+  // OnOutOfRange::kStop), a thread failed, or the session was closed. Never throws (see
+  // SingularMonitoredSession).
   virtual bool ShouldStop();
   // Runs hooks' End (unless already closed) and closes; may throw a thread's recorded error.
   void Close();
@@ -179,10 +197,13 @@ class MonitoredSession {
   struct Impl;
   MonitoredSession(std::shared_ptr<SessionCreator> creator, HookList hooks,
                    MonitoredSessionOptions options, bool should_recover);
-  std::vector<Tensor> RunWithHooksForStepFn(const FeedList& feeds, const std::vector<Output>& fetches,
+  std::vector<Tensor> RunWithHooksForStepFn(const FeedList& feeds, const FetchList& fetches,
                                             const std::vector<Operation>& targets);
   SessionInterface* CurrentRawSession();
   void MarkStopRequested();
+  // For RunStepFn under OnOutOfRange::kStop: marks the input exhausted and returns true;
+  // false under kThrow.
+  bool StopAtEndOfInput();
   // For RunStepFn: recovers from a preemption error (true) or leaves it to propagate (false).
   bool RecoverFromStepFnError(const Error& error);
   std::unique_ptr<Impl> impl_;
@@ -204,7 +225,7 @@ auto MonitoredSession::RunStepFn(StepFn&& step_fn) -> decltype(step_fn(std::decl
   using Result = decltype(step_fn(std::declval<StepContext&>()));
   while (true) {
     // A retried function gets the new raw session (TF passes the stale one it captured).
-    StepContext context(CurrentRawSession(), [this](const FeedList& f, const std::vector<Output>& o,
+    StepContext context(CurrentRawSession(), [this](const FeedList& f, const FetchList& o,
                                                     const std::vector<Operation>& t) {
       return RunWithHooksForStepFn(f, o, t);
     });
@@ -212,6 +233,13 @@ auto MonitoredSession::RunStepFn(StepFn&& step_fn) -> decltype(step_fn(std::decl
       return step_fn(context);
     } catch (const StopIteration&) {
       MarkStopRequested();
+      if constexpr (!std::is_void_v<Result>) {
+        return Result{};
+      } else {
+        return;
+      }
+    } catch (const OutOfRangeError&) {
+      if (!StopAtEndOfInput()) throw;
       if constexpr (!std::is_void_v<Result>) {
         return Result{};
       } else {

@@ -137,7 +137,7 @@ MonitoredSessionOptions Fast() {
 std::unique_ptr<MonitoredSession> CheckpointingSession(Model& m, const std::string& dir, int64_t save_steps,
                                                        std::shared_ptr<RecordingHook> recorder) {
   CheckpointSaverHookOptions checkpoints;
-  checkpoints.save_steps = save_steps;
+  checkpoints.every_n_steps = save_steps;
   return std::make_unique<MonitoredSession>(
       std::make_shared<ChiefSessionCreator>(m.Chief(dir)),
       HookList{std::make_shared<CheckpointSaverHook>(dir, checkpoints), std::move(recorder)}, Fast());
@@ -207,7 +207,7 @@ TEST(MonitoredSession, FeedConflictsAreErrors) {
   }
 }
 
-TEST(MonitoredSession, OutOfRangeEndsCleanlyAndRunsEnd) {
+TEST(MonitoredSession, OutOfRangeStopsTheLoopWithoutATryBlockAndRunsEnd) {
   Model m;
   Output input;
   {
@@ -217,17 +217,53 @@ TEST(MonitoredSession, OutOfRangeEndsCleanlyAndRunsEnd) {
   std::vector<std::string> log;
   auto hook = std::make_shared<RecordingHook>("h", &log);
   g_inputs_left = 3;
-  int steps = 0;
+  int values = 0;
   {
     MonitoredSession sess(std::make_shared<ChiefSessionCreator>(m.Chief()), {hook}, Fast());
+    while (!sess.ShouldStop()) {
+      std::vector<Tensor> out = sess.Run({}, {input});
+      ASSERT_EQ(out.size(), 1u);
+      if (out[0].IsInitialized()) ++values;
+    }
+    EXPECT_TRUE(sess.ShouldStop());
+    // A step function meeting the end of the input returns a default value, as for a stop.
+    const std::vector<Tensor> from_step_fn =
+        sess.RunStepFn([&](StepContext& ctx) { return ctx.RunWithHooks({}, {input}); });
+    EXPECT_TRUE(from_step_fn.empty());
+    // Once stopped at the end of its input, a Run says so instead of running.
+    EXPECT_THROW(sess.Run({}, {input}), OutOfRangeError);
+  }  // destroyed normally: End runs
+  EXPECT_EQ(values, 3);
+  EXPECT_EQ(log.back(), "h.end");
+}
+
+TEST(MonitoredSession, OutOfRangeIsThrownWhenAskedAndEndStillRuns) {
+  Model m;
+  Output input;
+  {
+    auto as_default = m.graph.AsDefault();
+    input = NodeBuilder("MonitoredTestInput").Finalize();
+  }
+  std::vector<std::string> log;
+  auto hook = std::make_shared<RecordingHook>("h", &log);
+  g_inputs_left = 3;
+  MonitoredSessionOptions options = Fast();
+  options.on_out_of_range = OnOutOfRange::kThrow;
+  int steps = 0;
+  {
+    MonitoredSession sess(std::make_shared<ChiefSessionCreator>(m.Chief()), {hook}, options);
     try {
       while (!sess.ShouldStop()) {
         sess.Run({}, {input});
         ++steps;
       }
+      FAIL() << "the exhausted input should have thrown";
     } catch (const OutOfRangeError&) {
       // input exhausted
     }
+    EXPECT_FALSE(sess.ShouldStop());
+    EXPECT_THROW(sess.RunStepFn([&](StepContext& ctx) { return ctx.RunWithHooks({}, {input}); }),
+                 OutOfRangeError);
   }  // destroyed normally: End runs
   EXPECT_EQ(steps, 3);
   EXPECT_EQ(log.back(), "h.end");
@@ -280,7 +316,7 @@ TEST(MonitoredSession, APreemptionOfTheSessionAHookUsesIsRecovered) {
   std::vector<std::string> log;
   auto recorder = std::make_shared<RecordingHook>("r", &log);
   CheckpointSaverHookOptions checkpoints;
-  checkpoints.save_steps = 2;
+  checkpoints.every_n_steps = 2;
   MonitoredSession sess(std::make_shared<ChiefSessionCreator>(m.Chief(dir)),
                         {std::make_shared<CheckpointSaverHook>(dir, checkpoints), reader, recorder}, Fast());
   for (int i = 0; i < 3; ++i) sess.Run({m.train_op});  // step 3; checkpoints at 0 and 2
@@ -395,7 +431,7 @@ TEST(MonitoredSession, RecoveryInfoLacksTheStepBeforeWhenNoHookFollowedIt) {
   auto recorder = std::make_shared<RecordingHook>("r", &log);
   recorder->schedule = HookSchedule::Never();
   CheckpointSaverHookOptions checkpoints;
-  checkpoints.save_secs = 3600;  // saves at creation only: no hook follows the global step
+  checkpoints.every_n_secs = 3600;  // saves at creation only: no hook follows the global step
   MonitoredSession sess(std::make_shared<ChiefSessionCreator>(m.Chief(dir)),
                         {std::make_shared<CheckpointSaverHook>(dir, checkpoints), recorder}, Fast());
   for (int i = 0; i < 4; ++i) sess.Run({m.train_op});  // runs that fetch nothing extra
@@ -487,7 +523,9 @@ TEST(MonitoredSession, QueueRunnerErrorStopsTrainingAndSurfacesAtClose) {
   auto recorder = std::make_shared<RecordingHook>("r", &log);
   g_inputs_left = 5;
   g_input_corrupt = true;
-  MonitoredSession sess(std::make_shared<ChiefSessionCreator>(m.Chief()), {recorder}, Fast());
+  MonitoredSessionOptions options = Fast();
+  options.on_out_of_range = OnOutOfRange::kThrow;  // to tell a closed queue from a stop
+  MonitoredSession sess(std::make_shared<ChiefSessionCreator>(m.Chief()), {recorder}, options);
   int steps = 0;
   bool input_ended = false;
   try {
@@ -769,14 +807,46 @@ TEST(MonitoredTrainingSession, BothPeriodsForOneHookIsAnError) {
   MonitoredTrainingSessionOptions options;
   options.graph = &m.graph;
   options.checkpoint_dir = testing::MakeTempDir("both");
-  options.save_summaries_steps = int64_t{100};
-  options.save_summaries_secs = 0.0;
+  options.save_summaries_steps = 100;
+  options.save_summaries_secs = 0;
   try {
     MonitoredTrainingSession(options);
     FAIL();
   } catch (const InvalidArgumentError& e) {
     EXPECT_STREQ(e.what(), "Can not provide both every_secs and every_steps.");
   }
+}
+
+// Period options take values as TF users write them (`save_checkpoint_secs = 60`), keep
+// TF's default until set, and reject a fractional step count at compile time.
+TEST(MonitoredTrainingSession, PeriodOptionsAssignLikeTensorFlowArguments) {
+  static_assert(std::is_assignable_v<Defaulted<double>&, int>);
+  static_assert(std::is_assignable_v<Defaulted<double>&, double>);
+  static_assert(std::is_assignable_v<Defaulted<int64_t>&, int>);
+  static_assert(!std::is_assignable_v<Defaulted<int64_t>&, double>);
+  static_assert(!std::is_assignable_v<Defaulted<int64_t>&, bool>);
+  MonitoredTrainingSessionOptions options;
+  EXPECT_TRUE(options.save_checkpoint_secs.is_default());
+  options.save_checkpoint_secs = 60;
+  EXPECT_EQ(options.save_checkpoint_secs.value_if_set(), 60.0);
+  options.save_checkpoint_secs = std::nullopt;
+  EXPECT_TRUE(options.save_checkpoint_secs.disabled());
+  EXPECT_EQ(options.save_checkpoint_secs.value_if_set(), std::nullopt);
+  options.save_checkpoint_secs = UseDefault{};
+  EXPECT_TRUE(options.save_checkpoint_secs.is_default());
+
+  // An int seconds period drives the hook: 3600 s saves only at creation and at the end.
+  Model m;
+  options.graph = &m.graph;
+  options.checkpoint_dir = testing::MakeTempDir("int_secs");
+  options.save_checkpoint_secs = 3600;
+  options.save_summaries_steps = std::nullopt;
+  options.hooks = {std::make_shared<StopAtStepHook>(LastStep{3})};
+  auto sess = MonitoredTrainingSession(options);
+  while (!sess->ShouldStop()) sess->Run({m.train_op});
+  sess->Close();
+  EXPECT_EQ(LatestCheckpoint(options.checkpoint_dir), JoinPath(options.checkpoint_dir, "model.ckpt-3"));
+  EXPECT_EQ(GetCheckpointState(options.checkpoint_dir)->all_model_checkpoint_paths_size(), 2);  // 0 and 3
 }
 
 }  // namespace

@@ -7,15 +7,6 @@ namespace flowtrain::train {
 namespace {
 
 template <typename T>
-bool IsDefault(const Defaulted<T>& v) { return std::holds_alternative<UseDefault>(v); }
-
-template <typename T>
-std::optional<T> Resolved(const Defaulted<T>& v) {
-  if (const T* value = std::get_if<T>(&v)) return *value;
-  return std::nullopt;
-}
-
-template <typename T>
 bool Positive(const std::optional<T>& v) { return v.has_value() && *v > 0; }
 
 }  // namespace
@@ -24,19 +15,19 @@ std::unique_ptr<MonitoredSession> MonitoredTrainingSession(MonitoredTrainingSess
   // TF's USE_DEFAULT resolution (docs/tf_behaviour.md §1.1).
   std::optional<int64_t> summary_steps;
   std::optional<double> summary_secs;
-  if (IsDefault(options.save_summaries_steps) && IsDefault(options.save_summaries_secs)) {
+  if (options.save_summaries_steps.is_default() && options.save_summaries_secs.is_default()) {
     summary_steps = 100;
   } else {
-    summary_steps = Resolved(options.save_summaries_steps);
-    summary_secs = Resolved(options.save_summaries_secs);
+    summary_steps = options.save_summaries_steps.value_if_set();
+    summary_secs = options.save_summaries_secs.value_if_set();
   }
   std::optional<int64_t> checkpoint_steps;
   std::optional<double> checkpoint_secs;
-  if (IsDefault(options.save_checkpoint_steps) && IsDefault(options.save_checkpoint_secs)) {
+  if (options.save_checkpoint_steps.is_default() && options.save_checkpoint_secs.is_default()) {
     checkpoint_secs = 600;
   } else {
-    checkpoint_steps = Resolved(options.save_checkpoint_steps);
-    checkpoint_secs = Resolved(options.save_checkpoint_secs);
+    checkpoint_steps = options.save_checkpoint_steps.value_if_set();
+    checkpoint_secs = options.save_checkpoint_secs.value_if_set();
   }
   if (options.scaffold == nullptr) options.scaffold = std::make_shared<Scaffold>();
   Graph* graph = options.graph != nullptr ? options.graph : &GetDefaultGraph();
@@ -45,6 +36,7 @@ std::unique_ptr<MonitoredSession> MonitoredTrainingSession(MonitoredTrainingSess
   session_options.stop_grace_period = options.stop_grace_period;
   session_options.recovery = options.recovery;
   session_options.hook_scheduling = options.hook_scheduling;
+  session_options.on_out_of_range = options.on_out_of_range;
 
   if (!options.is_chief) {
     WorkerSessionCreatorOptions worker;
@@ -76,16 +68,16 @@ std::unique_ptr<MonitoredSession> MonitoredTrainingSession(MonitoredTrainingSess
     if (Positive(summary_steps) || Positive(summary_secs)) {
       SummarySaverHookOptions summaries;
       summaries.scaffold = options.scaffold;
-      summaries.save_steps = summary_steps;
-      summaries.save_secs = summary_secs;
+      summaries.every_n_steps = summary_steps;
+      summaries.every_n_secs = summary_secs;
       summaries.output_dir = summary_dir;
       all_hooks.push_back(std::make_shared<SummarySaverHook>(summaries));
     }
   }
   if (!options.checkpoint_dir.empty() && (Positive(checkpoint_steps) || Positive(checkpoint_secs))) {
     CheckpointSaverHookOptions checkpoints;
-    checkpoints.save_steps = checkpoint_steps;
-    checkpoints.save_secs = checkpoint_secs;
+    checkpoints.every_n_steps = checkpoint_steps;
+    checkpoints.every_n_secs = checkpoint_secs;
     checkpoints.scaffold = options.scaffold;
     checkpoints.save_graph_def = options.save_graph_def;
     checkpoints.async_save = options.async_checkpoint;

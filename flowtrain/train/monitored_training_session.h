@@ -5,8 +5,9 @@
 //   MonitoredTrainingSessionOptions opts;
 //   opts.checkpoint_dir = "runs/digits";           // resumes from here if it holds a checkpoint
 //   opts.hooks = {std::make_shared<StopAtStepHook>(LastStep{2000})};
+//   opts.save_checkpoint_secs = 60;                // TF's save_checkpoint_secs=60
 //   auto sess = MonitoredTrainingSession(opts);
-//   while (!sess->ShouldStop()) sess->Run({train_op});
+//   while (!sess->ShouldStop()) sess->Run({train_op});  // ends too when the input runs out
 //
 // Defaults are TF 1.15's: checkpoints every 600 s, summaries every 100 steps, the step
 // counter every 100 steps, all written to checkpoint_dir (summary_dir overrides the summary
@@ -22,7 +23,7 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <variant>
+#include <type_traits>
 
 #include "flowtrain/train/monitored_session.h"
 #include "flowtrain/train/scaffold.h"
@@ -31,9 +32,38 @@ namespace flowtrain::train {
 
 // TF's USE_DEFAULT sentinel: "let MonitoredTrainingSession pick".
 struct UseDefault {};
-// A period: TF's default, disabled (std::nullopt), or a value.
+
+// A period option: TF's default (UseDefault, what a new one holds), disabled (std::nullopt,
+// TF's None) or a value. Assigns as TF users write it: `opts.save_checkpoint_secs = 60;`
+// converts the int, and a fractional value for a step count is rejected at compile time.
+//
+//   Defaulted<double> secs;      // is_default()
+//   secs = 60;                   // value() == 60.0
+//   secs = std::nullopt;         // disabled()
 template <typename T>
-using Defaulted = std::variant<UseDefault, std::nullopt_t, T>;
+class Defaulted {
+ public:
+  Defaulted() = default;
+  Defaulted(UseDefault) {}                                     // NOLINT
+  Defaulted(std::nullopt_t) : state_(State::kDisabled) {}     // NOLINT
+  template <typename U>
+    requires(std::is_arithmetic_v<U> && !std::is_same_v<U, bool> &&
+             (std::is_floating_point_v<T> || std::is_integral_v<U>))
+  Defaulted(U value) : state_(State::kValue), value_(static_cast<T>(value)) {}  // NOLINT
+
+  bool is_default() const { return state_ == State::kDefault; }
+  bool disabled() const { return state_ == State::kDisabled; }
+  bool has_value() const { return state_ == State::kValue; }
+  // The value, or std::nullopt when disabled or left to the default.
+  std::optional<T> value_if_set() const {
+    return has_value() ? std::optional<T>(value_) : std::nullopt;
+  }
+
+ private:
+  enum class State { kDefault, kDisabled, kValue };
+  State state_ = State::kDefault;
+  T value_{};
+};
 
 struct MonitoredTrainingSessionOptions {
   std::string master;
@@ -42,14 +72,14 @@ struct MonitoredTrainingSessionOptions {
   std::shared_ptr<Scaffold> scaffold;
   HookList hooks;
   HookList chief_only_hooks;
-  Defaulted<double> save_checkpoint_secs = UseDefault{};     // default 600 when steps unset
-  Defaulted<int64_t> save_summaries_steps = UseDefault{};    // default 100 when secs unset
-  Defaulted<double> save_summaries_secs = UseDefault{};
+  Defaulted<double> save_checkpoint_secs;     // default 600 when steps unset
+  Defaulted<int64_t> save_summaries_steps;    // default 100 when secs unset
+  Defaulted<double> save_summaries_secs;
   ConfigProto config;
   std::chrono::nanoseconds stop_grace_period = std::chrono::seconds(120);
   std::optional<int64_t> log_step_count_steps = 100;
   std::chrono::seconds max_wait{7200};
-  Defaulted<int64_t> save_checkpoint_steps = UseDefault{};
+  Defaulted<int64_t> save_checkpoint_steps;
   std::string summary_dir;
   bool save_graph_def = true;
   // Beyond TF: the chief's CheckpointSaverHook writes checkpoints in the background
@@ -59,6 +89,9 @@ struct MonitoredTrainingSessionOptions {
   // Beyond TF: hooks are called only on the runs they are due (HookScheduling::kEveryRun is
   // TF's every hook around every run); see monitored_session.h.
   HookScheduling hook_scheduling = HookScheduling::kWhenDue;
+  // An exhausted input ends the session as in TF's `with` block (OnOutOfRange::kStop: Run
+  // returns empty Tensors, ShouldStop() turns true), or kThrow: Run throws OutOfRangeError.
+  OnOutOfRange on_out_of_range = OnOutOfRange::kStop;
   Graph* graph = nullptr;    // null: the default graph
 };
 

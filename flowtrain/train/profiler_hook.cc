@@ -71,7 +71,7 @@ std::string ChromeTraceJson(const RunMetadata& metadata, const std::vector<HookT
 }
 
 ProfilerHook::ProfilerHook(Options options)
-    : options_(std::move(options)), timer_(options_.save_secs, options_.save_steps) {
+    : options_(std::move(options)), timer_(options_.every_n_secs, options_.every_n_steps) {
   // TF gets the writer in the constructor.
   writer_ = summary::FileWriterCache::Get(options_.output_dir.empty() ? "." : options_.output_dir);
 }

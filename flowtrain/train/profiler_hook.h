@@ -4,7 +4,7 @@
 // is never traced. Beyond TF, each trace also carries the time every hook has spent so far
 // ("hooks" process in the trace), so slow hooks show up next to slow ops.
 //
-//   hooks.push_back(std::make_shared<ProfilerHook>(ProfilerHook::Options{.save_steps = 1000,
+//   hooks.push_back(std::make_shared<ProfilerHook>(ProfilerHook::Options{.every_n_steps = 1000,
 //                                                                        .output_dir = dir}));
 //
 // Hook timings in the trace: one slice per hook whose length is the hook's total time in
@@ -31,8 +31,9 @@ std::string ChromeTraceJson(const RunMetadata& metadata, const std::vector<HookT
 class ProfilerHook : public SessionRunHook {
  public:
   struct Options {
-    std::optional<int64_t> save_steps;
-    std::optional<double> save_secs;
+    // Profile every this many global steps (TF's save_steps) or seconds (TF's save_secs).
+    std::optional<int64_t> every_n_steps;
+    std::optional<double> every_n_secs;
     std::string output_dir;
   };
   explicit ProfilerHook(Options options);

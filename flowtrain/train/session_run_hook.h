@@ -41,7 +41,9 @@ class Coordinator;
 // What a hook adds to a step: TF's SessionRunArgs(fetches, feed_dict, options), with targets
 // (operations to run) kept apart from fetched tensors as C++ Run takes them.
 struct SessionRunArgs {
-  std::vector<Output> fetches;
+  // Tensors and operations, as Session::Run's fetches: a fetched Operation runs and its slot
+  // in SessionRunValues::results is an empty Tensor (TF's None).
+  FetchList fetches;
   std::vector<Operation> targets;
   FeedList feeds;
   std::optional<RunOptions> options;

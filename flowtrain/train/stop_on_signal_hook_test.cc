@@ -25,7 +25,7 @@ TEST(StopOnSignalHookTest, StopsAfterTheStepAndTheCloseSavesTheFinalCheckpoint) 
   HooksTestModel m;
   auto stop = std::make_shared<StopOnSignalHook>(
       StopOnSignalHook::Options{.signals = {SIGUSR1}, .check_interval = std::chrono::milliseconds(0)});
-  auto saver = std::make_shared<CheckpointSaverHook>(dir, CheckpointSaverHookOptions{.save_steps = 1000});
+  auto saver = std::make_shared<CheckpointSaverHook>(dir, CheckpointSaverHookOptions{.every_n_steps = 1000});
   {
     auto sess = m.Session({saver, stop});
     EXPECT_EQ(m.RunUntilStop(*sess, 5), 5);
