@@ -89,9 +89,9 @@ int main(int argc, char** argv) {
   // images are dropped (the next ones come --histogram-steps later) and its scalars kept.
   opts.save_summaries_steps = std::nullopt;
   auto sparse_saver = std::make_shared<ft::train::SummarySaverHook>(ft::train::SummarySaverHookOptions{
-      .save_steps = histogram_steps, .output_dir = model_dir, .summary_op = sparse_summary_op});
+      .every_n_steps = histogram_steps, .output_dir = model_dir, .summary_op = sparse_summary_op});
   auto scalar_saver = std::make_shared<ft::train::SummarySaverHook>(ft::train::SummarySaverHookOptions{
-      .save_steps = 100, .output_dir = model_dir, .scaffold = scaffold});
+      .every_n_steps = 100, .output_dir = model_dir, .scaffold = scaffold});
   opts.hooks = {stop, stop_on_signal, sparse_saver, scalar_saver, std::make_shared<ft::train::ProgressBarHook>(
                           ft::train::ProgressBarHook::Options{.num_steps = steps, .tensors = {{"loss", loss}}})};
   if (isatty(STDERR_FILENO)) {
