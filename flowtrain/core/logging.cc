@@ -8,18 +8,17 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <mutex>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace flowtrain {
 namespace {
 
-std::mutex& SinkMutex() {
-  static std::mutex mu;
-  return mu;
-}
+// Constant-initialized, so logging from another file's static initializer finds it ready.
+ABSL_CONST_INIT absl::Mutex sink_mu(absl::kConstInit);
 
-LogSink& Sink() {
+LogSink& Sink() ABSL_EXCLUSIVE_LOCKS_REQUIRED(sink_mu) {
   static LogSink* sink = new LogSink();
   return *sink;
 }
@@ -43,7 +42,7 @@ const char* Basename(const char* path) {
 }  // namespace
 
 void SetLogSink(LogSink sink) {
-  std::lock_guard<std::mutex> lock(SinkMutex());
+  absl::MutexLock lock(&sink_mu);
   Sink() = std::move(sink);
 }
 
@@ -72,7 +71,7 @@ LogMessage::~LogMessage() {
                 static_cast<int>(gettid()), Basename(file_), line_);
   const std::string line = prefix + stream_.str();
   {
-    std::lock_guard<std::mutex> lock(SinkMutex());
+    absl::MutexLock lock(&sink_mu);
     if (Sink()) {
       Sink()(severity_, line);
     } else {

@@ -2,13 +2,15 @@
 // inputs and passes it on in a DT_VARIANT tensor; the iterator ops create, advance, save and
 // restore the iterator kept in the session's resource manager.
 #include <algorithm>
-#include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
@@ -23,17 +25,19 @@ namespace {
 
 using Element = std::vector<Tensor>;
 
-// Waits on `cv` until `ready()`, waking regularly to honour the run's cancellation and
-// deadline (the producers it waits for do not know about them).
-template <typename Ready>
-void WaitFor(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
-             const IteratorContext& ctx, std::string_view what, Ready ready) {
-  while (!ready()) {
-    if (ctx.cancellation != nullptr && ctx.cancellation->IsCancelled()) Cancelled(what, " was cancelled");
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= ctx.deadline) DeadlineExceeded("Timed out waiting in ", what);
-    cv.wait_until(lock, std::min(ctx.deadline, now + std::chrono::milliseconds(20)));
-  }
+// One pass of a wait for a condition on `cv`, which the caller loops over while the
+// condition is false: Cancelled/DeadlineExceeded if the run has ended, otherwise a wait of at
+// most 20 ms, so that the run's cancellation and deadline are honoured even though the
+// producers it waits for do not know about them.
+//
+//   while (!ready) WaitOnce(mu_, cv_, ctx, "PrefetchDataset");
+void WaitOnce(absl::Mutex& mu, absl::CondVar& cv, const IteratorContext& ctx, std::string_view what)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+  if (ctx.cancellation != nullptr && ctx.cancellation->IsCancelled()) Cancelled(what, " was cancelled");
+  const auto now = std::chrono::steady_clock::now();
+  if (now >= ctx.deadline) DeadlineExceeded("Timed out waiting in ", what);
+  const auto wake_at = std::min(ctx.deadline, now + std::chrono::milliseconds(20));
+  cv.WaitWithTimeout(&mu, absl::FromChrono(wake_at - now));
 }
 
 void SaveElement(IteratorState& state, const std::string& key, const Element& element) {
@@ -249,10 +253,10 @@ class MapDataset : public DatasetBase {
     }
     ~ParallelIter() override {
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         stopping_ = true;  // workers finish what is queued, then leave
       }
-      work_cv_.notify_all();
+      work_cv_.SignalAll();
       for (std::thread& worker : workers_) worker.join();
     }
     bool GetNext(IteratorContext& ctx, Element* out) override {
@@ -266,17 +270,17 @@ class MapDataset : public DatasetBase {
         slot->origins = input_->origins();
         slots_.push_back(slot);
         {
-          std::lock_guard<std::mutex> lock(mu_);
+          absl::MutexLock lock(&mu_);
           ++in_flight_;
           queue_.push_back({slot, std::move(in)});
         }
-        work_cv_.notify_one();
+        work_cv_.Signal();
       }
       if (slots_.empty()) return false;
       std::shared_ptr<Slot> slot = slots_.front();
       {
-        std::unique_lock<std::mutex> lock(mu_);
-        WaitFor(lock, cv_, ctx, "ParallelMapDataset", [&] { return slot->done; });
+        absl::MutexLock lock(&mu_);
+        while (!slot->done) WaitOnce(mu_, cv_, ctx, "ParallelMapDataset");
       }
       slots_.pop_front();
       if (slot->error) std::rethrow_exception(slot->error);
@@ -287,8 +291,8 @@ class MapDataset : public DatasetBase {
     const RecordOrigins& origins() const override { return KeptOrigins(origins_); }
     void Save(IteratorState& state) override {
       {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return in_flight_ == 0; });
+        absl::MutexLock lock(&mu_);
+        while (in_flight_ != 0) cv_.Wait(&mu_);
       }
       input_->Save(state);
       state.WriteInt(Key("input_exhausted"), input_exhausted_);
@@ -313,6 +317,8 @@ class MapDataset : public DatasetBase {
     }
 
    private:
+    // A call's result. Its fields are guarded by the iterator's mu_ until `done`, after which
+    // only the caller's thread touches them (the analysis cannot name another object's mutex).
     struct Slot {
       bool done = false;
       Element result;
@@ -325,14 +331,17 @@ class MapDataset : public DatasetBase {
     };
 
     // A worker: applies the function to queued inputs until the iterator is destroyed.
-    void Work() {
-      std::unique_lock<std::mutex> lock(mu_);
+    void Work() ABSL_LOCKS_EXCLUDED(mu_) {
+      mu_.Lock();
       for (;;) {
-        work_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-        if (queue_.empty()) return;
+        while (!stopping_ && queue_.empty()) work_cv_.Wait(&mu_);
+        if (queue_.empty()) {
+          mu_.Unlock();
+          return;
+        }
         Call call = std::move(queue_.front());
         queue_.pop_front();
-        lock.unlock();
+        mu_.Unlock();
         Element result;
         std::exception_ptr error;
         try {
@@ -341,15 +350,15 @@ class MapDataset : public DatasetBase {
           error = std::current_exception();
         }
         call.input.clear();  // release the input outside the lock
-        lock.lock();
+        mu_.Lock();
         call.slot->result = std::move(result);
         call.slot->error = error;
         call.slot->done = true;
         --in_flight_;
         // Notified after unlocking, so that the caller does not wake only to wait for mu_.
-        lock.unlock();
-        cv_.notify_all();
-        lock.lock();
+        mu_.Unlock();
+        cv_.SignalAll();
+        mu_.Lock();
       }
     }
 
@@ -358,12 +367,12 @@ class MapDataset : public DatasetBase {
     std::deque<std::shared_ptr<Slot>> slots_;  // in input order, owned by the caller's thread
     RecordOrigins origins_;                    // of the element last returned
     bool input_exhausted_ = false;
-    std::mutex mu_;
-    std::condition_variable cv_;       // a call finished
-    std::condition_variable work_cv_;  // a call was queued, or stopping_
-    std::deque<Call> queue_;           // calls no worker has taken yet
-    int in_flight_ = 0;                // calls queued or running
-    bool stopping_ = false;
+    absl::Mutex mu_;
+    absl::CondVar cv_;       // a call finished
+    absl::CondVar work_cv_;  // a call was queued, or stopping_
+    std::deque<Call> queue_ ABSL_GUARDED_BY(mu_);  // calls no worker has taken yet
+    int in_flight_ ABSL_GUARDED_BY(mu_) = 0;       // calls queued or running
+    bool stopping_ ABSL_GUARDED_BY(mu_) = false;
     std::vector<std::thread> workers_;  // last: joined by the destructor before the rest goes
   };
 
@@ -660,18 +669,18 @@ class PrefetchDataset : public DatasetBase {
         : IteratorBase(prefix), ds_(ds), input_(ds.input_->MakeIterator(prefix)) {}
     ~Iter() override {
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         stopping_ = true;
       }
       cancellation_.StartCancel();
-      space_cv_.notify_all();
-      ready_cv_.notify_all();
+      space_cv_.SignalAll();
+      ready_cv_.SignalAll();
       if (producer_.joinable()) producer_.join();
     }
     bool GetNext(IteratorContext& ctx, Element* out) override {
-      std::unique_lock<std::mutex> lock(mu_);
+      absl::ReleasableMutexLock lock(&mu_);
       if (!producer_.joinable() && !ended_) producer_ = std::thread([this] { Produce(); });
-      WaitFor(lock, ready_cv_, ctx, "PrefetchDataset", [&] { return !buffer_.empty() || ended_; });
+      while (buffer_.empty() && !ended_) WaitOnce(mu_, ready_cv_, ctx, "PrefetchDataset");
       if (buffer_.empty()) {
         if (error_) std::rethrow_exception(error_);
         return false;
@@ -682,22 +691,22 @@ class PrefetchDataset : public DatasetBase {
       origins_buffer_.pop_front();
       const bool refill = static_cast<int64_t>(buffer_.size()) <= capacity_ / 2;
       // Notified after unlocking, so that the producer does not wake only to wait for mu_.
-      lock.unlock();
-      if (refill) space_cv_.notify_one();
+      lock.Release();
+      if (refill) space_cv_.Signal();
       return true;
     }
     const RecordOrigins& origins() const override { return origins_; }
     void Save(IteratorState& state) override {
-      std::lock_guard<std::mutex> input_lock(input_mu_);  // the producer is between elements
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock input_lock(&input_mu_);  // the producer is between elements
+      absl::MutexLock lock(&mu_);
       input_->Save(state);
       state.WriteInt(Key("ended"), ended_ && error_ == nullptr);
       state.WriteInt(Key("buffer_size"), static_cast<int64_t>(buffer_.size()));
       for (size_t i = 0; i < buffer_.size(); ++i) SaveElement(state, Key(StrCat("buffer.", i)), buffer_[i]);
     }
     void Restore(IteratorState& state) override {
-      std::lock_guard<std::mutex> input_lock(input_mu_);
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock input_lock(&input_mu_);
+      absl::MutexLock lock(&mu_);
       if (producer_.joinable()) FailedPrecondition("PrefetchDataset: restore into a running iterator");
       input_->Restore(state);
       ended_ = state.ReadInt(Key("ended")) != 0;
@@ -709,8 +718,8 @@ class PrefetchDataset : public DatasetBase {
     }
 
    private:
-    // An autotuned buffer's capacity, from the size of the first element (mu_ held).
-    void SizeAutotunedBuffer(const Element& first) {
+    // An autotuned buffer's capacity, from the size of the first element.
+    void SizeAutotunedBuffer(const Element& first) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       if (!autotune_ || sized_) return;
       sized_ = true;
       size_t bytes = 1;
@@ -718,13 +727,13 @@ class PrefetchDataset : public DatasetBase {
       capacity_ = std::clamp<int64_t>(kAutotuneMaxBytes / static_cast<int64_t>(bytes), 1, kAutotuneMaxElements);
     }
 
-    void Produce() {
+    void Produce() ABSL_LOCKS_EXCLUDED(mu_, input_mu_) {
       IteratorContext ctx{.cancellation = &cancellation_};
       for (;;) {
         {
-          std::unique_lock<std::mutex> lock(mu_);
+          absl::MutexLock lock(&mu_);
           if (static_cast<int64_t>(buffer_.size()) >= capacity_) {
-            space_cv_.wait(lock, [&] { return stopping_ || static_cast<int64_t>(buffer_.size()) <= capacity_ / 2; });
+            while (!stopping_ && static_cast<int64_t>(buffer_.size()) > capacity_ / 2) space_cv_.Wait(&mu_);
           }
           if (stopping_) return;
         }
@@ -734,7 +743,7 @@ class PrefetchDataset : public DatasetBase {
         std::exception_ptr error;
         // The element enters the buffer before input_mu_ is released, so Save never sees
         // the input advanced past an element that is in neither place.
-        std::lock_guard<std::mutex> input_lock(input_mu_);
+        absl::MutexLock input_lock(&input_mu_);
         try {
           got = input_->GetNext(ctx, &e);
           if (got) origins = input_->origins();
@@ -742,7 +751,7 @@ class PrefetchDataset : public DatasetBase {
           error = std::current_exception();
         }
         {
-          std::lock_guard<std::mutex> lock(mu_);
+          absl::MutexLock lock(&mu_);
           if (got) {
             SizeAutotunedBuffer(e);
             buffer_.push_back(std::move(e));
@@ -752,26 +761,27 @@ class PrefetchDataset : public DatasetBase {
             error_ = error;
           }
         }
-        ready_cv_.notify_one();  // GetNext calls are serialized: at most one waits
+        ready_cv_.Signal();  // GetNext calls are serialized: at most one waits
         if (!got) return;
       }
     }
 
     const PrefetchDataset& ds_;
-    std::unique_ptr<IteratorBase> input_;
+    absl::Mutex input_mu_;  // held by the producer while it advances input_
+    std::unique_ptr<IteratorBase> input_ ABSL_PT_GUARDED_BY(input_mu_);
     const bool autotune_ = ds_.buffer_size_ <= 0;
-    std::mutex input_mu_;  // held by the producer while it advances input_
-    std::mutex mu_;
-    int64_t capacity_ = autotune_ ? 1 : ds_.buffer_size_;  // autotuned: set by the first element
-    bool sized_ = false;
-    std::condition_variable space_cv_;  // the buffer has room, or stopping_
-    std::condition_variable ready_cv_;  // the buffer has an element, or ended_
-    std::deque<Element> buffer_;
-    std::deque<RecordOrigins> origins_buffer_;  // beside buffer_
-    RecordOrigins origins_;                     // of the element last returned (caller's thread)
-    bool ended_ = false;
-    bool stopping_ = false;
-    std::exception_ptr error_;
+    absl::Mutex mu_;
+    // Autotuned: set by the first element.
+    int64_t capacity_ ABSL_GUARDED_BY(mu_) = autotune_ ? 1 : ds_.buffer_size_;
+    bool sized_ ABSL_GUARDED_BY(mu_) = false;
+    absl::CondVar space_cv_;  // the buffer has room, or stopping_
+    absl::CondVar ready_cv_;  // the buffer has an element, or ended_
+    std::deque<Element> buffer_ ABSL_GUARDED_BY(mu_);
+    std::deque<RecordOrigins> origins_buffer_ ABSL_GUARDED_BY(mu_);  // beside buffer_
+    RecordOrigins origins_;  // of the element last returned (caller's thread)
+    bool ended_ ABSL_GUARDED_BY(mu_) = false;
+    bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+    std::exception_ptr error_ ABSL_GUARDED_BY(mu_);
     CancellationManager cancellation_;
     std::thread producer_;
   };
@@ -963,11 +973,11 @@ FT_REGISTER_KERNEL("SkipDataset", TakeSkipDatasetOp<false>);
 class IteratorResource : public ResourceBase {
  public:
   std::string DebugString() const override { return "Iterator"; }
-  std::mutex mu;
-  DatasetRef dataset;
-  std::unique_ptr<IteratorBase> iterator;
-  std::optional<IteratorState> pending_state;
-  bool delivered_origins = false;  // has an entry in DeliveredOrigins
+  absl::Mutex mu;
+  DatasetRef dataset ABSL_GUARDED_BY(mu);
+  std::unique_ptr<IteratorBase> iterator ABSL_GUARDED_BY(mu);
+  std::optional<IteratorState> pending_state ABSL_GUARDED_BY(mu);
+  bool delivered_origins ABSL_GUARDED_BY(mu) = false;  // has an entry in DeliveredOrigins
   ~IteratorResource() override {
     if (delivered_origins) DeliveredOrigins::Forget(this);
   }
@@ -1020,7 +1030,7 @@ struct MakeIteratorOp : OpKernel {
     std::unique_ptr<IteratorBase> fresh = dataset->MakeIterator(kIteratorPrefix);
     std::unique_ptr<IteratorBase> old;
     {
-      std::lock_guard<std::mutex> lock(resource->mu);
+      absl::MutexLock lock(&resource->mu);
       if (resource->pending_state) {
         // Taken first: a state from another pipeline fails this initialization only.
         IteratorState pending = std::move(*resource->pending_state);
@@ -1045,7 +1055,7 @@ class IteratorGetNextOp : public OpKernel {
     IteratorContext ictx{.cancellation = ctx->cancellation_manager(), .deadline = ctx->deadline()};
     Element element;
     {
-      std::lock_guard<std::mutex> lock(resource->mu);
+      absl::MutexLock lock(&resource->mu);
       if (resource->iterator == nullptr) NotInitialized();
       if (!resource->iterator->GetNext(ictx, &element)) OutOfRange("End of sequence");
       // Kernels that fail on the records later in the step name them (ParseExample).
@@ -1083,7 +1093,7 @@ struct SerializeIteratorOp : OpKernel {
     auto resource = LookupIterator(ctx, 0);
     IteratorState state;
     {
-      std::lock_guard<std::mutex> lock(resource->mu);
+      absl::MutexLock lock(&resource->mu);
       if (resource->iterator == nullptr) NotInitialized();
       resource->iterator->Save(state);
     }
@@ -1098,7 +1108,7 @@ struct DeserializeIteratorOp : OpKernel {
     auto resource = LookupIterator(ctx, 0);
     IteratorState state = IteratorState::Parse(ctx->input(1).scalar<std::string>());
     std::unique_ptr<IteratorBase> old;
-    std::lock_guard<std::mutex> lock(resource->mu);
+    absl::MutexLock lock(&resource->mu);
     if (resource->dataset == nullptr) {
       resource->pending_state = std::move(state);
       return;

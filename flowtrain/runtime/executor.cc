@@ -5,12 +5,12 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
-#include <mutex>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/container/inlined_vector.h"
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
@@ -68,8 +68,8 @@ struct Executor::Plan {
   bool run_inline = true;
 
   // Run states are reused across runs so a step allocates nothing for bookkeeping.
-  mutable std::mutex free_states_mu;
-  mutable std::vector<std::unique_ptr<RunState>> free_states;
+  mutable absl::Mutex free_states_mu;
+  mutable std::vector<std::unique_ptr<RunState>> free_states ABSL_GUARDED_BY(free_states_mu);
 };
 
 struct Executor::RunState {
@@ -92,8 +92,9 @@ struct Executor::RunState {
         pending[i].store(plan.items[i].initial_pending, std::memory_order_relaxed);
       }
       outstanding.store(0);
-      done = false;
       failed.store(false);
+      absl::MutexLock lock(&mu);  // uncontended: the state is not shared until the run starts
+      done = false;
       error = nullptr;
     }
   }
@@ -105,11 +106,11 @@ struct Executor::RunState {
   std::vector<std::atomic<int>> pending;
   std::atomic<int> outstanding{0};
   std::atomic<bool> failed{false};
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  std::exception_ptr error;
-  std::vector<tensorflow::NodeExecStats> stats;  // guarded by mu
+  absl::Mutex mu;
+  absl::CondVar cv;  // signalled when done becomes true
+  bool done ABSL_GUARDED_BY(mu) = false;
+  std::exception_ptr error ABSL_GUARDED_BY(mu);
+  std::vector<tensorflow::NodeExecStats> stats ABSL_GUARDED_BY(mu);
 };
 
 Executor::Executor(const ExecutorEnv& env, const std::vector<Endpoint>& feeds,
@@ -333,7 +334,7 @@ std::vector<Tensor> Executor::Run(const ExecutorRunArgs& args,
   }
   std::unique_ptr<RunState> state;
   {
-    std::lock_guard<std::mutex> lock(plan.free_states_mu);
+    absl::MutexLock lock(&plan.free_states_mu);
     if (!plan.free_states.empty()) {
       state = std::move(plan.free_states.back());
       plan.free_states.pop_back();
@@ -397,7 +398,7 @@ std::vector<Tensor> Executor::Run(const ExecutorRunArgs& args,
       stats.set_op_end_rel_micros(end - start);
       stats.set_all_end_rel_micros(end - start);
       stats.set_thread_id(static_cast<uint32_t>(gettid()));
-      std::lock_guard<std::mutex> lock(s.mu);
+      absl::MutexLock lock(&s.mu);
       s.stats.push_back(std::move(stats));
     }
     for (int k = 0; k < item.num_inputs; ++k) {
@@ -446,7 +447,7 @@ std::vector<Tensor> Executor::Run(const ExecutorRunArgs& args,
             check_cancelled();
             execute(item, true);
           } catch (...) {
-            std::lock_guard<std::mutex> lock(s.mu);
+            absl::MutexLock lock(&s.mu);
             if (s.error == nullptr) {
               try {
                 RethrowForNode(*item.node);
@@ -484,13 +485,14 @@ std::vector<Tensor> Executor::Run(const ExecutorRunArgs& args,
         if (newly_ready > 0) s.outstanding.fetch_add(newly_ready, std::memory_order_acq_rel);
         for (int dst : to_dispatch) pool->Schedule([&process, dst] { process({dst}); });
         if (s.outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-          std::lock_guard<std::mutex> lock(s.mu);
+          absl::MutexLock lock(&s.mu);
           s.done = true;
-          s.cv.notify_all();
+          s.cv.SignalAll();
         }
       }
     };
     if (plan.roots.empty()) {
+      absl::MutexLock lock(&s.mu);
       s.done = true;
     } else {
       s.outstanding.store(static_cast<int>(plan.roots.size()));
@@ -512,8 +514,8 @@ std::vector<Tensor> Executor::Run(const ExecutorRunArgs& args,
       std::reverse(here.begin(), here.end());
       process(std::move(here));
     }
-    std::unique_lock<std::mutex> lock(s.mu);
-    s.cv.wait(lock, [&] { return s.done; });
+    absl::MutexLock lock(&s.mu);
+    while (!s.done) s.cv.Wait(&s.mu);
     error = s.error;
   }
 
@@ -531,13 +533,14 @@ std::vector<Tensor> Executor::Run(const ExecutorRunArgs& args,
   if (tracing) {
     auto* dev = args.trace->mutable_step_stats()->add_dev_stats();
     dev->set_device(plan.env.device_name);
+    absl::MutexLock lock(&s.mu);  // every node has finished: only for the analysis' sake
     for (auto& st : s.stats) *dev->add_node_stats() = std::move(st);
     s.stats.clear();
   }
   // Drop every tensor still held (fetched ones, feeds) before recycling the state.
   for (Tensor& t : s.tensors) t = Tensor();
   {
-    std::lock_guard<std::mutex> lock(plan.free_states_mu);
+    absl::MutexLock lock(&plan.free_states_mu);
     plan.free_states.push_back(std::move(state));
   }
   if (error != nullptr) std::rethrow_exception(error);
