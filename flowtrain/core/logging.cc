@@ -18,6 +18,17 @@ namespace {
 // Constant-initialized, so logging from another file's static initializer finds it ready.
 ABSL_CONST_INIT absl::Mutex sink_mu(absl::kConstInit);
 
+// Debian builds Abseil without NDEBUG, which leaves absl::Mutex's deadlock detection on:
+// every acquisition updates a process-wide lock-order graph under a global spin lock (several
+// times the cost of an uncontended lock), and a lock order once seen in each direction aborts
+// the process even if the two can never run at the same time. The locks replaced std::mutex,
+// which did neither, so the detection is switched off when the library starts. Here because
+// this file is in every program that uses the runtime (which logs).
+[[maybe_unused]] const bool kDeadlockDetectionOff = [] {
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  return true;
+}();
+
 LogSink& Sink() ABSL_EXCLUSIVE_LOCKS_REQUIRED(sink_mu) {
   static LogSink* sink = new LogSink();
   return *sink;
