@@ -4,10 +4,12 @@
 #include <atomic>
 #include <bit>
 #include <cstdlib>
-#include <mutex>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 #include "flowtrain/core/error.h"
 
@@ -62,7 +64,7 @@ class CachingAllocator final : public Allocator {
     const int cls = bytes <= kMaxCachedBlock ? SizeClass(bytes, &class_bytes) : -1;
     if (cls >= 0 && cls < kNumClasses) {
       FreeList& list = lists_[cls];
-      std::lock_guard<std::mutex> lock(list.mu);
+      absl::MutexLock lock(&list.mu);
       if (!list.blocks.empty()) {
         void* p = list.blocks.back();
         list.blocks.pop_back();
@@ -99,7 +101,7 @@ class CachingAllocator final : public Allocator {
       return;
     }
     FreeList& list = lists_[cls];
-    std::lock_guard<std::mutex> lock(list.mu);
+    absl::MutexLock lock(&list.mu);
     list.blocks.push_back(ptr);
     bytes_cached_.fetch_add(class_bytes, std::memory_order_relaxed);
   }
@@ -115,7 +117,7 @@ class CachingAllocator final : public Allocator {
 
   void ReleaseAll() {
     for (FreeList& list : lists_) {
-      std::lock_guard<std::mutex> lock(list.mu);
+      absl::MutexLock lock(&list.mu);
       for (void* p : list.blocks) std::free(p);
       list.blocks.clear();
     }
@@ -124,8 +126,8 @@ class CachingAllocator final : public Allocator {
 
  private:
   struct FreeList {
-    std::mutex mu;
-    std::vector<void*> blocks;
+    absl::Mutex mu;
+    std::vector<void*> blocks ABSL_GUARDED_BY(mu);
   };
   std::array<FreeList, kNumClasses> lists_;
   std::atomic<int64_t> system_allocations_{0};

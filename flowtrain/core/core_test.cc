@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/synchronization/mutex.h"
+
 #include "flowtrain/core/allocator.h"
 #include "flowtrain/core/internal/crc32c.h"
 #include "flowtrain/core/error.h"
@@ -413,6 +415,21 @@ TEST(Logging, SinkReceivesFormattedLines) {
   EXPECT_EQ(lines[0][0], 'W');
   EXPECT_NE(lines[0].find("core_test.cc"), std::string::npos);
   EXPECT_NE(lines[0].find("] disk 3"), std::string::npos);
+}
+
+// Debian's Abseil would abort the process on this lock-order inversion (two orders that never
+// overlap in time) unless the library turned deadlock detection off, as std::mutex never had it.
+TEST(Mutex, LockOrderInversionDoesNotAbort) {
+  absl::Mutex a, b;
+  {
+    absl::MutexLock first(&a);
+    absl::MutexLock second(&b);
+  }
+  {
+    absl::MutexLock first(&b);
+    absl::MutexLock second(&a);
+  }
+  SUCCEED();
 }
 
 }  // namespace

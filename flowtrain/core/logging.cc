@@ -8,18 +8,28 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <mutex>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace flowtrain {
 namespace {
 
-std::mutex& SinkMutex() {
-  static std::mutex mu;
-  return mu;
-}
+// Constant-initialized, so logging from another file's static initializer finds it ready.
+ABSL_CONST_INIT absl::Mutex sink_mu(absl::kConstInit);
 
-LogSink& Sink() {
+// Debian builds Abseil without NDEBUG, which leaves absl::Mutex's deadlock detection on:
+// every acquisition updates a process-wide lock-order graph under a global spin lock (several
+// times the cost of an uncontended lock), and a lock order once seen in each direction aborts
+// the process even if the two can never run at the same time. The locks replaced std::mutex,
+// which did neither, so the detection is switched off when the library starts. Here because
+// this file is in every program that uses the runtime (which logs).
+[[maybe_unused]] const bool kDeadlockDetectionOff = [] {
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  return true;
+}();
+
+LogSink& Sink() ABSL_EXCLUSIVE_LOCKS_REQUIRED(sink_mu) {
   static LogSink* sink = new LogSink();
   return *sink;
 }
@@ -43,7 +53,7 @@ const char* Basename(const char* path) {
 }  // namespace
 
 void SetLogSink(LogSink sink) {
-  std::lock_guard<std::mutex> lock(SinkMutex());
+  absl::MutexLock lock(&sink_mu);
   Sink() = std::move(sink);
 }
 
@@ -72,7 +82,7 @@ LogMessage::~LogMessage() {
                 static_cast<int>(gettid()), Basename(file_), line_);
   const std::string line = prefix + stream_.str();
   {
-    std::lock_guard<std::mutex> lock(SinkMutex());
+    absl::MutexLock lock(&sink_mu);
     if (Sink()) {
       Sink()(severity_, line);
     } else {

@@ -1,10 +1,11 @@
 #include "flowtrain/distributed/grpc_session.h"
 
-#include <condition_variable>
 #include <map>
-#include <mutex>
 #include <random>
 #include <set>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
@@ -72,17 +73,17 @@ struct GrpcSession::Impl {
   ClusterSpec cluster;
   std::map<TaskId, TaskConnection> connections;
 
-  mutable std::mutex plans_mu;
-  std::map<std::vector<int64_t>, std::shared_ptr<const Plan>> plans;
+  mutable absl::Mutex plans_mu;
+  std::map<std::vector<int64_t>, std::shared_ptr<const Plan>> plans ABSL_GUARDED_BY(plans_mu);
 
-  std::mutex rng_mu;
-  std::mt19937_64 rng{std::random_device{}()};
+  absl::Mutex rng_mu;
+  std::mt19937_64 rng ABSL_GUARDED_BY(rng_mu){std::random_device{}()};
 
   std::atomic<bool> closed{false};
-  std::mutex calls_mu;
-  std::condition_variable calls_cv;
-  std::set<grpc::ClientContext*> calls_in_flight;
-  int runs_in_flight = 0;
+  absl::Mutex calls_mu;
+  absl::CondVar calls_cv;  // signalled when runs_in_flight drops to 0
+  std::set<grpc::ClientContext*> calls_in_flight ABSL_GUARDED_BY(calls_mu);
+  int runs_in_flight ABSL_GUARDED_BY(calls_mu) = 0;
 };
 
 GrpcSession::GrpcSession(Graph& graph, SessionOptions options)
@@ -114,18 +115,18 @@ Graph& GrpcSession::graph() const { return impl_->graph; }
 const ClusterSpec& GrpcSession::cluster() const { return impl_->cluster; }
 
 int GrpcSession::num_registered_plans() const {
-  std::lock_guard<std::mutex> lock(impl_->plans_mu);
+  absl::MutexLock lock(&impl_->plans_mu);
   return static_cast<int>(impl_->plans.size());
 }
 
 int64_t GrpcSession::Impl::NextStepId() {
-  std::lock_guard<std::mutex> lock(rng_mu);
+  absl::MutexLock lock(&rng_mu);
   return static_cast<int64_t>(rng() >> 1);
 }
 
 std::shared_ptr<const GrpcSession::Impl::Plan> GrpcSession::Impl::GetOrCompile(const RunArguments& args) {
   std::vector<int64_t> key = RunSignatureKey(args.feeds, args.fetches, args.targets);
-  std::lock_guard<std::mutex> lock(plans_mu);
+  absl::MutexLock lock(&plans_mu);
   auto it = plans.find(key);
   if (it != plans.end()) return it->second;
   std::shared_ptr<const Plan> plan = Register(args);
@@ -190,14 +191,14 @@ std::vector<Tensor> GrpcSession::Run(const FeedList& feeds, const FetchList& fet
   if (s.closed.load()) FailedPrecondition("Attempted to use a closed Session.");
   const RunArguments args = CheckRunArguments(s.graph, feeds, fetches, targets);
   {
-    std::lock_guard<std::mutex> lock(s.calls_mu);
+    absl::MutexLock lock(&s.calls_mu);
     ++s.runs_in_flight;
   }
   struct RunsInFlightGuard {
     Impl* s;
     ~RunsInFlightGuard() {
-      std::lock_guard<std::mutex> lock(s->calls_mu);
-      if (--s->runs_in_flight == 0) s->calls_cv.notify_all();
+      absl::MutexLock lock(&s->calls_mu);
+      if (--s->runs_in_flight == 0) s->calls_cv.SignalAll();
     }
   } guard{&s};
   const std::shared_ptr<const Impl::Plan> plan = s.GetOrCompile(args);
@@ -225,12 +226,12 @@ std::vector<Tensor> GrpcSession::Run(const FeedList& feeds, const FetchList& fet
   }
 
   // Every task runs its partition at once; the first failure cancels the others.
-  std::mutex mu;
-  std::condition_variable cv;
+  absl::Mutex mu;
+  absl::CondVar cv;
   int done = 0;
   std::vector<int> failures;  // in the order they arrived
   {
-    std::lock_guard<std::mutex> lock(s.calls_mu);
+    absl::MutexLock lock(&s.calls_mu);
     for (auto& call : calls) s.calls_in_flight.insert(&call->context);
     if (s.closed.load()) {
       for (auto& call : calls) call->context.TryCancel();
@@ -240,26 +241,26 @@ std::vector<Tensor> GrpcSession::Run(const FeedList& feeds, const FetchList& fet
     Impl::Call* call = calls[i].get();
     call->run->connection->stub->async()->RunStep(
         &call->context, &call->request, &call->response, [&, call, i](grpc::Status status) {
-          std::lock_guard<std::mutex> lock(mu);
+          absl::MutexLock lock(&mu);
           call->status = std::move(status);
           if (!call->status.ok()) failures.push_back(static_cast<int>(i));
           ++done;
-          cv.notify_all();
+          cv.SignalAll();
         });
   }
   {
-    std::unique_lock<std::mutex> lock(mu);
+    absl::MutexLock lock(&mu);
     bool cancelled_others = false;
     while (done < static_cast<int>(calls.size())) {
       if (!failures.empty() && !cancelled_others) {
         cancelled_others = true;
         for (auto& call : calls) call->context.TryCancel();
       }
-      cv.wait(lock);
+      cv.Wait(&mu);
     }
   }
   {
-    std::lock_guard<std::mutex> lock(s.calls_mu);
+    absl::MutexLock lock(&s.calls_mu);
     for (auto& call : calls) s.calls_in_flight.erase(&call->context);
   }
   if (!failures.empty()) {
@@ -271,7 +272,7 @@ std::vector<Tensor> GrpcSession::Run(const FeedList& feeds, const FetchList& fet
       // A task lost its partitions (it restarted): register again on the next run.
       size_t erased;
       {
-        std::lock_guard<std::mutex> lock(s.plans_mu);
+        absl::MutexLock lock(&s.plans_mu);
         erased = std::erase_if(s.plans, [&](const auto& entry) { return entry.second == plan; });
       }
       if (erased > 0) s.Deregister(*plan);
@@ -300,17 +301,17 @@ void GrpcSession::Close() {
   Impl& s = *impl_;
   if (s.closed.exchange(true)) return;
   {
-    std::lock_guard<std::mutex> lock(s.calls_mu);
+    absl::MutexLock lock(&s.calls_mu);
     for (grpc::ClientContext* context : s.calls_in_flight) context->TryCancel();
   }
   std::map<std::vector<int64_t>, std::shared_ptr<const Impl::Plan>> plans;
   {
-    std::lock_guard<std::mutex> lock(s.plans_mu);
+    absl::MutexLock lock(&s.plans_mu);
     plans.swap(s.plans);
   }
   for (const auto& [key, plan] : plans) s.Deregister(*plan);
-  std::unique_lock<std::mutex> lock(s.calls_mu);
-  s.calls_cv.wait(lock, [&] { return s.runs_in_flight == 0; });
+  absl::MutexLock lock(&s.calls_mu);
+  while (s.runs_in_flight != 0) s.calls_cv.Wait(&s.calls_mu);
 }
 
 }  // namespace flowtrain::distributed

@@ -1,9 +1,9 @@
 #include "flowtrain/distributed/server.h"
 
-#include <condition_variable>
-#include <mutex>
-
 #include <grpcpp/grpcpp.h>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
@@ -18,11 +18,11 @@ struct Server::Impl {
   std::unique_ptr<Worker> worker;
   std::unique_ptr<grpc::Server> server;
 
-  mutable std::mutex mu;
-  std::condition_variable stopped_cv;
-  bool started = false;
-  bool stopped = false;    // Stop() began
-  bool stop_done = false;  // Stop() finished
+  mutable absl::Mutex mu;
+  absl::CondVar stopped_cv;  // signalled when stop_done becomes true
+  bool started ABSL_GUARDED_BY(mu) = false;
+  bool stopped ABSL_GUARDED_BY(mu) = false;    // Stop() began
+  bool stop_done ABSL_GUARDED_BY(mu) = false;  // Stop() finished
 };
 
 Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
@@ -36,7 +36,7 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
 Server::~Server() { Stop(); }
 
 void Server::Start() {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  absl::MutexLock lock(&impl_->mu);
   if (impl_->stopped) FailedPrecondition("Server of ", TaskName(job_name(), task_index()), " was stopped");
   if (impl_->started) return;
   grpc::ServerBuilder builder;
@@ -64,7 +64,7 @@ void Server::Start() {
 
 void Server::Stop() {
   {
-    std::lock_guard<std::mutex> lock(impl_->mu);
+    absl::MutexLock lock(&impl_->mu);
     if (impl_->stopped) return;
     impl_->stopped = true;
   }
@@ -75,20 +75,20 @@ void Server::Stop() {
     impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
     impl_->server->Wait();
   }
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  absl::MutexLock lock(&impl_->mu);
   impl_->stop_done = true;
-  impl_->stopped_cv.notify_all();
+  impl_->stopped_cv.SignalAll();
 }
 
 void Server::Join() {
-  std::unique_lock<std::mutex> lock(impl_->mu);
-  impl_->stopped_cv.wait(lock, [this] { return impl_->stop_done; });
+  absl::MutexLock lock(&impl_->mu);
+  while (!impl_->stop_done) impl_->stopped_cv.Wait(&impl_->mu);
 }
 
 std::string Server::target() const { return StrCat("grpc://", bound_address()); }
 
 std::string Server::bound_address() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  absl::MutexLock lock(&impl_->mu);
   return impl_->address;
 }
 

@@ -14,7 +14,7 @@ CancellationManager::~CancellationManager() {
 void CancellationManager::StartCancel() {
   std::map<Token, std::function<void()>> callbacks;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (cancelled_.load()) return;
     cancelled_.store(true, std::memory_order_release);
     cancelling_ = true;
@@ -23,15 +23,15 @@ void CancellationManager::StartCancel() {
   }
   for (auto& [token, callback] : callbacks) callback();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     cancelling_ = false;
   }
-  callbacks_done_.notify_all();
+  callbacks_done_.SignalAll();
 }
 
 std::optional<CancellationManager::Token> CancellationManager::RegisterCallback(
     std::function<void()> callback) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (cancelled_.load()) return std::nullopt;
   const Token token = next_token_++;
   callbacks_.emplace(token, std::move(callback));
@@ -39,7 +39,7 @@ std::optional<CancellationManager::Token> CancellationManager::RegisterCallback(
 }
 
 bool CancellationManager::DeregisterCallback(Token token) {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!cancelled_.load()) {
     callbacks_.erase(token);
     return true;
@@ -47,7 +47,7 @@ bool CancellationManager::DeregisterCallback(Token token) {
   // The callback may be running on the cancelling thread right now: wait for it, unless this
   // is that thread (a callback deregistering another would wait for itself).
   if (cancelling_ && cancelling_thread_ != std::this_thread::get_id()) {
-    callbacks_done_.wait(lock, [this] { return !cancelling_; });
+    while (cancelling_) callbacks_done_.Wait(&mu_);
   }
   return false;
 }

@@ -2,8 +2,10 @@
 
 #include <any>
 #include <cstring>
-#include <mutex>
 #include <unordered_map>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
@@ -37,12 +39,10 @@ struct Delivered {
   RecordOrigins origins;
 };
 
-std::mutex& DeliveredMutex() {
-  static auto* mu = new std::mutex;
-  return *mu;
-}
+ABSL_CONST_INIT absl::Mutex delivered_mu(absl::kConstInit);
 
-std::unordered_map<const void*, Delivered>& DeliveredByOwner() {
+std::unordered_map<const void*, Delivered>& DeliveredByOwner()
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(delivered_mu) {
   static auto* entries = new std::unordered_map<const void*, Delivered>;
   return *entries;
 }
@@ -63,14 +63,14 @@ void DeliveredOrigins::Record(const void* owner, const std::vector<Tensor>& elem
   }
   if (delivered.tensors.empty()) return Forget(owner);
   delivered.origins = origins;
-  std::lock_guard<std::mutex> lock(DeliveredMutex());
+  absl::MutexLock lock(&delivered_mu);
   std::swap(DeliveredByOwner()[owner], delivered);
   // `delivered`, now the replaced entry, is released after the lock (declared before it).
 }
 
 void DeliveredOrigins::Forget(const void* owner) {
   Delivered dropped;  // released outside the lock
-  std::lock_guard<std::mutex> lock(DeliveredMutex());
+  absl::MutexLock lock(&delivered_mu);
   auto it = DeliveredByOwner().find(owner);
   if (it == DeliveredByOwner().end()) return;
   dropped = std::move(it->second);
@@ -79,7 +79,7 @@ void DeliveredOrigins::Forget(const void* owner) {
 
 RecordOrigins DeliveredOrigins::Find(const Tensor& t) {
   if (t.dtype() != DT_STRING || t.raw_data() == nullptr) return {};
-  std::lock_guard<std::mutex> lock(DeliveredMutex());
+  absl::MutexLock lock(&delivered_mu);
   for (const auto& [owner, delivered] : DeliveredByOwner()) {
     for (const Tensor& d : delivered.tensors) {
       if (d.raw_data() == t.raw_data() && d.NumElements() == t.NumElements()) return delivered.origins;

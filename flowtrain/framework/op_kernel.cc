@@ -1,7 +1,9 @@
 #include "flowtrain/framework/op_kernel.h"
 
 #include <map>
-#include <mutex>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
@@ -35,8 +37,8 @@ void OpKernelContext::set_output_ref(int i, Var* var) {
 }
 
 struct KernelRegistry::Impl {
-  mutable std::mutex mu;
-  std::map<std::string, KernelFactory, std::less<>> factories;
+  mutable absl::Mutex mu;
+  std::map<std::string, KernelFactory, std::less<>> factories ABSL_GUARDED_BY(mu);
 };
 
 KernelRegistry::KernelRegistry() : impl_(std::make_unique<Impl>()) {}
@@ -47,21 +49,21 @@ KernelRegistry* KernelRegistry::Global() {
 }
 
 void KernelRegistry::Register(std::string op_type, KernelFactory factory) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  absl::MutexLock lock(&impl_->mu);
   if (!impl_->factories.emplace(op_type, std::move(factory)).second) {
     AlreadyExists("A kernel for op '", op_type, "' is registered twice");
   }
 }
 
 bool KernelRegistry::HasKernel(std::string_view op_type) const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  absl::MutexLock lock(&impl_->mu);
   return impl_->factories.find(op_type) != impl_->factories.end();
 }
 
 std::unique_ptr<OpKernel> KernelRegistry::CreateKernel(const Node& node) const {
   KernelFactory factory;
   {
-    std::lock_guard<std::mutex> lock(impl_->mu);
+    absl::MutexLock lock(&impl_->mu);
     auto it = impl_->factories.find(node.type());
     if (it == impl_->factories.end()) {
       NotFound("No OpKernel was registered to support Op '", node.type(), "' used by node ",

@@ -2,6 +2,8 @@
 
 #include <optional>
 
+#include "absl/time/time.h"
+
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/framework/internal/batch_util.h"
@@ -38,12 +40,12 @@ std::string Queue::Describe() const { return StrCat(KindName(options_.kind), " '
 std::string Queue::DebugString() const { return StrCat(Describe(), " size ", Size()); }
 
 int64_t Queue::Size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return static_cast<int64_t>(elements_.size());
 }
 
 bool Queue::IsClosed() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return closed_;
 }
 
@@ -80,8 +82,7 @@ void Queue::CheckTuple(const Tuple& tuple, bool batched) const {
 }
 
 template <typename Ready>
-void Queue::WaitUntil(std::unique_lock<std::mutex>& lock, const Wait& wait, std::string_view what,
-                      Ready ready) {
+void Queue::WaitUntil(const Wait& wait, std::string_view what, Ready ready) {
   auto cancelled = [&] { return wait.cancellation != nullptr && wait.cancellation->IsCancelled(); };
   // Every pass re-checks `ready()` after re-taking mu_: while mu_ was released to deregister
   // the callback, another thread may have taken the room or the elements we woke for.
@@ -94,35 +95,42 @@ void Queue::WaitUntil(std::unique_lock<std::mutex>& lock, const Wait& wait, std:
     std::optional<CancellationManager::Token> token;
     if (wait.cancellation != nullptr) {
       // Registered without holding mu_: the callback takes mu_ to notify.
-      lock.unlock();
+      mu_.Unlock();
       token = wait.cancellation->RegisterCallback([this] {
-        std::lock_guard<std::mutex> guard(mu_);
-        cv_.notify_all();
+        absl::MutexLock guard(&mu_);
+        cv_.SignalAll();
       });
-      lock.lock();
+      mu_.Lock();
       if (!token) Cancelled(what, " operation was cancelled");
     }
-    cv_.wait_until(lock, wait.deadline, [&] { return ready() || cancelled(); });
+    while (!ready() && !cancelled()) {
+      if (wait.deadline == std::chrono::steady_clock::time_point::max()) {
+        cv_.Wait(&mu_);
+      } else if (cv_.WaitWithTimeout(
+                     &mu_, absl::FromChrono(wait.deadline - std::chrono::steady_clock::now()))) {
+        break;  // timed out: the loop above reports it unless ready() came true meanwhile
+      }
+    }
     if (token) {
-      lock.unlock();
+      mu_.Unlock();
       wait.cancellation->DeregisterCallback(*token);
-      lock.lock();
+      mu_.Lock();
     }
   }
 }
 
 void Queue::Enqueue(Tuple tuple, const Wait& wait) {
   CheckTuple(tuple, /*batched=*/false);
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (closed_) Cancelled(Describe(), " is closed.");
-  auto has_room = [&] {
+  auto has_room = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return enqueues_cancelled_ || options_.capacity < 0 ||
            static_cast<int64_t>(elements_.size()) < options_.capacity;
   };
-  WaitUntil(lock, wait, "Enqueue", has_room);
+  WaitUntil(wait, "Enqueue", has_room);
   if (enqueues_cancelled_) Cancelled("Enqueue operation was cancelled");
   elements_.push_back(std::move(tuple));
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 void Queue::EnqueueMany(const Tuple& batch, const Wait& wait) {
@@ -131,20 +139,20 @@ void Queue::EnqueueMany(const Tuple& batch, const Wait& wait) {
   rows.reserve(batch.size());
   for (const Tensor& component : batch) rows.push_back(batch_util::Unstack(component));
   const int64_t n = batch[0].dim_size(0);
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (closed_) Cancelled(Describe(), " is closed.");
   for (int64_t i = 0; i < n; ++i) {
-    auto has_room = [&] {
+    auto has_room = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return enqueues_cancelled_ || options_.capacity < 0 ||
              static_cast<int64_t>(elements_.size()) < options_.capacity;
     };
-    WaitUntil(lock, wait, "Enqueue", has_room);
+    WaitUntil(wait, "Enqueue", has_room);
     if (enqueues_cancelled_) Cancelled("Enqueue operation was cancelled");
     Tuple tuple;
     tuple.reserve(rows.size());
     for (auto& component_rows : rows) tuple.push_back(std::move(component_rows[i]));
     elements_.push_back(std::move(tuple));
-    cv_.notify_all();
+    cv_.SignalAll();
   }
 }
 
@@ -176,13 +184,13 @@ Queue::Tuple Queue::DequeueMany(int64_t n, bool up_to, const Wait& wait) {
   }
   std::vector<Tuple> taken;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     // A RandomShuffleQueue keeps min_after_dequeue elements to mix with until it is closed.
-    auto available = [&] {
+    auto available = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       const int64_t keep = options_.kind == Kind::kRandomShuffle && !closed_ ? options_.min_after_dequeue : 0;
       return static_cast<int64_t>(elements_.size()) >= n + keep || closed_;
     };
-    WaitUntil(lock, wait, "Dequeue", available);
+    WaitUntil(wait, "Dequeue", available);
     const int64_t size = static_cast<int64_t>(elements_.size());
     int64_t count = n;
     if (size < n) {  // closed
@@ -194,7 +202,7 @@ Queue::Tuple Queue::DequeueMany(int64_t n, bool up_to, const Wait& wait) {
     }
     taken.reserve(count);
     for (int64_t i = 0; i < count; ++i) taken.push_back(TakeOneLocked());
-    cv_.notify_all();
+    cv_.SignalAll();
   }
   Tuple out;
   for (size_t c = 0; c < options_.dtypes.size(); ++c) {
@@ -215,10 +223,10 @@ Queue::Tuple Queue::DequeueMany(int64_t n, bool up_to, const Wait& wait) {
 }
 
 void Queue::Close(bool cancel_pending_enqueues) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   closed_ = true;
   if (cancel_pending_enqueues) enqueues_cancelled_ = true;
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 }  // namespace flowtrain

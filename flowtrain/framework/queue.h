@@ -18,13 +18,14 @@
 #define FLOWTRAIN_FRAMEWORK_QUEUE_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <random>
 #include <string>
 #include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 #include "flowtrain/core/tensor.h"
 #include "flowtrain/framework/cancellation.h"
@@ -73,20 +74,21 @@ class Queue : public ResourceBase {
   // "FIFOQueue 'name'" as TF's messages name queues.
   std::string Describe() const;
   void CheckTuple(const Tuple& tuple, bool batched) const;
-  // Waits on cv_ until `ready()`; Cancelled/DeadlineExceeded if the run ends first.
+  // Waits on cv_ until `ready()` (called with mu_ held); Cancelled/DeadlineExceeded if the
+  // run ends first. mu_ is released while waiting and while (de)registering the callback.
   template <typename Ready>
-  void WaitUntil(std::unique_lock<std::mutex>& lock, const Wait& wait, std::string_view what,
-                 Ready ready);
-  // Removes one element (the oldest, or a random one for RandomShuffle). Caller holds mu_.
-  Tuple TakeOneLocked();
+  void WaitUntil(const Wait& wait, std::string_view what, Ready ready)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Removes one element (the oldest, or a random one for RandomShuffle).
+  Tuple TakeOneLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Options options_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Tuple> elements_;
-  bool closed_ = false;
-  bool enqueues_cancelled_ = false;
-  std::mt19937_64 rng_;
+  mutable absl::Mutex mu_;
+  absl::CondVar cv_;  // signalled on every change of elements_, closed_ or enqueues_cancelled_
+  std::deque<Tuple> elements_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  bool enqueues_cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace flowtrain

@@ -21,19 +21,19 @@ GuardedPhilox::GuardedPhilox(int64_t seed, int64_t seed2) {
 }
 
 PhiloxRandom GuardedPhilox::Reserve(uint64_t blocks) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   PhiloxRandom local = generator_;
   generator_.Skip(blocks);
   return local;
 }
 
 PhiloxRandom GuardedPhilox::state() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return generator_;
 }
 
 void GuardedPhilox::set_state(const PhiloxRandom& state) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   generator_ = state;
 }
 
@@ -43,14 +43,14 @@ std::shared_ptr<RandomOpStates> RandomOpStates::Of(ResourceMgr* resource_mgr) {
 }
 
 std::shared_ptr<GuardedPhilox> RandomOpStates::Generator(const std::string& node, int64_t seed, int64_t seed2) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::shared_ptr<GuardedPhilox>& slot = generators_[node];
   if (slot == nullptr) slot = std::make_shared<GuardedPhilox>(seed, seed2);
   return slot;
 }
 
 std::string RandomOpStates::Serialize() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::string out;
   for (const auto& [node, generator] : generators_) {
     const PhiloxRandom state = generator->state();
@@ -98,7 +98,7 @@ void RandomOpStates::Restore(std::string_view serialized) {
     if (!ok) DataLoss("Random op states: line ", line_number, " is not 'node<TAB>6 words': '", line, "'");
     states.emplace(std::string(line.substr(0, tab)), PhiloxRandom(counter, key));
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const auto& [node, state] : states) {
     std::shared_ptr<GuardedPhilox>& slot = generators_[node];
     if (slot == nullptr) {
@@ -110,7 +110,7 @@ void RandomOpStates::Restore(std::string_view serialized) {
 }
 
 std::string RandomOpStates::DebugString() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return StrCat("RandomOpStates of ", generators_.size(), " random ops");
 }
 

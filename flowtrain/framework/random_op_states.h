@@ -18,6 +18,9 @@
 #include <string>
 #include <string_view>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+
 #include "flowtrain/framework/op_kernel.h"
 #include "flowtrain/framework/philox_random.h"
 #include "flowtrain/framework/resource_mgr.h"
@@ -38,8 +41,8 @@ class GuardedPhilox {
   void set_state(const random::PhiloxRandom& state);
 
  private:
-  mutable std::mutex mu_;
-  random::PhiloxRandom generator_;
+  mutable absl::Mutex mu_;
+  random::PhiloxRandom generator_ ABSL_GUARDED_BY(mu_);
 };
 
 // The session's generators by node name.
@@ -61,8 +64,8 @@ class RandomOpStates : public ResourceBase {
   std::string DebugString() const override;
 
  private:
-  mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<GuardedPhilox>> generators_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::shared_ptr<GuardedPhilox>> generators_ ABSL_GUARDED_BY(mu_);
 };
 
 // A random kernel's handle on its generator, looked up in the session's RandomOpStates on the

@@ -5,14 +5,14 @@
 namespace flowtrain {
 
 std::string Var::DebugString() const {
-  std::lock_guard<std::mutex> lock(mu);
+  absl::MutexLock lock(&mu);
   if (!initialized) return StrCat("Var ", name, " <uninitialized>");
   return StrCat("Var ", name, " ", DataTypeString(tensor.dtype()), " ",
                 tensor.shape().DebugString());
 }
 
 Tensor Var::Read() const {
-  std::lock_guard<std::mutex> lock(mu);
+  absl::MutexLock lock(&mu);
   if (!initialized) FailedPrecondition("Attempting to use uninitialized value ", name);
   return tensor;
 }
@@ -22,7 +22,7 @@ void Var::PrepareForInPlaceUpdate() {
 }
 
 void ResourceMgr::Cleanup(const std::string& container) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const std::string name = ContainerName(container);
   for (auto it = resources_.begin(); it != resources_.end();) {
     it = it->first.first == name ? resources_.erase(it) : std::next(it);

@@ -3,7 +3,7 @@
 // managers, hence separate variable values; sessions on one server share that server's.
 //
 //   auto var = rm->LookupOrCreate<Var>("", "dense/kernel", [] { return std::make_shared<Var>(); });
-//   std::lock_guard<std::mutex> lock(var->mu);
+//   absl::MutexLock lock(&var->mu);
 //   if (!var->initialized) ...
 #ifndef FLOWTRAIN_FRAMEWORK_RESOURCE_MGR_H_
 #define FLOWTRAIN_FRAMEWORK_RESOURCE_MGR_H_
@@ -11,10 +11,12 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <typeindex>
 #include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/tensor.h"
@@ -33,16 +35,16 @@ class Var : public ResourceBase {
   explicit Var(std::string name) : name(std::move(name)) {}
   std::string DebugString() const override;
   // A copy of the current value (sharing the buffer); FailedPrecondition if uninitialized.
-  Tensor Read() const;
+  Tensor Read() const ABSL_LOCKS_EXCLUDED(mu);
   // Called with `mu` held by every kernel about to write `tensor`'s buffer in place: when
   // another holder shares the buffer (a fetched value, a checkpoint snapshot), the variable
   // first takes a copy of its own, so that what they hold never changes under them.
-  void PrepareForInPlaceUpdate();
+  void PrepareForInPlaceUpdate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
 
   const std::string name;
-  mutable std::mutex mu;
-  Tensor tensor;
-  bool initialized = false;
+  mutable absl::Mutex mu;
+  Tensor tensor ABSL_GUARDED_BY(mu);
+  bool initialized ABSL_GUARDED_BY(mu) = false;
 };
 
 class ResourceMgr {
@@ -67,15 +69,15 @@ class ResourceMgr {
   static std::string ContainerName(const std::string& container) {
     return container.empty() ? kDefaultContainer : container;
   }
-  mutable std::mutex mu_;
-  std::map<Key, std::shared_ptr<ResourceBase>> resources_;
+  mutable absl::Mutex mu_;
+  std::map<Key, std::shared_ptr<ResourceBase>> resources_ ABSL_GUARDED_BY(mu_);
 };
 
 template <typename T>
 std::shared_ptr<T> ResourceMgr::LookupOrCreate(const std::string& container,
                                                const std::string& name,
                                                const std::function<std::shared_ptr<T>()>& create) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto& slot = resources_[{ContainerName(container), name}];
   if (slot == nullptr) slot = create();
   auto typed = std::dynamic_pointer_cast<T>(slot);
@@ -88,14 +90,14 @@ std::shared_ptr<T> ResourceMgr::LookupOrCreate(const std::string& container,
 
 template <typename T>
 std::shared_ptr<T> ResourceMgr::Lookup(const std::string& container, const std::string& name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = resources_.find({ContainerName(container), name});
   return it == resources_.end() ? nullptr : std::dynamic_pointer_cast<T>(it->second);
 }
 
 template <typename T>
 std::vector<std::shared_ptr<T>> ResourceMgr::All() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<std::shared_ptr<T>> out;
   for (const auto& [key, resource] : resources_) {
     if (auto typed = std::dynamic_pointer_cast<T>(resource)) out.push_back(typed);

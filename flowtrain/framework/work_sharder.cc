@@ -4,7 +4,9 @@
 #include <chrono>
 #include <exception>
 #include <memory>
-#include <mutex>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace flowtrain::sharder_internal {
 namespace {
@@ -21,7 +23,7 @@ struct ClaimState {
   const ShardFn fn;  // called only for a claimed shard, so never after the call returned
   std::atomic<int> next{0};
   std::atomic<int> done{0};
-  std::mutex error_mu;
+  absl::Mutex error_mu;
   std::exception_ptr error;  // the first shard's exception, rethrown by the caller
 
   void Work() noexcept {
@@ -30,7 +32,7 @@ struct ClaimState {
       try {
         fn(s);
       } catch (...) {
-        std::lock_guard<std::mutex> lock(error_mu);
+        absl::MutexLock lock(&error_mu);
         if (error == nullptr) error = std::current_exception();
       }
       if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == num_shards) done.notify_all();

@@ -34,12 +34,9 @@ void ScopeGuard::Exit() {
 
 namespace {
 
-std::mutex& DefaultGraphMutex() {
-  static std::mutex mu;
-  return mu;
-}
+ABSL_CONST_INIT absl::Mutex default_graph_mu(absl::kConstInit);
 
-std::unique_ptr<Graph>& ProcessDefaultGraph() {
+std::unique_ptr<Graph>& ProcessDefaultGraph() ABSL_EXCLUSIVE_LOCKS_REQUIRED(default_graph_mu) {
   static auto* graph = new std::unique_ptr<Graph>(new Graph());
   return *graph;
 }
@@ -61,7 +58,7 @@ std::string Lowercase(std::string_view s) {
 
 Graph& GetDefaultGraph() {
   if (!default_graph_stack.empty()) return *default_graph_stack.back();
-  std::lock_guard<std::mutex> lock(DefaultGraphMutex());
+  absl::MutexLock lock(&default_graph_mu);
   return *ProcessDefaultGraph();
 }
 
@@ -71,7 +68,7 @@ void ResetDefaultGraph() {
         "Do not use ResetDefaultGraph() to clear nested graphs. If you need a cleared graph, "
         "exit the nesting and create a new graph.");
   }
-  std::lock_guard<std::mutex> lock(DefaultGraphMutex());
+  absl::MutexLock lock(&default_graph_mu);
   ProcessDefaultGraph() = std::make_unique<Graph>();
 }
 
@@ -92,7 +89,7 @@ ScopeGuard Graph::AsDefault() {
 // ---- Building context ----
 
 std::string Graph::UniqueName(std::string_view name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   // TF compares names case-insensitively when uniquifying, so "Add" and "add" do not
   // collide on case-insensitive filesystems when graphs are written out.
   std::string key = Lowercase(name);
@@ -112,7 +109,7 @@ std::string Graph::UniqueName(std::string_view name) {
 }
 
 std::string Graph::CurrentNameScope() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return name_stack_.empty() ? std::string() : name_stack_.back();
 }
 
@@ -125,11 +122,11 @@ ScopeGuard Graph::NameScope(std::string_view name) {
   } else {
     scope = UniqueName(StrCat(CurrentNameScope(), name)) + "/";
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   name_stack_.push_back(scope);
   const size_t depth = name_stack_.size();
   return ScopeGuard([this, depth] {
-    std::lock_guard<std::mutex> l(mu_);
+    absl::MutexLock l(&mu_);
     name_stack_.resize(depth - 1);
   });
 }
@@ -143,41 +140,41 @@ ScopeGuard Graph::ControlDependencies(const std::vector<Operation>& ops) {
     }
     frame.ops.push_back(op.node());
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   control_frames_.push_back(std::move(frame));
   const size_t depth = control_frames_.size();
   return ScopeGuard([this, depth] {
-    std::lock_guard<std::mutex> l(mu_);
+    absl::MutexLock l(&mu_);
     control_frames_.resize(depth - 1);
   });
 }
 
 ScopeGuard Graph::ClearControlDependencies() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   control_frames_.push_back(ControlFrame{true, {}});
   const size_t depth = control_frames_.size();
   return ScopeGuard([this, depth] {
-    std::lock_guard<std::mutex> l(mu_);
+    absl::MutexLock l(&mu_);
     control_frames_.resize(depth - 1);
   });
 }
 
 ScopeGuard Graph::Device(std::string device) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   device_stack_.push_back(std::move(device));
   const size_t depth = device_stack_.size();
   return ScopeGuard([this, depth] {
-    std::lock_guard<std::mutex> l(mu_);
+    absl::MutexLock l(&mu_);
     device_stack_.resize(depth - 1);
   });
 }
 
 ScopeGuard Graph::Device(DeviceFunction fn) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   device_functions_.push_back(std::move(fn));
   const size_t depth = device_functions_.size();
   return ScopeGuard([this, depth] {
-    std::lock_guard<std::mutex> l(mu_);
+    absl::MutexLock l(&mu_);
     device_functions_.resize(depth - 1);
   });
 }
@@ -186,18 +183,18 @@ ScopeGuard Graph::ColocateWith(Operation op) {
   if (!op || op.graph() != this) {
     InvalidArgument("ColocateWith: operation is not an element of this graph.");
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   colocation_stack_.push_back(op.node());
   const size_t depth = colocation_stack_.size();
   return ScopeGuard([this, depth] {
-    std::lock_guard<std::mutex> l(mu_);
+    absl::MutexLock l(&mu_);
     colocation_stack_.resize(depth - 1);
   });
 }
 
 Graph::BuildContext Graph::CurrentBuildContext(std::string_view op_type,
                                                std::string_view node_name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   BuildContext context;
   size_t first = 0;
   for (size_t i = 0; i < control_frames_.size(); ++i) {
@@ -237,12 +234,12 @@ OpNameScope::OpNameScope(Graph& graph, std::string_view name) {
 // ---- Nodes ----
 
 void Graph::CheckNotFinalized() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (finalized_) FailedPrecondition("Graph is finalized and cannot be modified.");
 }
 
 Node* Graph::AddNode(std::unique_ptr<Node> node) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (finalized_) FailedPrecondition("Graph is finalized and cannot be modified.");
   if (nodes_by_name_.count(node->name()) != 0) {
     InvalidArgument("Duplicate node name in graph: '", node->name(), "'");
@@ -258,20 +255,20 @@ Node* Graph::AddNode(std::unique_ptr<Node> node) {
 }
 
 int Graph::num_nodes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return static_cast<int>(nodes_.size());
 }
 
 int64_t Graph::version() const { return num_nodes(); }
 
 Node* Graph::node(int id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (id < 0 || id >= static_cast<int>(nodes_.size())) return nullptr;
   return nodes_[id].get();
 }
 
 Node* Graph::FindNode(std::string_view name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = nodes_by_name_.find(name);
   return it == nodes_by_name_.end() ? nullptr : it->second;
 }
@@ -305,7 +302,7 @@ Output Graph::GetTensorByName(std::string_view name) const {
 }
 
 std::vector<Operation> Graph::operations() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<Operation> ops;
   ops.reserve(nodes_.size());
   for (const auto& n : nodes_) ops.emplace_back(n.get());
@@ -315,26 +312,26 @@ std::vector<Operation> Graph::operations() const {
 // ---- Collections ----
 
 void Graph::AddToCollection(std::string_view key, std::any value) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = collections_.find(key);
   if (it == collections_.end()) it = collections_.emplace(std::string(key), std::vector<std::any>()).first;
   it->second.push_back(std::move(value));
 }
 
 std::vector<std::any> Graph::GetCollectionItems(std::string_view key) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = collections_.find(key);
   return it == collections_.end() ? std::vector<std::any>() : it->second;
 }
 
 void Graph::ClearCollection(std::string_view key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = collections_.find(key);
   if (it != collections_.end()) collections_.erase(it);
 }
 
 std::vector<std::string> Graph::CollectionKeys() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<std::string> keys;
   for (const auto& [key, items] : collections_) keys.push_back(key);
   return keys;
@@ -343,32 +340,32 @@ std::vector<std::string> Graph::CollectionKeys() const {
 // ---- Lifecycle ----
 
 void Graph::Finalize() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   finalized_ = true;
 }
 
 bool Graph::finalized() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return finalized_;
 }
 
 void Graph::Unfinalize() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   finalized_ = false;
 }
 
 std::optional<int64_t> Graph::seed() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return seed_;
 }
 
 void Graph::set_seed(int64_t seed) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   seed_ = seed;
 }
 
 int64_t Graph::NextOpSeed() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   // TF uses the id of the last op created as the op seed when only the graph seed is set.
   return static_cast<int64_t>(nodes_.size());
 }

@@ -23,11 +23,13 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 #include "flowtrain/graph/node.h"
 #include "flowtrain/graph/operation.h"
@@ -176,18 +178,19 @@ class Graph {
     std::vector<Node*> ops;
   };
 
-  mutable std::mutex mu_;
-  std::deque<std::unique_ptr<Node>> nodes_;
-  std::map<std::string, Node*, std::less<>> nodes_by_name_;
-  std::map<std::string, int, std::less<>> names_in_use_;
-  std::map<std::string, std::vector<std::any>, std::less<>> collections_;
-  std::vector<std::string> name_stack_;
-  std::vector<ControlFrame> control_frames_;
-  std::vector<std::string> device_stack_;
-  std::vector<DeviceFunction> device_functions_;
-  std::vector<Node*> colocation_stack_;
-  bool finalized_ = false;
-  std::optional<int64_t> seed_;
+  // Guards everything below, so sessions and builders on other threads see a consistent graph.
+  mutable absl::Mutex mu_;
+  std::deque<std::unique_ptr<Node>> nodes_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Node*, std::less<>> nodes_by_name_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, int, std::less<>> names_in_use_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::vector<std::any>, std::less<>> collections_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> name_stack_ ABSL_GUARDED_BY(mu_);
+  std::vector<ControlFrame> control_frames_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> device_stack_ ABSL_GUARDED_BY(mu_);
+  std::vector<DeviceFunction> device_functions_ ABSL_GUARDED_BY(mu_);
+  std::vector<Node*> colocation_stack_ ABSL_GUARDED_BY(mu_);
+  bool finalized_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<int64_t> seed_ ABSL_GUARDED_BY(mu_);
 };
 
 // Names an op that builds helper nodes (shape constants, initial values) under its own name,

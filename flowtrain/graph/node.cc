@@ -17,12 +17,12 @@ const AttrValue& Node::GetAttrValue(std::string_view name) const {
 }
 
 std::string Node::assigned_device() const {
-  std::lock_guard<std::mutex> lock(device_mu_);
+  absl::MutexLock lock(&device_mu_);
   return assigned_device_;
 }
 
 void Node::set_assigned_device(std::string device) const {
-  std::lock_guard<std::mutex> lock(device_mu_);
+  absl::MutexLock lock(&device_mu_);
   assigned_device_ = std::move(device);
 }
 

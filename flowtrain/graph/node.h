@@ -6,10 +6,12 @@
 #define FLOWTRAIN_GRAPH_NODE_H_
 
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 #include "flowtrain/core/tensor.h"
 #include "flowtrain/core/tensor_shape.h"
@@ -89,8 +91,8 @@ class Node {
   std::vector<PartialTensorShape> output_shapes_;
   AttrMap attrs_;
   std::string requested_device_;
-  mutable std::mutex device_mu_;
-  mutable std::string assigned_device_;
+  mutable absl::Mutex device_mu_;
+  mutable std::string assigned_device_ ABSL_GUARDED_BY(device_mu_);
   std::optional<Tensor> constant_value_;
 };
 

@@ -1,7 +1,9 @@
 #include "flowtrain/graph/op_registry.h"
 
 #include <map>
-#include <mutex>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
@@ -162,8 +164,8 @@ OpRegistration OpDefBuilder::Build() const {
 }
 
 struct OpRegistry::Impl {
-  mutable std::mutex mu;
-  std::map<std::string, OpRegistration, std::less<>> ops;
+  mutable absl::Mutex mu;
+  std::map<std::string, OpRegistration, std::less<>> ops ABSL_GUARDED_BY(mu);
 };
 
 OpRegistry::OpRegistry() : impl_(std::make_unique<Impl>()) {}
@@ -174,7 +176,7 @@ OpRegistry* OpRegistry::Global() {
 }
 
 void OpRegistry::Register(OpRegistration registration) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  absl::MutexLock lock(&impl_->mu);
   const std::string name = registration.def.name();
   if (!impl_->ops.emplace(name, std::move(registration)).second) {
     AlreadyExists("Op type '", name, "' is registered twice");
@@ -182,7 +184,7 @@ void OpRegistry::Register(OpRegistration registration) {
 }
 
 const OpRegistration* OpRegistry::LookUp(std::string_view op_type) const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  absl::MutexLock lock(&impl_->mu);
   auto it = impl_->ops.find(op_type);
   // Registrations are never removed, so the pointer stays valid after unlocking.
   return it == impl_->ops.end() ? nullptr : &it->second;
@@ -197,7 +199,7 @@ const OpRegistration& OpRegistry::Get(std::string_view op_type) const {
 }
 
 std::vector<std::string> OpRegistry::ListOps() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  absl::MutexLock lock(&impl_->mu);
   std::vector<std::string> names;
   for (const auto& [name, reg] : impl_->ops) names.push_back(name);
   return names;

@@ -4,8 +4,10 @@
 #include <bit>
 #include <cstring>
 #include <exception>
-#include <mutex>
 #include <string_view>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
@@ -334,7 +336,12 @@ std::vector<Tensor> ExampleParser::Parse(const Tensor& serialized, const Tensor*
     std::vector<int64_t> counts;
   };
   auto parse_one = [&](int64_t i, Scratch& scratch) {
-    auto& [found, present, views, counts] = scratch;
+    // References rather than a structured binding: clang before 16 cannot capture bindings
+    // in the lambda below.
+    std::vector<std::string_view>& found = scratch.found;
+    std::vector<char>& present = scratch.present;
+    std::vector<FeatureView>& views = scratch.views;
+    std::vector<int64_t>& counts = scratch.counts;
     auto scan_features = [&] {
       for (int k = 0; k < nk; ++k) {
         views[k] = {};
@@ -403,7 +410,7 @@ std::vector<Tensor> ExampleParser::Parse(const Tensor& serialized, const Tensor*
 
   // Examples in parallel shards; the error of the lowest-numbered bad example wins, so the
   // message does not depend on scheduling.
-  std::mutex error_mu;
+  absl::Mutex error_mu;
   int64_t error_index = batch;
   std::exception_ptr error;
   auto parse_range = [&](int64_t begin, int64_t end) {
@@ -412,7 +419,7 @@ std::vector<Tensor> ExampleParser::Parse(const Tensor& serialized, const Tensor*
       try {
         parse_one(i, scratch);
       } catch (...) {
-        std::lock_guard<std::mutex> lock(error_mu);
+        absl::MutexLock lock(&error_mu);
         if (i < error_index) {
           error_index = i;
           error = std::current_exception();

@@ -166,7 +166,7 @@ int BundleReader::DataFile(std::string_view key, const tensorflow::BundleEntryPr
   int fd;
   uint64_t file_size;
   {
-    std::lock_guard<std::mutex> lock(files_mu_);
+    absl::MutexLock lock(&files_mu_);
     if (data_fds_[shard] < 0) {
       const int opened = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
       if (opened < 0) {

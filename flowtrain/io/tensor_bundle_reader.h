@@ -18,10 +18,12 @@
 #define FLOWTRAIN_IO_TENSOR_BUNDLE_READER_H_
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 #include "flowtrain/core/tensor.h"
 #include "flowtrain/core/tensor_shape.h"
@@ -90,9 +92,9 @@ class BundleReader {
   BundleEntryMap entries_;
   bool need_to_swap_bytes_ = false;
 
-  mutable std::mutex files_mu_;
-  mutable std::vector<int> data_fds_;          // -1 until first opened
-  mutable std::vector<uint64_t> data_sizes_;
+  mutable absl::Mutex files_mu_;
+  mutable std::vector<int> data_fds_ ABSL_GUARDED_BY(files_mu_);  // -1 until first opened
+  mutable std::vector<uint64_t> data_sizes_ ABSL_GUARDED_BY(files_mu_);
 };
 
 }  // namespace flowtrain::io

@@ -3,6 +3,9 @@
 #include <bit>
 #include <cstring>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/io/example_parser.h"
@@ -71,7 +74,7 @@ class ParseExampleOp : public OpKernel {
     for (int i = 0; i < num_dense_; ++i) defaults.push_back(ctx->input(2 + num_sparse_ + num_dense_ + i));
     std::shared_ptr<const ExampleParser> parser;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (parser_ == nullptr || sparse_keys != sparse_keys_ || dense_keys != dense_keys_) {
         OpKernelConstruction c(node());
         parser_ = std::make_shared<ExampleParser>(SparseFeatures(c, sparse_keys), DenseFeatures(c, dense_keys));
@@ -85,9 +88,10 @@ class ParseExampleOp : public OpKernel {
 
  private:
   int num_sparse_, num_dense_;
-  std::mutex mu_;
-  std::vector<std::string> sparse_keys_, dense_keys_;
-  std::shared_ptr<const ExampleParser> parser_;
+  absl::Mutex mu_;
+  std::vector<std::string> sparse_keys_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> dense_keys_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const ExampleParser> parser_ ABSL_GUARDED_BY(mu_);
 };
 FT_REGISTER_KERNEL("ParseExample", ParseExampleOp);
 

@@ -2,6 +2,9 @@
 #include <algorithm>
 #include <memory>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/io/record_reader.h"
@@ -25,8 +28,8 @@ class TFRecordReaderState : public ResourceBase {
   };
 
   // The next record, taking a new file from `queue` when the current one ends.
-  Record Read(Queue& queue, const Queue::Wait& wait) {
-    std::lock_guard<std::mutex> lock(mu_);
+  Record Read(Queue& queue, const Queue::Wait& wait) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
     std::string record;
     for (;;) {
       if (reader_ == nullptr) {
@@ -55,10 +58,10 @@ class TFRecordReaderState : public ResourceBase {
 
  private:
   const std::string compression_;
-  std::mutex mu_;
-  std::shared_ptr<const std::string> file_;
-  std::unique_ptr<io::RecordReader> reader_;
-  int64_t index_ = 0;
+  absl::Mutex mu_;
+  std::shared_ptr<const std::string> file_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<io::RecordReader> reader_ ABSL_GUARDED_BY(mu_);
+  int64_t index_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 class TFRecordReaderOp : public OpKernel {

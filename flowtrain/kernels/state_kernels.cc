@@ -1,5 +1,8 @@
 // Kernels of TF1 reference variables: VariableV2 looks up (or creates) the variable in the
 // session's resource manager and outputs a reference to it; Assign and friends update it.
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/framework/op_kernel.h"
@@ -18,7 +21,7 @@ class VariableOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     // The variable is cached per kernel (one kernel per node per session), but looked up
     // under the lock the first time so concurrent first runs agree on one variable.
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (var_ == nullptr) {
       const std::string var_name = name();
       var_ = ctx->resource_manager()->LookupOrCreate<Var>(
@@ -31,8 +34,8 @@ class VariableOp : public OpKernel {
  private:
   std::string container_;
   std::string shared_name_;
-  std::mutex mu_;
-  std::shared_ptr<Var> var_;
+  absl::Mutex mu_;
+  std::shared_ptr<Var> var_ ABSL_GUARDED_BY(mu_);
 };
 FT_REGISTER_KERNEL("VariableV2", VariableOp);
 
@@ -46,9 +49,8 @@ class AssignOp : public OpKernel {
     Var* var = ctx->input_ref(0);
     const Tensor& value = ctx->input(1);
     {
-      std::unique_lock<std::mutex> lock(var->mu, std::defer_lock);
       // Even without use_locking the swap of the tensor object must not tear.
-      lock.lock();
+      absl::MutexLock lock(&var->mu);
       if (var->initialized && validate_shape_ && var->tensor.shape() != value.shape()) {
         InvalidArgument("Assign requires shapes of both tensors to match. lhs shape= ",
                         var->tensor.shape().DebugString(), " rhs shape= ", value.shape().DebugString());
@@ -84,7 +86,7 @@ class AssignUpdateOp : public OpKernel {
     Var* var = ctx->input_ref(0);
     const Tensor& delta = ctx->input(1);
     {
-      std::lock_guard<std::mutex> lock(var->mu);
+      absl::MutexLock lock(&var->mu);
       if (!var->initialized) FailedPrecondition("Attempting to use uninitialized value ", var->name);
       if (var->tensor.shape() != delta.shape()) {
         InvalidArgument(kAdd ? "AssignAdd" : "AssignSub",
@@ -92,8 +94,11 @@ class AssignUpdateOp : public OpKernel {
                         var->tensor.shape().DebugString(), " rhs shape= ", delta.shape().DebugString());
       }
       var->PrepareForInPlaceUpdate();
+      // The lambda runs inside DispatchNumericType, beyond the analysis' sight of the lock
+      // held here, so it writes through a pointer taken under it.
+      Tensor* const target = &var->tensor;
       DispatchNumericType(delta.dtype(), type_string(), [&]<typename T>() {
-        T* out = var->tensor.data<T>();
+        T* out = target->data<T>();
         const T* d = delta.data<T>();
         const int64_t n = delta.NumElements();
         for (int64_t i = 0; i < n; ++i) out[i] = kAdd ? T(out[i] + d[i]) : T(out[i] - d[i]);
@@ -109,12 +114,12 @@ class CountUpToOp : public OpKernel {
   explicit CountUpToOp(OpKernelConstruction& c) : OpKernel(c), limit_(c.GetAttr<int64_t>("limit")) {}
   void Compute(OpKernelContext* ctx) override {
     Var* var = ctx->input_ref(0);
-    std::lock_guard<std::mutex> lock(var->mu);
+    absl::MutexLock lock(&var->mu);
     if (!var->initialized) FailedPrecondition("Attempting to use uninitialized value ", var->name);
     if (var->tensor.dims() != 0) {
       InvalidArgument("Not a scalar: ", var->tensor.shape().DebugString());
     }
-    auto count = [&]<typename T>() {
+    auto count = [&]<typename T>() ABSL_EXCLUSIVE_LOCKS_REQUIRED(var->mu) {
       const T before = *var->tensor.data<T>();
       if (static_cast<int64_t>(before) >= limit_) OutOfRange("Reached limit of ", limit_);
       var->PrepareForInPlaceUpdate();
@@ -141,7 +146,7 @@ class IsVariableInitializedOp : public OpKernel {
     Var* var = ctx->input_ref(0);
     bool initialized;
     {
-      std::lock_guard<std::mutex> lock(var->mu);
+      absl::MutexLock lock(&var->mu);
       initialized = var->initialized;
     }
     ctx->set_output(0, Tensor::Scalar<bool>(initialized));

@@ -9,7 +9,12 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <array>
-#include <mutex>
+#include <functional>
+#include <initializer_list>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/synchronization/mutex.h"
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
@@ -22,6 +27,32 @@ namespace {
 
 // Roughly the cycles an update spends per element and variable or slot it streams through.
 constexpr int64_t kCyclesPerVariable = 1;
+
+// Holds the locks of a kernel's variables (each distinct one once) from construction to
+// destruction. They are taken in address order, so kernels locking overlapping sets cannot
+// deadlock; a variable passed twice (var and slot aliased) is locked once. A run-time set of
+// locks is beyond the analysis, so the locking itself is unchecked; callers that name the
+// variables can tell it with `var->mu.AssertHeld()`.
+//
+//   VarsLock lock({var, accum});
+class VarsLock {
+ public:
+  explicit VarsLock(std::initializer_list<Var*> vars) : VarsLock(vars.begin(), vars.end()) {}
+  template <typename It>
+  VarsLock(It begin, It end) ABSL_NO_THREAD_SAFETY_ANALYSIS : locked_(begin, end) {
+    std::sort(locked_.begin(), locked_.end(), std::less<Var*>());
+    locked_.erase(std::unique(locked_.begin(), locked_.end()), locked_.end());
+    for (Var* var : locked_) var->mu.Lock();
+  }
+  ~VarsLock() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    for (auto it = locked_.rbegin(); it != locked_.rend(); ++it) (*it)->mu.Unlock();
+  }
+  VarsLock(const VarsLock&) = delete;
+  VarsLock& operator=(const VarsLock&) = delete;
+
+ private:
+  absl::InlinedVector<Var*, 4> locked_;
+};
 
 // The common part of the Apply* kernels. `Derived` provides
 //   static constexpr std::array<int, kVars> kVarInputs;   // variable and slots, var first
@@ -38,14 +69,18 @@ class ApplyKernel : public OpKernel {
     const Derived& self = static_cast<const Derived&>(*this);
     std::array<Var*, kVars> vars;
     for (int i = 0; i < kVars; ++i) vars[i] = ctx->input_ref(Derived::kVarInputs[i]);
-    // Lock each distinct variable once, all together (std::lock avoids lock-order deadlocks).
-    std::vector<std::unique_lock<std::mutex>> locks;
-    for (int i = 0; i < kVars; ++i) {
-      if (std::find(vars.begin(), vars.begin() + i, vars[i]) == vars.begin() + i) {
-        locks.emplace_back(vars[i]->mu, std::defer_lock);
-      }
+    {
+      VarsLock lock(vars.begin(), vars.end());
+      CheckAndApply(ctx, self, vars);
     }
-    LockAll(locks);
+    ctx->set_output_ref(0, vars[0]);
+  }
+
+ private:
+  // Called with every vars[i]->mu held (by a VarsLock). The analysis cannot follow a lock
+  // per element of an array, so this and Run are not checked.
+  void CheckAndApply(OpKernelContext* ctx, const Derived& self, const std::array<Var*, kVars>& vars)
+      ABSL_NO_THREAD_SAFETY_ANALYSIS {
     for (Var* var : vars) {
       if (!var->initialized) FailedPrecondition("Attempting to use uninitialized value ", var->name);
     }
@@ -75,27 +110,16 @@ class ApplyKernel : public OpKernel {
       case DT_DOUBLE: Run<double>(ctx, self, vars, grad); break;
       default: ThrowUnsupportedType(grad.dtype(), type_string());
     }
-    for (auto& lock : locks) lock.unlock();
-    ctx->set_output_ref(0, vars[0]);
-  }
-
- private:
-  static void LockAll(std::vector<std::unique_lock<std::mutex>>& locks) {
-    switch (locks.size()) {
-      case 1: locks[0].lock(); break;
-      case 2: std::lock(locks[0], locks[1]); break;
-      case 3: std::lock(locks[0], locks[1], locks[2]); break;
-      default: std::lock(locks[0], locks[1], locks[2], locks[3]); break;
-    }
   }
 
   std::string InputName(int i) const {
     return node().op_def().input_arg(i).name();
   }
 
+  // Called with every vars[i]->mu held.
   template <typename T>
   void Run(OpKernelContext* ctx, const Derived& self, const std::array<Var*, kVars>& vars,
-           const Tensor& grad) {
+           const Tensor& grad) ABSL_NO_THREAD_SAFETY_ANALYSIS {
     std::array<T, kScalars> scalars;
     for (int i = 0; i < kScalars; ++i) scalars[i] = ctx->input(Derived::kScalarInputs[i]).template scalar<T>();
     std::array<T*, kVars> data;
@@ -219,16 +243,11 @@ class SparseApplyAdagradOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     Var* var = ctx->input_ref(0);
     Var* accum = ctx->input_ref(1);
-    std::unique_lock<std::mutex> var_lock(var->mu, std::defer_lock);
-    std::unique_lock<std::mutex> accum_lock(accum->mu, std::defer_lock);
-    if (var == accum) {
-      var_lock.lock();
-    } else {
-      std::lock(var_lock, accum_lock);
-    }
-    for (Var* v : {var, accum}) {
-      if (!v->initialized) FailedPrecondition("Attempting to use uninitialized value ", v->name);
-    }
+    VarsLock lock({var, accum});
+    var->mu.AssertHeld();
+    accum->mu.AssertHeld();
+    if (!var->initialized) FailedPrecondition("Attempting to use uninitialized value ", var->name);
+    if (!accum->initialized) FailedPrecondition("Attempting to use uninitialized value ", accum->name);
     const TensorShape& shape = var->tensor.shape();
     if (accum->tensor.shape() != shape) {
       InvalidArgument("SparseApplyAdagrad: var and accum do not have the same shape",
@@ -262,7 +281,7 @@ class SparseApplyAdagradOp : public OpKernel {
     }
     var->PrepareForInPlaceUpdate();
     accum->PrepareForInPlaceUpdate();
-    auto run = [&]<typename T>() {
+    auto run = [&]<typename T>() ABSL_EXCLUSIVE_LOCKS_REQUIRED(var->mu, accum->mu) {
       const T step = lr.scalar<T>();
       T* v = var->tensor.data<T>();
       T* a = accum->tensor.data<T>();

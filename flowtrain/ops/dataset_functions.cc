@@ -3,7 +3,9 @@
 #include <atomic>
 #include <map>
 #include <memory>
-#include <mutex>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
@@ -18,12 +20,12 @@ class Registry {
   std::string Add(std::string_view hint, Fn fn) {
     static std::atomic<int64_t> counter{0};
     std::string name = StrCat(hint, "_", counter.fetch_add(1));
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     functions_.emplace(name, std::make_unique<Fn>(std::move(fn)));
     return name;
   }
   const Fn& Get(const std::string& name) const {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = functions_.find(name);
     if (it == functions_.end()) {
       NotFound("Dataset function '", name,
@@ -34,8 +36,8 @@ class Registry {
   }
 
  private:
-  mutable std::mutex mu_;
-  std::map<std::string, std::unique_ptr<Fn>> functions_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::unique_ptr<Fn>> functions_ ABSL_GUARDED_BY(mu_);
 };
 
 Registry<RegisteredMapFunction>& MapRegistry() {

@@ -19,21 +19,21 @@ GradientRegistry* GradientRegistry::Global() {
 }
 
 void GradientRegistry::Register(std::string op_type, GradientFunction fn) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!entries_.emplace(op_type, Entry{true, std::move(fn)}).second) {
     AlreadyExists("A gradient for op type '", op_type, "' is registered twice");
   }
 }
 
 void GradientRegistry::RegisterNoGradient(std::string op_type) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!entries_.emplace(op_type, Entry{false, nullptr}).second) {
     AlreadyExists("A gradient for op type '", op_type, "' is registered twice");
   }
 }
 
 const GradientFunction* GradientRegistry::Lookup(const Operation& op) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = entries_.find(op.type());
   if (it == entries_.end()) {
     NotFound("No gradient defined for operation '", op.name(), "' (op type: ", op.type(), ")");

@@ -20,6 +20,9 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+
 #include "flowtrain/graph/graph.h"
 
 namespace flowtrain {
@@ -43,8 +46,8 @@ class GradientRegistry {
     bool differentiable;
     GradientFunction fn;
   };
-  mutable std::mutex mu_;
-  std::map<std::string, Entry, std::less<>> entries_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, Entry, std::less<>> entries_ ABSL_GUARDED_BY(mu_);
 };
 
 namespace gradient_registry_internal {

@@ -4,7 +4,9 @@
 #include <cctype>
 #include <map>
 #include <memory>
-#include <mutex>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
@@ -20,14 +22,15 @@ namespace {
 constexpr const char* kLayerNameUidsKey = "__layer_name_uids";
 
 struct LayerNameUids {
-  std::mutex mu;
-  std::map<std::string, int, std::less<>> counts;
+  absl::Mutex mu;
+  std::map<std::string, int, std::less<>> counts ABSL_GUARDED_BY(mu);
 };
 
 // The per-graph counters, kept in a graph collection so they die with the graph.
 std::shared_ptr<LayerNameUids> UidsOf(Graph& graph) {
-  static std::mutex create_mu;
-  std::lock_guard<std::mutex> lock(create_mu);
+  // Makes find-or-create atomic (the collection itself is guarded by the graph).
+  static absl::Mutex create_mu(absl::kConstInit);
+  absl::MutexLock lock(&create_mu);
   for (const std::any& item : graph.GetCollectionItems(kLayerNameUidsKey)) {
     if (auto* uids = std::any_cast<std::shared_ptr<LayerNameUids>>(&item)) return *uids;
   }
@@ -76,7 +79,7 @@ Output BiasAndActivation(Output outputs, bool use_bias, int64_t units,
 
 std::string UniqueLayerName(Graph& graph, std::string_view base_name) {
   auto uids = UidsOf(graph);
-  std::lock_guard<std::mutex> lock(uids->mu);
+  absl::MutexLock lock(&uids->mu);
   int& count = uids->counts[std::string(base_name)];
   const int n = count++;
   return n == 0 ? std::string(base_name) : StrCat(base_name, "_", n);

@@ -2,7 +2,9 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
@@ -20,14 +22,15 @@ struct ScopeFrame {
 
 // Per-graph state: the variables made by GetVariable and the stack of variable scopes.
 struct VariableStore {
-  std::mutex mu;
-  std::map<std::string, Variable, std::less<>> variables;
-  std::vector<ScopeFrame> scopes;
+  absl::Mutex mu;
+  std::map<std::string, Variable, std::less<>> variables ABSL_GUARDED_BY(mu);
+  std::vector<ScopeFrame> scopes ABSL_GUARDED_BY(mu);
 };
 
 std::shared_ptr<VariableStore> StoreOf(Graph& graph) {
-  static std::mutex create_mu;
-  std::lock_guard<std::mutex> lock(create_mu);
+  // Makes find-or-create atomic (the collection itself is guarded by the graph).
+  static absl::Mutex create_mu(absl::kConstInit);
+  absl::MutexLock lock(&create_mu);
   for (const std::any& item : graph.GetCollectionItems(kVariableStoreKey)) {
     if (auto* store = std::any_cast<std::shared_ptr<VariableStore>>(&item)) return *store;
   }
@@ -43,7 +46,7 @@ VariableScope::VariableScope(std::string_view name, VariableScopeOptions options
   if (name.empty()) InvalidArgument("VariableScope: the name must not be empty");
   auto store = StoreOf(graph_);
   {
-    std::lock_guard<std::mutex> lock(store->mu);
+    absl::MutexLock lock(&store->mu);
     const ScopeFrame* outer = store->scopes.empty() ? nullptr : &store->scopes.back();
     name_ = outer != nullptr ? StrCat(outer->name, "/", name) : std::string(name);
     reuse_ = options.reuse;
@@ -63,13 +66,13 @@ VariableScope::VariableScope(std::string_view name, VariableScopeOptions options
 VariableScope::~VariableScope() {
   name_scope_.Exit();
   auto store = StoreOf(graph_);
-  std::lock_guard<std::mutex> lock(store->mu);
+  absl::MutexLock lock(&store->mu);
   if (!store->scopes.empty()) store->scopes.pop_back();
 }
 
 std::string CurrentVariableScopeName(Graph* graph) {
   auto store = StoreOf(graph != nullptr ? *graph : GetDefaultGraph());
-  std::lock_guard<std::mutex> lock(store->mu);
+  absl::MutexLock lock(&store->mu);
   return store->scopes.empty() ? std::string() : store->scopes.back().name;
 }
 
@@ -80,7 +83,7 @@ Variable GetVariable(std::string_view name, const TensorShape& shape, DataType d
   std::string full_name;
   Reuse reuse = Reuse::kInherit;
   {
-    std::lock_guard<std::mutex> lock(store->mu);
+    absl::MutexLock lock(&store->mu);
     if (!store->scopes.empty()) {
       const ScopeFrame& scope = store->scopes.back();
       full_name = StrCat(scope.name, "/", name);
@@ -134,7 +137,7 @@ Variable GetVariable(std::string_view name, const TensorShape& shape, DataType d
     InvalidArgument("GetVariable ", full_name, ": the initializer made ", DataTypeString(v.dtype()),
                     ", expected ", DataTypeString(dtype));
   }
-  std::lock_guard<std::mutex> lock(store->mu);
+  absl::MutexLock lock(&store->mu);
   store->variables.emplace(full_name, v);
   return v;
 }

@@ -5,12 +5,12 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
-#include <mutex>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/container/inlined_vector.h"
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
@@ -71,8 +71,8 @@ struct Executor::Plan {
   int EntryOf(const Compilation& c, const Endpoint& e) const;
 
   // Run states are reused across runs so a step allocates nothing for bookkeeping.
-  mutable std::mutex free_states_mu;
-  mutable std::vector<std::unique_ptr<RunState>> free_states;
+  mutable absl::Mutex free_states_mu;
+  mutable std::vector<std::unique_ptr<RunState>> free_states ABSL_GUARDED_BY(free_states_mu);
 };
 
 struct Executor::RunState {
@@ -95,8 +95,9 @@ struct Executor::RunState {
         pending[i].store(plan.items[i].initial_pending, std::memory_order_relaxed);
       }
       outstanding.store(0);
-      done = false;
       failed.store(false);
+      absl::MutexLock lock(&mu);  // uncontended: the state is not shared until the run starts
+      done = false;
       error = nullptr;
     }
   }
@@ -108,11 +109,11 @@ struct Executor::RunState {
   std::vector<std::atomic<int>> pending;
   std::atomic<int> outstanding{0};
   std::atomic<bool> failed{false};
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  std::exception_ptr error;
-  std::vector<tensorflow::NodeExecStats> stats;  // guarded by mu
+  absl::Mutex mu;
+  absl::CondVar cv;  // signalled when done becomes true
+  bool done ABSL_GUARDED_BY(mu) = false;
+  std::exception_ptr error ABSL_GUARDED_BY(mu);
+  std::vector<tensorflow::NodeExecStats> stats ABSL_GUARDED_BY(mu);
 };
 
 struct Executor::Compilation {
@@ -400,7 +401,7 @@ std::unique_ptr<Executor::RunState> Executor::AcquireRunState() const {
   const Plan& plan = *plan_;
   std::unique_ptr<RunState> state;
   {
-    std::lock_guard<std::mutex> lock(plan.free_states_mu);
+    absl::MutexLock lock(&plan.free_states_mu);
     if (!plan.free_states.empty()) {
       state = std::move(plan.free_states.back());
       plan.free_states.pop_back();
@@ -457,7 +458,7 @@ void Executor::ExecuteItem(RunState& s, const Step& step, int index, bool parall
     stats.set_op_end_rel_micros(end - start);
     stats.set_all_end_rel_micros(end - start);
     stats.set_thread_id(static_cast<uint32_t>(gettid()));
-    std::lock_guard<std::mutex> lock(s.mu);
+    absl::MutexLock lock(&s.mu);
     s.stats.push_back(std::move(stats));
   }
   for (int k = 0; k < item.num_inputs; ++k) {
@@ -511,8 +512,8 @@ std::exception_ptr Executor::RunParallel(RunState& s, const Step& step) const {
   // Ready nodes are taken from the back: reverse so roots start in plan order.
   std::reverse(here.begin(), here.end());
   ProcessReadyItems(s, step, std::move(here));
-  std::unique_lock<std::mutex> lock(s.mu);
-  s.cv.wait(lock, [&] { return s.done; });
+  absl::MutexLock lock(&s.mu);
+  while (!s.done) s.cv.Wait(&s.mu);
   return s.error;
 }
 
@@ -529,7 +530,7 @@ void Executor::ProcessReadyItems(RunState& s, const Step& step, absl::InlinedVec
         }
         ExecuteItem(s, step, index, true);
       } catch (...) {
-        std::lock_guard<std::mutex> lock(s.mu);
+        absl::MutexLock lock(&s.mu);
         if (s.error == nullptr) {
           try {
             RethrowForNode(*item.node);
@@ -569,9 +570,9 @@ void Executor::ProcessReadyItems(RunState& s, const Step& step, absl::InlinedVec
       plan.env.inter_op_pool->Schedule([this, &s, &step, dst] { ProcessReadyItems(s, step, {dst}); });
     }
     if (s.outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      std::lock_guard<std::mutex> lock(s.mu);
+      absl::MutexLock lock(&s.mu);
       s.done = true;
-      s.cv.notify_all();
+      s.cv.SignalAll();
     }
   }
 }
@@ -594,6 +595,7 @@ void Executor::RecordTrace(RunState& s, const Step& step) const {
   if (!step.tracing) return;
   auto* dev = step.args.trace->mutable_step_stats()->add_dev_stats();
   dev->set_device(plan_->env.device_name);
+  absl::MutexLock lock(&s.mu);  // every node has finished: only for the analysis' sake
   for (auto& stats : s.stats) *dev->add_node_stats() = std::move(stats);
   s.stats.clear();
 }
@@ -601,7 +603,7 @@ void Executor::RecordTrace(RunState& s, const Step& step) const {
 void Executor::ReleaseRunState(std::unique_ptr<RunState> state) const {
   // Drop every tensor still held (fetched ones, feeds) before recycling the state.
   for (Tensor& t : state->tensors) t = Tensor();
-  std::lock_guard<std::mutex> lock(plan_->free_states_mu);
+  absl::MutexLock lock(&plan_->free_states_mu);
   plan_->free_states.push_back(std::move(state));
 }
 

@@ -35,8 +35,8 @@ Session::Session(SessionOptions options) : Session(GetDefaultGraph(), std::move(
 
 Session::~Session() {
   Close();
-  std::unique_lock<std::mutex> lock(runs_mu_);
-  runs_cv_.wait(lock, [this] { return runs_in_flight_ == 0; });
+  absl::MutexLock lock(&runs_mu_);
+  while (runs_in_flight_ != 0) runs_cv_.Wait(&runs_mu_);
 }
 
 void Session::Close() {
@@ -45,7 +45,7 @@ void Session::Close() {
 }
 
 int Session::num_compiled_plans() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return static_cast<int>(executors_.size());
 }
 
@@ -73,7 +73,7 @@ void Session::CheckPlacement(const Node* node) const {
 }
 
 OpKernel* Session::GetKernel(const Node* node) {
-  std::lock_guard<std::mutex> lock(kernels_mu_);
+  absl::MutexLock lock(&kernels_mu_);
   auto it = kernels_.find(node);
   if (it != kernels_.end()) return it->second.get();
   CheckPlacement(node);
@@ -87,7 +87,7 @@ const Executor& Session::GetOrCompile(const std::vector<Endpoint>& feeds,
                                       const std::vector<Endpoint>& fetches,
                                       const std::vector<const Node*>& targets) {
   std::vector<int64_t> key = RunSignatureKey(feeds, fetches, targets);
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = executors_.find(key);
   if (it != executors_.end()) return *it->second;
   ExecutorEnv env;
@@ -121,14 +121,14 @@ std::vector<Tensor> Session::Run(const FeedList& feeds, const FetchList& fetches
     args.trace = run_metadata;
   }
   {
-    std::lock_guard<std::mutex> lock(runs_mu_);
+    absl::MutexLock lock(&runs_mu_);
     ++runs_in_flight_;
   }
   struct RunsInFlightGuard {
     Session* self;
     ~RunsInFlightGuard() {
-      std::lock_guard<std::mutex> lock(self->runs_mu_);
-      if (--self->runs_in_flight_ == 0) self->runs_cv_.notify_all();
+      absl::MutexLock lock(&self->runs_mu_);
+      if (--self->runs_in_flight_ == 0) self->runs_cv_.SignalAll();
     }
   } guard{this};
   return PlaceFetchedValues(checked, executor.Run(args, checked.feed_values));

@@ -16,14 +16,15 @@
 #define FLOWTRAIN_RUNTIME_SESSION_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 #include "flowtrain/core/tensor.h"
 #include "flowtrain/core/thread_pool.h"
@@ -111,14 +112,14 @@ class Session : public SessionInterface {
   std::atomic<bool> closed_{false};
   std::atomic<int64_t> next_step_id_{1};
 
-  mutable std::mutex mu_;
-  std::map<std::vector<int64_t>, std::unique_ptr<Executor>> executors_;
-  std::mutex kernels_mu_;
-  std::unordered_map<const Node*, std::unique_ptr<OpKernel>> kernels_;
+  mutable absl::Mutex mu_;
+  std::map<std::vector<int64_t>, std::unique_ptr<Executor>> executors_ ABSL_GUARDED_BY(mu_);
+  absl::Mutex kernels_mu_;
+  std::unordered_map<const Node*, std::unique_ptr<OpKernel>> kernels_ ABSL_GUARDED_BY(kernels_mu_);
 
-  std::mutex runs_mu_;
-  std::condition_variable runs_cv_;
-  int runs_in_flight_ = 0;
+  absl::Mutex runs_mu_;
+  absl::CondVar runs_cv_;  // signalled when runs_in_flight_ drops to 0
+  int runs_in_flight_ ABSL_GUARDED_BY(runs_mu_) = 0;
 };
 
 }  // namespace flowtrain

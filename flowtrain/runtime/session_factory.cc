@@ -1,7 +1,9 @@
 #include "flowtrain/runtime/session_factory.h"
 
 #include <map>
-#include <mutex>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 #include "flowtrain/core/error.h"
 
@@ -9,8 +11,8 @@ namespace flowtrain {
 namespace {
 
 struct Factories {
-  std::mutex mu;
-  std::map<std::string, SessionFactory> by_prefix;
+  absl::Mutex mu;
+  std::map<std::string, SessionFactory> by_prefix ABSL_GUARDED_BY(mu);
 };
 
 Factories& GetFactories() {
@@ -18,12 +20,18 @@ Factories& GetFactories() {
   return *factories;
 }
 
+ABSL_CONST_INIT absl::Mutex inproc_states_mu(absl::kConstInit);
+
 // State shared by the sessions of each "inproc://NAME" target; lives for the process.
-std::shared_ptr<ResourceMgr> InprocState(const std::string& target) {
-  static std::mutex mu;
+std::map<std::string, std::shared_ptr<ResourceMgr>>& InprocStates()
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(inproc_states_mu) {
   static auto* states = new std::map<std::string, std::shared_ptr<ResourceMgr>>();
-  std::lock_guard<std::mutex> lock(mu);
-  auto& state = (*states)[target];
+  return *states;
+}
+
+std::shared_ptr<ResourceMgr> InprocState(const std::string& target) {
+  absl::MutexLock lock(&inproc_states_mu);
+  auto& state = InprocStates()[target];
   if (state == nullptr) state = std::make_shared<ResourceMgr>();
   return state;
 }
@@ -32,7 +40,7 @@ std::shared_ptr<ResourceMgr> InprocState(const std::string& target) {
 
 void RegisterSessionFactory(std::string prefix, SessionFactory factory) {
   Factories& f = GetFactories();
-  std::lock_guard<std::mutex> lock(f.mu);
+  absl::MutexLock lock(&f.mu);
   f.by_prefix[std::move(prefix)] = std::move(factory);
 }
 
@@ -46,7 +54,7 @@ std::unique_ptr<SessionInterface> NewSession(Graph& graph, const SessionOptions&
   SessionFactory factory;
   {
     Factories& f = GetFactories();
-    std::lock_guard<std::mutex> lock(f.mu);
+    absl::MutexLock lock(&f.mu);
     size_t best = 0;
     for (const auto& [prefix, candidate] : f.by_prefix) {
       if (options.target.rfind(prefix, 0) == 0 && prefix.size() > best) {

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "absl/time/time.h"
+
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/logging.h"
 #include "flowtrain/core/str_util.h"
@@ -114,7 +116,7 @@ FileWriter::~FileWriter() { Close(); }
 
 void FileWriter::Start() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     accepting_ = true;
     stopping_ = false;
   }
@@ -126,7 +128,7 @@ void FileWriter::Start() {
 void FileWriter::Enqueue(double wall_time, int64_t step, std::string_view summary,
                          std::unique_ptr<tensorflow::Event> event) {
   const size_t bytes = sizeof(PendingEvent) + (event ? event->ByteSizeLong() : summary.size());
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::ReleasableMutexLock lock(&mu_);
   if (!accepting_) {
     dropped_events_.fetch_add(1, std::memory_order_relaxed);
     return;
@@ -149,8 +151,8 @@ void FileWriter::Enqueue(double wall_time, int64_t step, std::string_view summar
   const bool wake = writer_waiting_ &&
                     (writer_idle_ || pending_.size() >= static_cast<size_t>(options_.max_queue));
   if (wake) writer_waiting_ = false;
-  lock.unlock();
-  if (wake) writer_cv_.notify_one();
+  lock.Release();
+  if (wake) writer_cv_.Signal();
 }
 
 void FileWriter::AddSummary(std::string_view serialized_summary, int64_t global_step) {
@@ -197,7 +199,7 @@ void FileWriter::AddSessionLog(const tensorflow::SessionLog& session_log, int64_
 void FileWriter::AddRunMetadata(const tensorflow::RunMetadata& run_metadata,
                                 const std::string& tag, int64_t global_step) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!run_metadata_tags_.insert(tag).second) {
       InvalidArgument("Run metadata tag '", tag, "' was already used by the summary writer for ",
                       logdir_);
@@ -211,33 +213,33 @@ void FileWriter::AddRunMetadata(const tensorflow::RunMetadata& run_metadata,
 }
 
 void FileWriter::Flush() {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!accepting_ || stopping_) return;
   const uint64_t target = enqueued_;
   if (flushed_ >= target) return;
   if (flush_requested_ < target) flush_requested_ = target;
   writer_waiting_ = false;
-  writer_cv_.notify_one();
+  writer_cv_.Signal();
   // The writer thread always ends by marking everything flushed, so this cannot hang on Close.
-  flushed_cv_.wait(lock, [&] { return flushed_ >= target; });
+  while (flushed_ < target) flushed_cv_.Wait(&mu_);
 }
 
 void FileWriter::Close() {
-  std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
+  absl::MutexLock lifecycle(&lifecycle_mu_);
   if (!thread_.joinable()) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     accepting_ = false;
     stopping_ = true;
     writer_waiting_ = false;
   }
-  writer_cv_.notify_one();
-  flushed_cv_.notify_all();
+  writer_cv_.Signal();
+  flushed_cv_.SignalAll();
   thread_.join();
 }
 
 void FileWriter::Reopen() {
-  std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
+  absl::MutexLock lifecycle(&lifecycle_mu_);
   if (thread_.joinable()) return;
   Start();
 }
@@ -353,7 +355,7 @@ void FileWriter::WriterLoop() {
   } catch (...) {
     // EnsureFile reports errors itself; nothing else can throw here.
   }
-  std::unique_lock<std::mutex> lock(mu_);
+  mu_.Lock();
   for (;;) {
     // Sleep until there is a batch worth writing, a flush is due or wanted, or Close().
     for (;;) {
@@ -366,9 +368,11 @@ void FileWriter::WriterLoop() {
       writer_waiting_ = true;
       writer_idle_ = !has_data;
       if (has_data) {
-        writer_cv_.wait_until(lock, last_flush_ + interval);
+        // Not due, so the deadline is ahead and the timeout positive.
+        writer_cv_.WaitWithTimeout(
+            &mu_, absl::FromChrono(last_flush_ + interval - std::chrono::steady_clock::now()));
       } else {
-        writer_cv_.wait(lock);
+        writer_cv_.Wait(&mu_);
       }
       writer_waiting_ = false;
       writer_idle_ = false;
@@ -379,7 +383,7 @@ void FileWriter::WriterLoop() {
     const uint64_t batch_end = enqueued_;
     const bool stop = stopping_;
     const bool flush_wanted = flush_requested_ > flushed_;
-    lock.unlock();
+    mu_.Unlock();
 
     try {
       if (!batch.empty()) WriteBatch(batch, summaries);
@@ -396,16 +400,16 @@ void FileWriter::WriterLoop() {
     if (batch.capacity() > kKeptBatchCapacity) batch.shrink_to_fit();
     if (summaries.capacity() > kKeptBatchCapacity * 64) summaries.shrink_to_fit();
 
-    lock.lock();
+    mu_.Lock();
     if (flush_wanted || stop) {
       if (flushed_ < batch_end) flushed_ = batch_end;
-      flushed_cv_.notify_all();
+      flushed_cv_.SignalAll();
     }
     if (stop && pending_.empty()) break;
   }
   flushed_ = enqueued_;
-  lock.unlock();
-  flushed_cv_.notify_all();
+  mu_.Unlock();
+  flushed_cv_.SignalAll();
 }
 
 }  // namespace flowtrain::summary

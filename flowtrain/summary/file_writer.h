@@ -29,16 +29,17 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <unordered_set>
 #include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 #include "flowtrain/io/event_file_writer.h"
 #include "flowtrain/proto/event.pb.h"
@@ -110,13 +111,14 @@ class FileWriter {
     std::unique_ptr<tensorflow::Event> event;  // null for a serialized summary
   };
 
-  void Start();
+  // Starts the writer thread (the constructor, and Reopen with lifecycle_mu_ held).
+  void Start() ABSL_EXCLUSIVE_LOCKS_REQUIRED(lifecycle_mu_) ABSL_LOCKS_EXCLUDED(mu_);
   void Enqueue(double wall_time, int64_t step, std::string_view summary,
-               std::unique_ptr<tensorflow::Event> event);
+               std::unique_ptr<tensorflow::Event> event) ABSL_LOCKS_EXCLUDED(mu_);
   void AddEventWithTime(std::unique_ptr<tensorflow::Event> event, int64_t global_step);
 
   // Writer thread.
-  void WriterLoop();
+  void WriterLoop() ABSL_LOCKS_EXCLUDED(mu_);
   void WriteBatch(std::vector<PendingEvent>& batch, const std::string& summaries);
   void WriteSummary(const PendingEvent& pending, std::string_view summary);
   bool EnsureFile();
@@ -127,25 +129,26 @@ class FileWriter {
   const std::string logdir_;
   const FileWriterOptions options_;
 
-  std::mutex lifecycle_mu_;  // serializes Close and Reopen
-  std::thread thread_;
+  absl::Mutex lifecycle_mu_;  // serializes Close and Reopen
+  std::thread thread_ ABSL_GUARDED_BY(lifecycle_mu_);
 
   // Shared between callers and the writer thread.
-  std::mutex mu_;
-  std::condition_variable writer_cv_;   // wakes the writer thread
-  std::condition_variable flushed_cv_;  // wakes Flush() callers
-  std::vector<PendingEvent> pending_;
-  std::string pending_summaries_;
-  size_t pending_bytes_ = 0;
-  uint64_t enqueued_ = 0;         // events accepted so far
-  uint64_t flush_requested_ = 0;  // Flush() wants events up to this number on disk
-  uint64_t flushed_ = 0;          // events up to this number are on disk
-  bool accepting_ = false;        // false before Start() and after Close()
-  bool stopping_ = false;
-  bool writer_idle_ = false;      // waiting with no deadline: the next event must wake it
-  bool writer_waiting_ = false;   // waiting at all
-  bool overflow_logged_ = false;
-  std::set<std::string> run_metadata_tags_;
+  absl::Mutex mu_;
+  absl::CondVar writer_cv_;   // wakes the writer thread
+  absl::CondVar flushed_cv_;  // wakes Flush() callers
+  std::vector<PendingEvent> pending_ ABSL_GUARDED_BY(mu_);
+  std::string pending_summaries_ ABSL_GUARDED_BY(mu_);
+  size_t pending_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t enqueued_ ABSL_GUARDED_BY(mu_) = 0;         // events accepted so far
+  uint64_t flush_requested_ ABSL_GUARDED_BY(mu_) = 0;  // Flush() wants events up to this on disk
+  uint64_t flushed_ ABSL_GUARDED_BY(mu_) = 0;          // events up to this number are on disk
+  bool accepting_ ABSL_GUARDED_BY(mu_) = false;        // false before Start() and after Close()
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // Waiting with no deadline: the next event must wake it.
+  bool writer_idle_ ABSL_GUARDED_BY(mu_) = false;
+  bool writer_waiting_ ABSL_GUARDED_BY(mu_) = false;  // waiting at all
+  bool overflow_logged_ ABSL_GUARDED_BY(mu_) = false;
+  std::set<std::string> run_metadata_tags_ ABSL_GUARDED_BY(mu_);
 
   std::atomic<uint64_t> error_count_{0};
   std::atomic<uint64_t> dropped_events_{0};

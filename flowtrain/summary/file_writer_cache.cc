@@ -2,15 +2,17 @@
 
 #include <cstdlib>
 #include <map>
-#include <mutex>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace flowtrain::summary {
 namespace {
 
 struct Cache {
-  std::mutex mu;
-  std::map<std::string, std::shared_ptr<FileWriter>> writers;
-  bool exit_hook_registered = false;
+  absl::Mutex mu;
+  std::map<std::string, std::shared_ptr<FileWriter>> writers ABSL_GUARDED_BY(mu);
+  bool exit_hook_registered ABSL_GUARDED_BY(mu) = false;
 };
 
 // Never destroyed: writers may still be used from other threads while the process exits.
@@ -23,7 +25,7 @@ Cache& GlobalCache() {
 
 std::shared_ptr<FileWriter> FileWriterCache::Get(const std::string& logdir) {
   Cache& cache = GlobalCache();
-  std::lock_guard<std::mutex> lock(cache.mu);
+  absl::MutexLock lock(&cache.mu);
   auto it = cache.writers.find(logdir);
   if (it != cache.writers.end()) return it->second;
   if (!cache.exit_hook_registered) {
@@ -40,7 +42,7 @@ void FileWriterCache::Clear() {
   std::map<std::string, std::shared_ptr<FileWriter>> writers;
   {
     Cache& cache = GlobalCache();
-    std::lock_guard<std::mutex> lock(cache.mu);
+    absl::MutexLock lock(&cache.mu);
     writers.swap(cache.writers);
   }
   // Closing waits for the disk; do it without holding the cache's lock.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/time/time.h"
+
 #include "flowtrain/core/logging.h"
 #include "flowtrain/core/str_util.h"
 
@@ -19,7 +21,7 @@ CoordinatedThread::~CoordinatedThread() { Join(); }
 void CoordinatedThread::Start() {
   if (started_.exchange(true)) FailedPrecondition("Thread ", name_, " was already started");
   alive_.store(true, std::memory_order_release);
-  std::lock_guard<std::mutex> lock(join_mu_);
+  absl::MutexLock lock(&join_mu_);
   thread_ = std::thread([this] {
     try {
       Run();
@@ -33,7 +35,7 @@ void CoordinatedThread::Start() {
 }
 
 void CoordinatedThread::Join() {
-  std::lock_guard<std::mutex> lock(join_mu_);
+  absl::MutexLock lock(&join_mu_);
   if (thread_.joinable()) thread_.join();
 }
 
@@ -49,9 +51,9 @@ Coordinator::Coordinator(std::vector<Code> clean_stop_codes)
 Coordinator::~Coordinator() {
   ThreadList threads;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stop_requested_ = true;
-    stop_cv_.notify_all();
+    stop_cv_.SignalAll();
     threads.swap(registered_);
   }
   // `threads` may hold the last references: they are joined here, after the stop request.
@@ -70,7 +72,7 @@ bool Coordinator::IsCleanStop(const std::exception_ptr& exception) const {
 
 void Coordinator::RequestStop(std::exception_ptr exception) {
   if (exception != nullptr && IsCleanStop(exception)) exception = nullptr;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (joined_ && exception != nullptr) std::rethrow_exception(exception);
   if (stop_requested_) return;
   if (exception != nullptr && exception_ == nullptr) {
@@ -78,28 +80,35 @@ void Coordinator::RequestStop(std::exception_ptr exception) {
     FT_LOG(INFO) << "Error reported to Coordinator: " << ErrorFromException(exception).ToString();
   }
   stop_requested_ = true;
-  stop_cv_.notify_all();
+  stop_cv_.SignalAll();
 }
 
 void Coordinator::ClearStop() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   joined_ = false;
   exception_ = nullptr;
   stop_requested_ = false;
 }
 
 bool Coordinator::ShouldStop() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return stop_requested_;
 }
 
 bool Coordinator::WaitForStop(std::optional<std::chrono::nanoseconds> timeout) const {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!timeout) {
-    stop_cv_.wait(lock, [this] { return stop_requested_; });
+    while (!stop_requested_) stop_cv_.Wait(&mu_);
     return true;
   }
-  return stop_cv_.wait_for(lock, *timeout, [this] { return stop_requested_; });
+  // Measured on the steady clock from the start, so that a huge timeout cannot overflow.
+  const auto start = std::chrono::steady_clock::now();
+  while (!stop_requested_) {
+    const auto elapsed = std::chrono::steady_clock::now() - start;
+    if (elapsed >= *timeout) return false;
+    stop_cv_.WaitWithTimeout(&mu_, absl::FromChrono(*timeout - elapsed));
+  }
+  return true;
 }
 
 void Coordinator::StopOnException(const std::function<void()>& body) {
@@ -111,7 +120,7 @@ void Coordinator::StopOnException(const std::function<void()>& body) {
 }
 
 void Coordinator::RegisterThread(std::shared_ptr<CoordinatedThread> thread) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   registered_.push_back(std::move(thread));
 }
 
@@ -119,7 +128,7 @@ void Coordinator::Join(const ThreadList& threads, std::chrono::nanoseconds stop_
                        bool ignore_live_threads) {
   ThreadList all;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     all = registered_;
   }
   for (const auto& t : threads) {
@@ -150,7 +159,7 @@ void Coordinator::Join(const ThreadList& threads, std::chrono::nanoseconds stop_
       t->Join();  // reclaim the finished std::thread
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   joined_ = true;
   registered_.clear();
   if (exception_ != nullptr) std::rethrow_exception(exception_);
@@ -163,12 +172,12 @@ void Coordinator::Join(const ThreadList& threads, std::chrono::nanoseconds stop_
 }
 
 bool Coordinator::joined() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return joined_;
 }
 
 void Coordinator::RaiseRequestedException() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (exception_ != nullptr) std::rethrow_exception(exception_);
 }
 

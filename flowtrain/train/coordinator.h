@@ -23,15 +23,16 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <exception>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 #include "flowtrain/core/error.h"
 
@@ -68,8 +69,8 @@ class CoordinatedThread {
   std::function<void()> body_;
   std::atomic<bool> started_{false};
   std::atomic<bool> alive_{false};
-  std::mutex join_mu_;
-  std::thread thread_;
+  absl::Mutex join_mu_;
+  std::thread thread_ ABSL_GUARDED_BY(join_mu_);
 };
 
 using ThreadList = std::vector<std::shared_ptr<CoordinatedThread>>;
@@ -119,12 +120,12 @@ class Coordinator {
   bool IsCleanStop(const std::exception_ptr& exception) const;
 
   const std::vector<Code> clean_stop_codes_;
-  mutable std::mutex mu_;
-  mutable std::condition_variable stop_cv_;
-  bool stop_requested_ = false;
-  bool joined_ = false;
-  std::exception_ptr exception_;
-  ThreadList registered_;
+  mutable absl::Mutex mu_;
+  mutable absl::CondVar stop_cv_;  // signalled when stop_requested_ becomes true
+  bool stop_requested_ ABSL_GUARDED_BY(mu_) = false;
+  bool joined_ ABSL_GUARDED_BY(mu_) = false;
+  std::exception_ptr exception_ ABSL_GUARDED_BY(mu_);
+  ThreadList registered_ ABSL_GUARDED_BY(mu_);
 };
 
 // Runs a function repeatedly in a thread registered with a coordinator until it stops, as

@@ -29,13 +29,13 @@ QueueRunner::QueueRunner(const ops::QueueBase& queue, std::vector<Operation> enq
 }
 
 std::vector<std::exception_ptr> QueueRunner::exceptions_raised() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  absl::MutexLock lock(&state_->mu);
   return state_->exceptions_raised;
 }
 
 ThreadList QueueRunner::CreateThreads(SessionInterface& sess, Coordinator* coord, bool start) {
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    absl::MutexLock lock(&state_->mu);
     auto it = state_->runs_per_session.find(&sess);
     if (it != state_->runs_per_session.end() && it->second > 0) return {};  // still running
     state_->runs_per_session[&sess] = static_cast<int>(state_->enqueue_ops.size());
@@ -63,7 +63,7 @@ void QueueRunner::Run(std::shared_ptr<State> state, SessionInterface* sess, Oper
                       Coordinator* coord) {
   bool decremented = false;
   auto decrement = [&] {
-    std::lock_guard<std::mutex> lock(state->mu);
+    absl::MutexLock lock(&state->mu);
     decremented = true;
     return --state->runs_per_session[sess] == 0;
   };
@@ -92,7 +92,7 @@ void QueueRunner::Run(std::shared_ptr<State> state, SessionInterface* sess, Oper
     } else {
       FT_LOG(ERROR) << "Exception in QueueRunner: "
                     << ErrorFromException(std::current_exception()).ToString();
-      std::lock_guard<std::mutex> lock(state->mu);
+      absl::MutexLock lock(&state->mu);
       state->exceptions_raised.push_back(std::current_exception());
     }
   }

@@ -24,9 +24,11 @@
 #include <exception>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/ops/data_flow_ops.h"
@@ -72,9 +74,9 @@ class QueueRunner {
     Operation close_op;
     Operation cancel_op;
     std::vector<Code> queue_closed_codes;
-    std::mutex mu;
-    std::map<SessionInterface*, int> runs_per_session;
-    std::vector<std::exception_ptr> exceptions_raised;
+    absl::Mutex mu;
+    std::map<SessionInterface*, int> runs_per_session ABSL_GUARDED_BY(mu);
+    std::vector<std::exception_ptr> exceptions_raised ABSL_GUARDED_BY(mu);
   };
   static void Run(std::shared_ptr<State> state, SessionInterface* sess, Operation enqueue_op,
                   Coordinator* coord);

@@ -412,7 +412,7 @@ std::string Saver::CheckpointFile(SessionInterface& session, const std::string& 
 void Saver::CommitCheckpoint(const std::string& save_path, const std::string& checkpoint,
                              const std::string& latest_filename,
                              const std::string& meta_graph_suffix) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   RecordLastCheckpoint(checkpoint);
   UpdateCheckpointStateInternal(Dirname(save_path), checkpoint, last_checkpoints_paths(),
                                 latest_filename, options_.save_relative_paths);
@@ -528,7 +528,7 @@ tensorflow::MetaGraphDef Saver::ExportMetaGraph(const std::string& filename) con
 
 void Saver::Restore(SessionInterface& session, const std::string& save_path,
                     const RestoreOptions& options) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   RestoreLocked(session, save_path, options);
 }
 
@@ -592,7 +592,7 @@ void Saver::RunRestore(SessionInterface& session, const std::string& save_path,
 std::optional<std::string> Saver::RestoreLatest(SessionInterface& session,
                                                 const std::string& checkpoint_dir,
                                                 const RestoreLatestOptions& options) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!options.fall_back_to_intact) {
     std::optional<std::string> latest = LatestCheckpoint(checkpoint_dir, options.latest_filename);
     if (latest) RestoreLocked(session, *latest, options.restore);
@@ -635,7 +635,7 @@ std::optional<std::string> Saver::RestoreLatest(SessionInterface& session,
 // ---- Retention ----
 
 std::vector<std::string> Saver::last_checkpoints() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return last_checkpoints_paths();
 }
 
@@ -682,7 +682,7 @@ void Saver::RecoverLastCheckpoints(const std::vector<std::string>& checkpoint_pa
 
 void Saver::SetLastCheckpointsWithTime(
     const std::vector<std::pair<std::string, double>>& checkpoints) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   last_checkpoints_ = checkpoints;
 }
 

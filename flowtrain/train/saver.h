@@ -30,12 +30,14 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
 #include <variant>
 #include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 #include "flowtrain/graph/graph.h"
 #include "flowtrain/ops/saveable_object.h"
@@ -259,13 +261,14 @@ class Saver {
   void CommitCheckpoint(const std::string& save_path, const std::string& checkpoint,
                         const std::string& latest_filename, const std::string& meta_graph_suffix);
   void RestoreLocked(SessionInterface& session, const std::string& save_path,
-                     const RestoreOptions& options);
+                     const RestoreOptions& options) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CheckAgainstIndex(const std::string& save_path) const;
   void RunRestore(SessionInterface& session, const std::string& save_path,
                   const RestoreOptions& options);
-  std::vector<std::string> last_checkpoints_paths() const;  // with mu_ held
-  void RecordLastCheckpoint(const std::string& path);
-  void MaybeDeleteOldCheckpoints(const std::string& meta_graph_suffix);
+  std::vector<std::string> last_checkpoints_paths() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RecordLastCheckpoint(const std::string& path) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void MaybeDeleteOldCheckpoints(const std::string& meta_graph_suffix)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   SaverOptions options_;
   Graph* graph_ = nullptr;
@@ -278,10 +281,10 @@ class Saver {
 
   // Guards the retention state below and serialises checkpoint commits (state file,
   // deletions) with restores.
-  mutable std::mutex mu_;
-  std::vector<std::pair<std::string, double>> last_checkpoints_;  // oldest first
-  std::deque<std::pair<std::string, double>> to_delete_;
-  double next_checkpoint_time_ = 0;
+  mutable absl::Mutex mu_;
+  std::vector<std::pair<std::string, double>> last_checkpoints_ ABSL_GUARDED_BY(mu_);  // oldest first
+  std::deque<std::pair<std::string, double>> to_delete_ ABSL_GUARDED_BY(mu_);
+  double next_checkpoint_time_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // TF's _get_saver_or_default (used by Scaffold): the one Saver in the graph's "savers"

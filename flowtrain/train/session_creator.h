@@ -12,7 +12,6 @@
 
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "flowtrain/graph/graph.h"

@@ -4,6 +4,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "absl/time/time.h"
+
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/logging.h"
 #include "flowtrain/core/str_util.h"
@@ -71,17 +73,21 @@ struct Worker::Partition {
   };
 
   Graph graph;
-  bool deregistered = false;  // guarded by the worker's mu_
-  std::mutex kernels_mu;
-  std::unordered_map<const Node*, std::unique_ptr<OpKernel>> kernels;
+  // Guarded by the worker's mu_ (the analysis cannot name another object's mutex).
+  bool deregistered = false;
+  absl::Mutex kernels_mu;
+  std::unordered_map<const Node*, std::unique_ptr<OpKernel>> kernels ABSL_GUARDED_BY(kernels_mu);
   std::vector<StageRuntime> stages;
 };
 
 struct Worker::StepState {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::unordered_map<std::string, Tensor> received;  // by transfer key or control token
-  bool claimed = false;                              // a RunStep runs it
+  absl::Mutex mu;
+  absl::CondVar cv;  // signalled when a tensor is received
+  // By transfer key or control token.
+  std::unordered_map<std::string, Tensor> received ABSL_GUARDED_BY(mu);
+  // A RunStep runs it. Guarded by the worker's mu_, not by `mu` (the analysis cannot name
+  // another object's mutex).
+  bool claimed = false;
   Clock::time_point created = Clock::now();
 };
 
@@ -104,12 +110,12 @@ Worker::~Worker() {
 
 void Worker::Shutdown() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (shutting_down_) return;
     shutting_down_ = true;
     CancelStepsLocked(nullptr);
   }
-  watchdog_cv_.notify_all();
+  watchdog_cv_.SignalAll();
   watchdog_.join();
 }
 
@@ -120,19 +126,19 @@ void Worker::CancelStepsLocked(const Partition* partition) {
 }
 
 void Worker::UpdateCluster(const ClusterSpec& cluster) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   cluster_ = cluster;
 }
 
 ClusterSpec Worker::cluster() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return cluster_;
 }
 
 void Worker::WatchCancelledSteps() {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   while (!shutting_down_) {
-    watchdog_cv_.wait_for(lock, kPollInterval);
+    watchdog_cv_.WaitWithTimeout(&mu_, absl::FromChrono(kPollInterval));
     for (ActiveStep* step : active_steps_) {
       if (step->context->IsCancelled()) step->cancellation->StartCancel();
     }
@@ -159,7 +165,7 @@ grpc::Status Worker::RegisterGraph(grpc::ServerContext*, const RegisterGraphRequ
     env.remapping = !request->disable_remapping();
     Partition* raw = partition.get();
     env.get_kernel = [raw, device = env.device_name](const Node* node) {
-      std::lock_guard<std::mutex> lock(raw->kernels_mu);
+      absl::MutexLock lock(&raw->kernels_mu);
       std::unique_ptr<OpKernel>& kernel = raw->kernels[node];
       if (kernel == nullptr) {
         node->set_assigned_device(device);
@@ -197,7 +203,7 @@ grpc::Status Worker::RegisterGraph(grpc::ServerContext*, const RegisterGraphRequ
       }
       stage.executor = std::make_unique<Executor>(env, feeds, fetches, OutermostNodes(stage_nodes));
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (shutting_down_) Unavailable("Task ", task_name_, " is shutting down");
     const std::string handle = StrCat(incarnation_, "/", ++next_handle_);
     partitions_.emplace(handle, std::move(partition));
@@ -208,7 +214,7 @@ grpc::Status Worker::RegisterGraph(grpc::ServerContext*, const RegisterGraphRequ
 grpc::Status Worker::DeregisterGraph(grpc::ServerContext*, const DeregisterGraphRequest* request,
                                      DeregisterGraphResponse*) {
   std::vector<std::shared_ptr<Partition>> removed;  // destroyed after the lock is released
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const std::string& handle : request->handles()) {
     auto it = partitions_.find(handle);
     if (it == partitions_.end()) continue;
@@ -221,7 +227,7 @@ grpc::Status Worker::DeregisterGraph(grpc::ServerContext*, const DeregisterGraph
 }
 
 std::shared_ptr<Worker::Partition> Worker::FindPartition(const std::string& handle) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (shutting_down_) Unavailable("Task ", task_name_, " is shutting down");
   auto it = partitions_.find(handle);
   if (it == partitions_.end()) {
@@ -232,7 +238,7 @@ std::shared_ptr<Worker::Partition> Worker::FindPartition(const std::string& hand
 }
 
 std::shared_ptr<Worker::StepState> Worker::GetOrCreateStep(int64_t step_id, bool for_run) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!for_run && finished_steps_.count(step_id) != 0) return nullptr;
   auto it = steps_.find(step_id);
   if (it == steps_.end()) {
@@ -249,7 +255,7 @@ std::shared_ptr<Worker::StepState> Worker::GetOrCreateStep(int64_t step_id, bool
 }
 
 void Worker::FinishStep(int64_t step_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   steps_.erase(step_id);
   if (finished_steps_.insert(step_id).second) finished_order_.push_back(step_id);
   if (finished_order_.size() > kFinishedStepsKept) {
@@ -259,7 +265,7 @@ void Worker::FinishStep(int64_t step_id) {
 }
 
 WorkerService::Stub* Worker::StubFor(const std::string& job, int task, std::string* address) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   *address = cluster_.task_address(job, task);
   std::unique_ptr<WorkerService::Stub>& stub = stubs_[*address];
   if (stub == nullptr) stub = NewWorkerStub(*address);
@@ -284,7 +290,7 @@ grpc::Status Worker::SendTensors(grpc::ServerContext*, const SendTensorsRequest*
                                  SendTensorsResponse*) {
   return ToRpcStatus([&] {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (shutting_down_) Unavailable("Task ", task_name_, " is shutting down");
     }
     if (request->keys_size() != request->tensors_size()) {
@@ -297,16 +303,16 @@ grpc::Status Worker::SendTensors(grpc::ServerContext*, const SendTensorsRequest*
     }
     std::shared_ptr<StepState> step = GetOrCreateStep(request->step_id(), false);
     if (step == nullptr) return;  // the step already ended here (it failed): nobody waits
-    std::lock_guard<std::mutex> lock(step->mu);
+    absl::MutexLock lock(&step->mu);
     for (int i = 0; i < request->keys_size(); ++i) step->received[request->keys(i)] = std::move(tensors[i]);
-    step->cv.notify_all();
+    step->cv.SignalAll();
   });
 }
 
 grpc::Status Worker::RunStep(grpc::ServerContext* context, const RunStepRequest* request,
                              RunStepResponse* response) {
   grpc::Status status = ToRpcStatus([&] { RunStepOrThrow(context, *request, response); });
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!status.ok() && shutting_down_) {
     // The step was cancelled because this task stops: to its master the task is lost.
     return ToRpcStatus([&] {
@@ -328,7 +334,7 @@ void Worker::RunStepOrThrow(grpc::ServerContext* context, const RunStepRequest& 
   ActiveStep active{context, &step_cancellation, partition.get()};
   std::shared_ptr<StepState> step = GetOrCreateStep(step_id, true);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     active_steps_.insert(&active);
     // Deregistered or shut down since FindPartition: the cancellation missed this step.
     if (partition->deregistered || shutting_down_) step_cancellation.StartCancel();
@@ -339,7 +345,7 @@ void Worker::RunStepOrThrow(grpc::ServerContext* context, const RunStepRequest& 
     int64_t step_id;
     ~Cleanup() {
       {
-        std::lock_guard<std::mutex> lock(self->mu_);
+        absl::MutexLock lock(&self->mu_);
         self->active_steps_.erase(active);
       }
       self->FinishStep(step_id);
@@ -362,8 +368,8 @@ void Worker::RunStepOrThrow(grpc::ServerContext* context, const RunStepRequest& 
   for (Partition::StageRuntime& stage : partition->stages) {
     feeds.clear();
     {
-      std::unique_lock<std::mutex> lock(step->mu);
-      auto all_received = [&] {
+      absl::MutexLock lock(&step->mu);
+      auto all_received = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(step->mu) {
         for (const std::string& key : stage.awaited) {
           if (step->received.count(key) == 0) return false;
         }
@@ -375,7 +381,9 @@ void Worker::RunStepOrThrow(grpc::ServerContext* context, const RunStepRequest& 
           DeadlineExceeded("Timed out waiting for tensors from other tasks in step ", step_id,
                            " on ", task_name_);
         }
-        step->cv.wait_until(lock, std::min(deadline, Clock::now() + kPollInterval));
+        const Clock::time_point now = Clock::now();
+        step->cv.WaitWithTimeout(&step->mu,
+                                 absl::FromChrono(std::min(deadline, now + kPollInterval) - now));
       }
       for (const Partition::Input& input : stage.inputs) {
         if (input.kind == StageInput::kClientFeed) {

@@ -9,15 +9,16 @@
 #ifndef FLOWTRAIN_DISTRIBUTED_INTERNAL_WORKER_H_
 #define FLOWTRAIN_DISTRIBUTED_INTERNAL_WORKER_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 #include "flowtrain/core/thread_pool.h"
 #include "flowtrain/distributed/cluster_spec.h"
@@ -68,9 +69,9 @@ class Worker final : public WorkerService::Service {
   void Push(int64_t step_id, const std::string& job, int task, SendTensorsRequest& request,
             std::chrono::steady_clock::time_point deadline);
   WorkerService::Stub* StubFor(const std::string& job, int task, std::string* address);
-  void WatchCancelledSteps();
-  // Cancels the steps in flight of `partition`, or all of them for nullptr. Needs mu_.
-  void CancelStepsLocked(const Partition* partition);
+  void WatchCancelledSteps() ABSL_LOCKS_EXCLUDED(mu_);
+  // Cancels the steps in flight of `partition`, or all of them for nullptr.
+  void CancelStepsLocked(const Partition* partition) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string job_name_;
   const int task_index_;
@@ -79,18 +80,20 @@ class Worker final : public WorkerService::Service {
   std::shared_ptr<ResourceMgr> resource_mgr_;
   std::unique_ptr<ThreadPool> intra_op_pool_;
 
-  mutable std::mutex mu_;
-  ClusterSpec cluster_;
-  bool shutting_down_ = false;
-  int64_t next_handle_ = 0;
-  std::map<std::string, std::shared_ptr<Partition>> partitions_;
-  std::map<int64_t, std::shared_ptr<StepState>> steps_;
-  std::set<int64_t> finished_steps_;           // recent ones, so late pushes are dropped
-  std::deque<int64_t> finished_order_;
-  std::map<std::string, std::unique_ptr<WorkerService::Stub>> stubs_;  // by address
-  std::set<ActiveStep*> active_steps_;
+  mutable absl::Mutex mu_;
+  ClusterSpec cluster_ ABSL_GUARDED_BY(mu_);
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t next_handle_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, std::shared_ptr<Partition>> partitions_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, std::shared_ptr<StepState>> steps_ ABSL_GUARDED_BY(mu_);
+  // Recent ones, so late pushes are dropped.
+  std::set<int64_t> finished_steps_ ABSL_GUARDED_BY(mu_);
+  std::deque<int64_t> finished_order_ ABSL_GUARDED_BY(mu_);
+  // By address.
+  std::map<std::string, std::unique_ptr<WorkerService::Stub>> stubs_ ABSL_GUARDED_BY(mu_);
+  std::set<ActiveStep*> active_steps_ ABSL_GUARDED_BY(mu_);
 
-  std::condition_variable watchdog_cv_;
+  absl::CondVar watchdog_cv_;  // wakes the watchdog early when shutting_down_ is set
   std::thread watchdog_;
 };
 

@@ -1,10 +1,12 @@
 // The iterator ops of tf.data: IteratorV2 holds the session's iterator resource; MakeIterator,
 // IteratorGetNext, SerializeIterator and DeserializeIterator create, advance, save and restore it.
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/kernels/internal/dataset_op_kernel.h"
@@ -18,11 +20,11 @@ namespace {
 class IteratorResource : public ResourceBase {
  public:
   std::string DebugString() const override { return "Iterator"; }
-  std::mutex mu;
-  DatasetRef dataset;
-  std::unique_ptr<IteratorBase> iterator;
-  std::optional<IteratorState> pending_state;
-  bool delivered_origins = false;  // has an entry in DeliveredOrigins
+  absl::Mutex mu;
+  DatasetRef dataset ABSL_GUARDED_BY(mu);
+  std::unique_ptr<IteratorBase> iterator ABSL_GUARDED_BY(mu);
+  std::optional<IteratorState> pending_state ABSL_GUARDED_BY(mu);
+  bool delivered_origins ABSL_GUARDED_BY(mu) = false;  // has an entry in DeliveredOrigins
   ~IteratorResource() override {
     if (delivered_origins) DeliveredOrigins::Forget(this);
   }
@@ -75,7 +77,7 @@ struct MakeIteratorOp : OpKernel {
     std::unique_ptr<IteratorBase> fresh = dataset->MakeIterator(kIteratorPrefix);
     std::unique_ptr<IteratorBase> old;
     {
-      std::lock_guard<std::mutex> lock(resource->mu);
+      absl::MutexLock lock(&resource->mu);
       if (resource->pending_state) {
         // Taken first: a state from another pipeline fails this initialization only.
         IteratorState pending = std::move(*resource->pending_state);
@@ -100,7 +102,7 @@ class IteratorGetNextOp : public OpKernel {
     IteratorContext ictx{.cancellation = ctx->cancellation_manager(), .deadline = ctx->deadline()};
     Element element;
     {
-      std::lock_guard<std::mutex> lock(resource->mu);
+      absl::MutexLock lock(&resource->mu);
       if (resource->iterator == nullptr) NotInitialized();
       if (!resource->iterator->GetNext(ictx, &element)) OutOfRange("End of sequence");
       // Kernels that fail on the records later in the step name them (ParseExample).
@@ -138,7 +140,7 @@ struct SerializeIteratorOp : OpKernel {
     auto resource = LookupIterator(ctx, 0);
     IteratorState state;
     {
-      std::lock_guard<std::mutex> lock(resource->mu);
+      absl::MutexLock lock(&resource->mu);
       if (resource->iterator == nullptr) NotInitialized();
       resource->iterator->Save(state);
     }
@@ -153,7 +155,7 @@ struct DeserializeIteratorOp : OpKernel {
     auto resource = LookupIterator(ctx, 0);
     IteratorState state = IteratorState::Parse(ctx->input(1).scalar<std::string>());
     std::unique_ptr<IteratorBase> old;
-    std::lock_guard<std::mutex> lock(resource->mu);
+    absl::MutexLock lock(&resource->mu);
     if (resource->dataset == nullptr) {
       resource->pending_state = std::move(state);
       return;

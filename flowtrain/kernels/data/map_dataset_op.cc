@@ -1,13 +1,15 @@
 // The kernel of MapDataset and ParallelMapDataset: a registered C++ function applied to each
 // element, on up to num_parallel_calls threads, in order.
 #include <algorithm>
-#include <condition_variable>
 #include <deque>
+#include <exception>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
@@ -85,10 +87,10 @@ class MapDataset : public DatasetBase {
     }
     ~ParallelIter() override {
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         stopping_ = true;  // workers finish what is queued, then leave
       }
-      work_cv_.notify_all();
+      work_cv_.SignalAll();
       for (std::thread& worker : workers_) worker.join();
     }
     bool GetNext(IteratorContext& ctx, Element* out) override {
@@ -102,17 +104,17 @@ class MapDataset : public DatasetBase {
         slot->origins = input_->origins();
         slots_.push_back(slot);
         {
-          std::lock_guard<std::mutex> lock(mu_);
+          absl::MutexLock lock(&mu_);
           ++in_flight_;
           queue_.push_back({slot, std::move(in)});
         }
-        work_cv_.notify_one();
+        work_cv_.Signal();
       }
       if (slots_.empty()) return false;
       std::shared_ptr<Slot> slot = slots_.front();
       {
-        std::unique_lock<std::mutex> lock(mu_);
-        WaitFor(lock, cv_, ctx, "ParallelMapDataset", [&] { return slot->done; });
+        absl::MutexLock lock(&mu_);
+        while (!slot->done) WaitOnce(mu_, cv_, ctx, "ParallelMapDataset");
       }
       slots_.pop_front();
       if (slot->error) std::rethrow_exception(slot->error);
@@ -123,8 +125,8 @@ class MapDataset : public DatasetBase {
     const RecordOrigins& origins() const override { return KeptOrigins(origins_); }
     void Save(IteratorState& state) override {
       {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return in_flight_ == 0; });
+        absl::MutexLock lock(&mu_);
+        while (in_flight_ != 0) cv_.Wait(&mu_);
       }
       input_->Save(state);
       state.WriteInt(Key("input_exhausted"), input_exhausted_);
@@ -149,6 +151,8 @@ class MapDataset : public DatasetBase {
     }
 
    private:
+    // A call's result. Its fields are guarded by the iterator's mu_ until `done`, after which
+    // only the caller's thread touches them (the analysis cannot name another object's mutex).
     struct Slot {
       bool done = false;
       Element result;
@@ -161,14 +165,17 @@ class MapDataset : public DatasetBase {
     };
 
     // A worker: applies the function to queued inputs until the iterator is destroyed.
-    void Work() {
-      std::unique_lock<std::mutex> lock(mu_);
+    void Work() ABSL_LOCKS_EXCLUDED(mu_) {
+      mu_.Lock();
       for (;;) {
-        work_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-        if (queue_.empty()) return;
+        while (!stopping_ && queue_.empty()) work_cv_.Wait(&mu_);
+        if (queue_.empty()) {
+          mu_.Unlock();
+          return;
+        }
         Call call = std::move(queue_.front());
         queue_.pop_front();
-        lock.unlock();
+        mu_.Unlock();
         Element result;
         std::exception_ptr error;
         try {
@@ -177,15 +184,15 @@ class MapDataset : public DatasetBase {
           error = std::current_exception();
         }
         call.input.clear();  // release the input outside the lock
-        lock.lock();
+        mu_.Lock();
         call.slot->result = std::move(result);
         call.slot->error = error;
         call.slot->done = true;
         --in_flight_;
         // Notified after unlocking, so that the caller does not wake only to wait for mu_.
-        lock.unlock();
-        cv_.notify_all();
-        lock.lock();
+        mu_.Unlock();
+        cv_.SignalAll();
+        mu_.Lock();
       }
     }
 
@@ -194,12 +201,12 @@ class MapDataset : public DatasetBase {
     std::deque<std::shared_ptr<Slot>> slots_;  // in input order, owned by the caller's thread
     RecordOrigins origins_;                    // of the element last returned
     bool input_exhausted_ = false;
-    std::mutex mu_;
-    std::condition_variable cv_;       // a call finished
-    std::condition_variable work_cv_;  // a call was queued, or stopping_
-    std::deque<Call> queue_;           // calls no worker has taken yet
-    int in_flight_ = 0;                // calls queued or running
-    bool stopping_ = false;
+    absl::Mutex mu_;
+    absl::CondVar cv_;       // a call finished
+    absl::CondVar work_cv_;  // a call was queued, or stopping_
+    std::deque<Call> queue_ ABSL_GUARDED_BY(mu_);  // calls no worker has taken yet
+    int in_flight_ ABSL_GUARDED_BY(mu_) = 0;       // calls queued or running
+    bool stopping_ ABSL_GUARDED_BY(mu_) = false;
     std::vector<std::thread> workers_;  // last: joined by the destructor before the rest goes
   };
 

@@ -1,11 +1,14 @@
 // The kernel of PrefetchDataset: a background thread keeping buffer_size elements ready (AUTOTUNE:
 // a bounded buffer).
-#include <condition_variable>
+#include <algorithm>
 #include <deque>
+#include <exception>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
@@ -39,18 +42,18 @@ class PrefetchDataset : public DatasetBase {
         : IteratorBase(prefix), ds_(ds), input_(ds.input_->MakeIterator(prefix)) {}
     ~Iter() override {
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         stopping_ = true;
       }
       cancellation_.StartCancel();
-      space_cv_.notify_all();
-      ready_cv_.notify_all();
+      space_cv_.SignalAll();
+      ready_cv_.SignalAll();
       if (producer_.joinable()) producer_.join();
     }
     bool GetNext(IteratorContext& ctx, Element* out) override {
-      std::unique_lock<std::mutex> lock(mu_);
+      absl::ReleasableMutexLock lock(&mu_);
       if (!producer_.joinable() && !ended_) producer_ = std::thread([this] { Produce(); });
-      WaitFor(lock, ready_cv_, ctx, "PrefetchDataset", [&] { return !buffer_.empty() || ended_; });
+      while (buffer_.empty() && !ended_) WaitOnce(mu_, ready_cv_, ctx, "PrefetchDataset");
       if (buffer_.empty()) {
         if (error_) std::rethrow_exception(error_);
         return false;
@@ -61,22 +64,22 @@ class PrefetchDataset : public DatasetBase {
       origins_buffer_.pop_front();
       const bool refill = static_cast<int64_t>(buffer_.size()) <= capacity_ / 2;
       // Notified after unlocking, so that the producer does not wake only to wait for mu_.
-      lock.unlock();
-      if (refill) space_cv_.notify_one();
+      lock.Release();
+      if (refill) space_cv_.Signal();
       return true;
     }
     const RecordOrigins& origins() const override { return origins_; }
     void Save(IteratorState& state) override {
-      std::lock_guard<std::mutex> input_lock(input_mu_);  // the producer is between elements
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock input_lock(&input_mu_);  // the producer is between elements
+      absl::MutexLock lock(&mu_);
       input_->Save(state);
       state.WriteInt(Key("ended"), ended_ && error_ == nullptr);
       state.WriteInt(Key("buffer_size"), static_cast<int64_t>(buffer_.size()));
       for (size_t i = 0; i < buffer_.size(); ++i) SaveElement(state, Key(StrCat("buffer.", i)), buffer_[i]);
     }
     void Restore(IteratorState& state) override {
-      std::lock_guard<std::mutex> input_lock(input_mu_);
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock input_lock(&input_mu_);
+      absl::MutexLock lock(&mu_);
       if (producer_.joinable()) FailedPrecondition("PrefetchDataset: restore into a running iterator");
       input_->Restore(state);
       ended_ = state.ReadInt(Key("ended")) != 0;
@@ -88,8 +91,8 @@ class PrefetchDataset : public DatasetBase {
     }
 
    private:
-    // An autotuned buffer's capacity, from the size of the first element (mu_ held).
-    void SizeAutotunedBuffer(const Element& first) {
+    // An autotuned buffer's capacity, from the size of the first element.
+    void SizeAutotunedBuffer(const Element& first) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       if (!autotune_ || sized_) return;
       sized_ = true;
       size_t bytes = 1;
@@ -97,13 +100,13 @@ class PrefetchDataset : public DatasetBase {
       capacity_ = std::clamp<int64_t>(kAutotuneMaxBytes / static_cast<int64_t>(bytes), 1, kAutotuneMaxElements);
     }
 
-    void Produce() {
+    void Produce() ABSL_LOCKS_EXCLUDED(mu_, input_mu_) {
       IteratorContext ctx{.cancellation = &cancellation_};
       for (;;) {
         {
-          std::unique_lock<std::mutex> lock(mu_);
+          absl::MutexLock lock(&mu_);
           if (static_cast<int64_t>(buffer_.size()) >= capacity_) {
-            space_cv_.wait(lock, [&] { return stopping_ || static_cast<int64_t>(buffer_.size()) <= capacity_ / 2; });
+            while (!stopping_ && static_cast<int64_t>(buffer_.size()) > capacity_ / 2) space_cv_.Wait(&mu_);
           }
           if (stopping_) return;
         }
@@ -113,7 +116,7 @@ class PrefetchDataset : public DatasetBase {
         std::exception_ptr error;
         // The element enters the buffer before input_mu_ is released, so Save never sees
         // the input advanced past an element that is in neither place.
-        std::lock_guard<std::mutex> input_lock(input_mu_);
+        absl::MutexLock input_lock(&input_mu_);
         try {
           got = input_->GetNext(ctx, &e);
           if (got) origins = input_->origins();
@@ -121,7 +124,7 @@ class PrefetchDataset : public DatasetBase {
           error = std::current_exception();
         }
         {
-          std::lock_guard<std::mutex> lock(mu_);
+          absl::MutexLock lock(&mu_);
           if (got) {
             SizeAutotunedBuffer(e);
             buffer_.push_back(std::move(e));
@@ -131,26 +134,27 @@ class PrefetchDataset : public DatasetBase {
             error_ = error;
           }
         }
-        ready_cv_.notify_one();  // GetNext calls are serialized: at most one waits
+        ready_cv_.Signal();  // GetNext calls are serialized: at most one waits
         if (!got) return;
       }
     }
 
     const PrefetchDataset& ds_;
-    std::unique_ptr<IteratorBase> input_;
+    absl::Mutex input_mu_;  // held by the producer while it advances input_
+    std::unique_ptr<IteratorBase> input_ ABSL_PT_GUARDED_BY(input_mu_);
     const bool autotune_ = ds_.buffer_size_ <= 0;
-    std::mutex input_mu_;  // held by the producer while it advances input_
-    std::mutex mu_;
-    int64_t capacity_ = autotune_ ? 1 : ds_.buffer_size_;  // autotuned: set by the first element
-    bool sized_ = false;
-    std::condition_variable space_cv_;  // the buffer has room, or stopping_
-    std::condition_variable ready_cv_;  // the buffer has an element, or ended_
-    std::deque<Element> buffer_;
-    std::deque<RecordOrigins> origins_buffer_;  // beside buffer_
-    RecordOrigins origins_;                     // of the element last returned (caller's thread)
-    bool ended_ = false;
-    bool stopping_ = false;
-    std::exception_ptr error_;
+    absl::Mutex mu_;
+    // Autotuned: set by the first element.
+    int64_t capacity_ ABSL_GUARDED_BY(mu_) = autotune_ ? 1 : ds_.buffer_size_;
+    bool sized_ ABSL_GUARDED_BY(mu_) = false;
+    absl::CondVar space_cv_;  // the buffer has room, or stopping_
+    absl::CondVar ready_cv_;  // the buffer has an element, or ended_
+    std::deque<Element> buffer_ ABSL_GUARDED_BY(mu_);
+    std::deque<RecordOrigins> origins_buffer_ ABSL_GUARDED_BY(mu_);  // beside buffer_
+    RecordOrigins origins_;  // of the element last returned (caller's thread)
+    bool ended_ ABSL_GUARDED_BY(mu_) = false;
+    bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+    std::exception_ptr error_ ABSL_GUARDED_BY(mu_);
     CancellationManager cancellation_;
     std::thread producer_;
   };

@@ -12,11 +12,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
@@ -27,17 +29,19 @@
 namespace flowtrain::data {
 using Element = std::vector<Tensor>;
 
-// Waits on `cv` until `ready()`, waking regularly to honour the run's cancellation and
-// deadline (the producers it waits for do not know about them).
-template <typename Ready>
-void WaitFor(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
-             const IteratorContext& ctx, std::string_view what, Ready ready) {
-  while (!ready()) {
-    if (ctx.cancellation != nullptr && ctx.cancellation->IsCancelled()) Cancelled(what, " was cancelled");
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= ctx.deadline) DeadlineExceeded("Timed out waiting in ", what);
-    cv.wait_until(lock, std::min(ctx.deadline, now + std::chrono::milliseconds(20)));
-  }
+// One pass of a wait for a condition on `cv`, which the caller loops over while the
+// condition is false: Cancelled/DeadlineExceeded if the run has ended, otherwise a wait of at
+// most 20 ms, so that the run's cancellation and deadline are honoured even though the
+// producers it waits for do not know about them.
+//
+//   while (!ready) WaitOnce(mu_, cv_, ctx, "PrefetchDataset");
+inline void WaitOnce(absl::Mutex& mu, absl::CondVar& cv, const IteratorContext& ctx, std::string_view what)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+  if (ctx.cancellation != nullptr && ctx.cancellation->IsCancelled()) Cancelled(what, " was cancelled");
+  const auto now = std::chrono::steady_clock::now();
+  if (now >= ctx.deadline) DeadlineExceeded("Timed out waiting in ", what);
+  const auto wake_at = std::min(ctx.deadline, now + std::chrono::milliseconds(20));
+  cv.WaitWithTimeout(&mu, absl::FromChrono(wake_at - now));
 }
 
 inline void SaveElement(IteratorState& state, const std::string& key, const Element& element) {

@@ -1,7 +1,9 @@
 #include "flowtrain/kernels/internal/fused_kernels.h"
 
-#include <mutex>
 #include <type_traits>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
@@ -100,7 +102,7 @@ class MatMulApplyGradientDescentOp : public OpKernel {
     const Tensor& a = ctx->input(2);
     const Tensor& b = ctx->input(3);
     const MatMulShape s = CheckMatMulShape(a, b, transpose_a_, transpose_b_);
-    std::unique_lock<std::mutex> lock(var->mu);
+    absl::ReleasableMutexLock lock(&var->mu);
     if (!var->initialized) FailedPrecondition("Attempting to use uninitialized value ", var->name);
     const TensorShape grad_shape({s.m, s.n});
     if (var->tensor.shape() != grad_shape) {
@@ -113,13 +115,16 @@ class MatMulApplyGradientDescentOp : public OpKernel {
                       ", ", DataTypeString(alpha.dtype()), ", ", DataTypeString(a.dtype()));
     }
     var->PrepareForInPlaceUpdate();
+    // The lambda runs inside DispatchGemmType, beyond the analysis' sight of the lock held
+    // here, so it writes through a pointer taken under it.
+    Tensor* const target = &var->tensor;
     DispatchGemmType(a.dtype(), *this, [&]<typename T>() {
-      GemmArgs<T> args = s.Args<T>(a, b, var->tensor.data<T>());
+      GemmArgs<T> args = s.Args<T>(a, b, target->data<T>());
       args.accumulate = true;
       args.alpha = -alpha.scalar<T>();
       Gemm<T>(ctx, args);
     });
-    lock.unlock();
+    lock.Release();
     ctx->set_output_ref(0, var);
   }
   KernelCost cost() const override { return KernelCost::kExpensive; }
