@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "flowtrain/core/error.h"
-#include "flowtrain/framework/batch_util.h"
+#include "flowtrain/framework/internal/batch_util.h"
 #include "flowtrain/kernels/internal/dataset_op_kernel.h"
 
 namespace flowtrain::data {
