@@ -5,11 +5,11 @@
 //   bundle_bench [dir]        (default: a fresh directory under $TMPDIR or /tmp)
 //
 // Reads start from a cold page cache for both (drop_caches as root, else POSIX_FADV_DONTNEED on
-// the files), so both measure the disk rather than memory copies; writes are fsync'ed. Restore reads into the model's
-// existing tensors, as restoring variables does, and the plain read targets the same buffers.
-// Each measurement runs seven times, the two contenders taking turns, and the best run of each
-// is printed (every run goes to stderr): the machine is shared, and other processes' disk and
-// CPU use only ever slows a run down, so the best run is the reproducible one.
+// the files), so both measure the disk rather than memory copies; writes are fsync'ed. Restore reads into the
+// model's existing tensors, as restoring variables does, and the plain read targets the same buffers. Each
+// measurement runs seven times, the two contenders taking turns, and the best run of each is printed (every
+// run goes to stderr): the machine is shared, and other processes' disk and CPU use only ever slows a run
+// down, so the best run is the reproducible one.
 #include <unistd.h>
 
 #include <algorithm>
@@ -59,9 +59,7 @@ double Restore(const std::string& prefix, std::vector<Tensor>& model) {
   return Seconds(start);
 }
 
-double Best(const std::vector<double>& seconds) {
-  return *std::min_element(seconds.begin(), seconds.end());
-}
+double Best(const std::vector<double>& seconds) { return *std::min_element(seconds.begin(), seconds.end()); }
 
 }  // namespace
 
@@ -105,15 +103,20 @@ int main(int argc, char** argv) {
     if (!plain_first) disk_read.push_back(bench::PlainRead(plain_path, model));
   }
   for (int r = 0; r < kRepeats; ++r) {
-    std::fprintf(stderr, "run %d: disk write %.3fs, save %.3fs, disk read %.3fs, restore %.3fs\n",
-                 r, disk_write[r], save[r], disk_read[r], restore[r]);
+    std::fprintf(stderr, "run %d: disk write %.3fs, save %.3fs, disk read %.3fs, restore %.3fs\n", r,
+                 disk_write[r], save[r], disk_read[r], restore[r]);
   }
   // The restored values must be the saved ones.
   flowtrain::io::BundleReader(prefix).VerifyAll();
 
-  bench::ReportAgainstDisk({.system = "flowtrain", .bytes = kTotalBytes, .save_s = Best(save),
-                            .restore_s = Best(restore), .write_s = Best(disk_write), .read_s = Best(disk_read),
-                            .save_peak_extra_kb = save_peak_extra_kb, .cache = cache});
+  bench::ReportAgainstDisk({.system = "flowtrain",
+                            .bytes = kTotalBytes,
+                            .save_s = Best(save),
+                            .restore_s = Best(restore),
+                            .write_s = Best(disk_write),
+                            .read_s = Best(disk_read),
+                            .save_peak_extra_kb = save_peak_extra_kb,
+                            .cache = cache});
 
   std::error_code ec;
   if (argc <= 1) std::filesystem::remove_all(dir, ec);

@@ -193,7 +193,8 @@ inline std::pair<double, double> ReportAgainstDisk(const DiskComparison& c) {
   std::printf("RESULT checkpoint_400MB %s restore_MBps %.1f\n", c.system, restore);
   std::printf("RESULT checkpoint_400MB disk write_MBps %.1f\n", write);
   std::printf("RESULT checkpoint_400MB disk read_MBps %.1f\n", read);
-  std::printf("RESULT checkpoint_400MB %s save_peak_extra_MB %.1f\n", c.system, c.save_peak_extra_kb / 1024.0);
+  std::printf("RESULT checkpoint_400MB %s save_peak_extra_MB %.1f\n", c.system,
+              c.save_peak_extra_kb / 1024.0);
   std::printf("RESULT checkpoint_400MB %s save_vs_disk %.3f\n", c.system, save / write);
   std::printf("RESULT checkpoint_400MB %s restore_vs_disk %.3f\n", c.system, restore / read);
   std::fflush(stdout);

@@ -36,11 +36,16 @@ int main(int argc, char** argv) {
   int reps = 50;
   int64_t size = 14, in = 32, out = 64, filter = 5;
   for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], "--reps") == 0) reps = std::atoi(argv[++i]);
-    else if (std::strcmp(argv[i], "--size") == 0) size = std::atoi(argv[++i]);
-    else if (std::strcmp(argv[i], "--in") == 0) in = std::atoi(argv[++i]);
-    else if (std::strcmp(argv[i], "--out") == 0) out = std::atoi(argv[++i]);
-    else if (std::strcmp(argv[i], "--filter") == 0) filter = std::atoi(argv[++i]);
+    if (std::strcmp(argv[i], "--reps") == 0)
+      reps = std::atoi(argv[++i]);
+    else if (std::strcmp(argv[i], "--size") == 0)
+      size = std::atoi(argv[++i]);
+    else if (std::strcmp(argv[i], "--in") == 0)
+      in = std::atoi(argv[++i]);
+    else if (std::strcmp(argv[i], "--out") == 0)
+      out = std::atoi(argv[++i]);
+    else if (std::strcmp(argv[i], "--filter") == 0)
+      filter = std::atoi(argv[++i]);
   }
   const ft::TensorShape input_shape({64, size, size, in}), filter_shape({filter, filter, in, out}),
       output_shape({64, size, size, out});
@@ -77,12 +82,14 @@ int main(int argc, char** argv) {
     for (int i = 0; i < reps; ++i) {
       const auto start = std::chrono::steady_clock::now();
       session.Run(feeds, {op.output});
-      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     }
     std::nth_element(ms.begin(), ms.begin() + reps / 2, ms.end());
     const double median = ms[reps / 2];
     std::printf("RESULT conv_layer2 flowtrain %s_ms %.3f\n", op.name, median);
-    std::printf("RESULT conv_layer2 flowtrain %s_direct_equivalent_gflops %.1f\n", op.name, flops / median / 1e6);
+    std::printf("RESULT conv_layer2 flowtrain %s_direct_equivalent_gflops %.1f\n", op.name,
+                flops / median / 1e6);
   }
   return 0;
 }

@@ -108,8 +108,8 @@ int main(int argc, char** argv) {
   int64_t records = 0;
   while (reader.ReadRecord(&record)) ++records;
   if (records != events + 1) {
-    std::fprintf(stderr, "file holds %lld records, expected %lld\n",
-                 static_cast<long long>(records), static_cast<long long>(events + 1));
+    std::fprintf(stderr, "file holds %lld records, expected %lld\n", static_cast<long long>(records),
+                 static_cast<long long>(events + 1));
     return 1;
   }
   const uint64_t file_bytes = flowtrain::FileSize(files[0]);

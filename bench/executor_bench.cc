@@ -46,9 +46,8 @@ void BM_SessionRunChain(benchmark::State& state) {
   Chain chain(length);
   if (chain.Run() != static_cast<float>(length)) state.SkipWithError("wrong result");
   for (auto _ : state) benchmark::DoNotOptimize(chain.Run());
-  state.counters["ns_per_run"] =
-      benchmark::Counter(static_cast<double>(state.iterations()),
-                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_run"] = benchmark::Counter(
+      static_cast<double>(state.iterations()), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_SessionRunChain)->Arg(1)->Arg(100)->MinTime(1.0);
 

@@ -128,7 +128,8 @@ void Report(const char* system, const char* metric, double value) {
   std::fflush(stdout);
 }
 
-void ReportPipeline(const std::string& name, double pipeline, double step, double slowdown_pct, double direct) {
+void ReportPipeline(const std::string& name, double pipeline, double step, double slowdown_pct,
+                    double direct) {
   const std::string n(name);
   Report("flowtrain", (n + "_pipeline_examples_per_sec").c_str(), pipeline);
   Report("flowtrain", (n + "_step_examples_per_sec").c_str(), step);
@@ -208,25 +209,31 @@ void Measure(const ft::SessionOptions& options, const std::string& suffix, const
   double memory_pipeline = 0, tfrecord_pipeline = 0;
   for (int round = 0; round < 80; ++round) {
     auto direct_round = [&] {
-      TimeSteps(steps_per_round, [&] {
-        const auto& [batch_x, batch_y] = feeds[next_feed++ % feeds.size()];
-        direct_sess.Run({{x, batch_x}, {y, batch_y}}, {}, {direct_step.train_op});
-      }, direct_steps);
+      TimeSteps(
+          steps_per_round,
+          [&] {
+            const auto& [batch_x, batch_y] = feeds[next_feed++ % feeds.size()];
+            direct_sess.Run({{x, batch_x}, {y, batch_y}}, {}, {direct_step.train_op});
+          },
+          direct_steps);
     };
     if (round % 2 == 0) direct_round();
-    TimeSteps(steps_per_round, [&] { memory_sess.Run({}, {}, {memory_step_ops.train_op}); }, memory_steps);
-    TimeSteps(steps_per_round, [&] { tfrecord_sess.Run({}, {}, {tfrecord_step_ops.train_op}); }, tfrecord_steps);
+    TimeSteps(
+        steps_per_round, [&] { memory_sess.Run({}, {}, {memory_step_ops.train_op}); }, memory_steps);
+    TimeSteps(
+        steps_per_round, [&] { tfrecord_sess.Run({}, {}, {tfrecord_step_ops.train_op}); }, tfrecord_steps);
     if (round % 2 == 1) direct_round();
     if (round % 8 == 0) {
       memory_pipeline = std::max(memory_pipeline, Rate(400, [&] { memory_sess.Run({}, memory_next); }));
-      tfrecord_pipeline = std::max(tfrecord_pipeline, Rate(200, [&] { tfrecord_sess.Run({}, parsed_outputs); }));
+      tfrecord_pipeline =
+          std::max(tfrecord_pipeline, Rate(200, [&] { tfrecord_sess.Run({}, parsed_outputs); }));
     }
   }
   const double direct = MedianRate(direct_steps);
   const double memory_step = MedianRate(memory_steps), tfrecord_step = MedianRate(tfrecord_steps);
   Report("direct_feed", ("examples_per_sec" + suffix).c_str(), direct);
-  ReportPipeline("memory" + suffix, memory_pipeline, memory_step, SlowdownPct(memory_steps, direct_steps, steps_per_round),
-                 direct);
+  ReportPipeline("memory" + suffix, memory_pipeline, memory_step,
+                 SlowdownPct(memory_steps, direct_steps, steps_per_round), direct);
   ReportPipeline("tfrecord" + suffix, tfrecord_pipeline, tfrecord_step,
                  SlowdownPct(tfrecord_steps, direct_steps, steps_per_round), direct);
 }
@@ -239,7 +246,8 @@ int main() {
   std::vector<int64_t> label_values(kExamples);
   for (int i = 0; i < kExamples; ++i) label_values[i] = i % 10;
   const ft::Tensor labels = ft::Tensor::FromVector<int64_t>(label_values);
-  const std::string path = (std::filesystem::temp_directory_path() / "ft_input_pipeline_bench.tfrecord").string();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "ft_input_pipeline_bench.tfrecord").string();
   {
     ft::io::RecordWriter writer(path);
     for (int i = 0; i < kExamples; ++i) {

@@ -16,9 +16,9 @@
 //
 // The configurations take turns of a few steps each (the order rotates, and bare and monitored
 // alternate going first), so a machine that other work shares slows them alike; each figure
-// is the median over turns of the per-turn ratio to the bare session of the same turn. Overheads are also given in microseconds per
-// step, and measured a second time on a trivial step (the global step's increment alone),
-// where the few microseconds they are stand out from the noise of a millisecond step.
+// is the median over turns of the per-turn ratio to the bare session of the same turn. Overheads are also
+// given in microseconds per step, and measured a second time on a trivial step (the global step's increment
+// alone), where the few microseconds they are stand out from the noise of a millisecond step.
 //
 // Prints:
 //   RESULT mts_overhead bare_session steps_per_sec <v>
@@ -145,11 +145,14 @@ train::HookList AllHooksNotDue(Output loss, const ft::FeedList& feeds, const std
       std::make_shared<train::NanTensorHook>(loss),
       std::make_shared<train::GlobalStepWaiterHook>(0),
       std::make_shared<train::FinalOpsHook>(std::vector<Output>{loss}, feeds),
-      std::make_shared<train::ProfilerHook>(train::ProfilerHook::Options{.every_n_steps = kFar,
-                                                                         .output_dir = dir}),
-      std::make_shared<train::ProgressBarHook>(train::ProgressBarHook::Options{
-          .last_step = kFar, .tensors = {{"loss", loss}}, .plain_interval = std::chrono::hours(1),
-          .stream = devnull, .force_tty = false}),
+      std::make_shared<train::ProfilerHook>(
+          train::ProfilerHook::Options{.every_n_steps = kFar, .output_dir = dir}),
+      std::make_shared<train::ProgressBarHook>(
+          train::ProgressBarHook::Options{.last_step = kFar,
+                                          .tensors = {{"loss", loss}},
+                                          .plain_interval = std::chrono::hours(1),
+                                          .stream = devnull,
+                                          .force_tty = false}),
       std::make_shared<train::EarlyStoppingHook>(train::EarlyStoppingHook::Options{
           .metric = [](ft::SessionInterface&) { return 0.0; }, .every_n_steps = kFar})};
   if (!feeds.empty()) {
@@ -165,7 +168,7 @@ struct Pair {
   std::string name;
   std::unique_ptr<train::MonitoredSession> sess;
   ft::SessionInterface* raw = nullptr;
-  bool caller_feeds = true;                   // false: a FeedFnHook feeds the batch
+  bool caller_feeds = true;                       // false: a FeedFnHook feeds the batch
   std::vector<double> bare_secs, monitored_secs;  // per turn
 };
 
@@ -210,8 +213,7 @@ void Measure(Model& m, std::vector<Pair>& pairs, int turns, int steps) {
 
 // The three monitored configurations on one model, measured against their bare sessions.
 template <typename Model>
-std::vector<Pair> RunWorkload(Model& m, const TempDir& tmp, const std::string& tag, int turns,
-                              int steps) {
+std::vector<Pair> RunWorkload(Model& m, const TempDir& tmp, const std::string& tag, int turns, int steps) {
   std::FILE* devnull = std::fopen("/dev/null", "w");
   std::vector<Pair> pairs(3);
   pairs[0].name = "default_hooks";

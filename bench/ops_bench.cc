@@ -129,7 +129,8 @@ struct TrainingGraph {
     for (int i = 0; i < steps.warmup; ++i) session->Run(feeds(i), {}, {train_op});
     const auto start = Clock::now();
     for (int i = 0; i < steps.timed - 1; ++i) session->Run(feeds(steps.warmup + i), {}, {train_op});
-    const float final_loss = session->Run(feeds(steps.warmup + steps.timed - 1), {loss}, {train_op})[0].scalar<float>();
+    const float final_loss =
+        session->Run(feeds(steps.warmup + steps.timed - 1), {loss}, {train_op})[0].scalar<float>();
     return {steps.timed / SecondsSince(start), final_loss};
   }
 
@@ -151,8 +152,10 @@ struct TrainingGraph {
           // ReLU gradient or SGD update they fold in is a small part of their time.
           const std::string& label = node.timeline_label();
           if (label.ends_with("= MatMul()") || label.ends_with("= _FusedMatMul()") ||
-              label.ends_with("= _FusedMatMulReluGrad()") || label.ends_with("= _FusedMatMulApplyGradientDescent()")) {
-            intervals.emplace_back(node.all_start_micros(), node.all_start_micros() + node.op_end_rel_micros());
+              label.ends_with("= _FusedMatMulReluGrad()") ||
+              label.ends_with("= _FusedMatMulApplyGradientDescent()")) {
+            intervals.emplace_back(node.all_start_micros(),
+                                   node.all_start_micros() + node.op_end_rel_micros());
           }
         }
       }
@@ -173,8 +176,8 @@ struct TrainingGraph {
 template <typename LogitsFn, typename LossFn, typename BatchFn>
 std::unique_ptr<TrainingGraph> BuildTraining(const ft::PartialTensorShape& x_shape, ft::DataType y_dtype,
                                              const ft::PartialTensorShape& y_shape, LogitsFn logits_fn,
-                                             LossFn loss_fn, ft::train::Optimizer&& optimizer,
-                                             int batches, BatchFn make_batch) {
+                                             LossFn loss_fn, ft::train::Optimizer&& optimizer, int batches,
+                                             BatchFn make_batch) {
   auto t = std::make_unique<TrainingGraph>();
   {
     auto as_default = t->graph.AsDefault();
@@ -197,7 +200,8 @@ ft::Output SoftmaxLoss(ft::Output labels, ft::Output logits) {
   return ft::ops::ReduceMean(ft::ops::SparseSoftmaxCrossEntropyWithLogits(labels, logits));
 }
 
-std::unique_ptr<TrainingGraph> BuildMlp(int64_t hidden, int64_t batch, uint64_t seed, bool adam, int batches) {
+std::unique_ptr<TrainingGraph> BuildMlp(int64_t hidden, int64_t batch, uint64_t seed, bool adam,
+                                        int batches) {
   auto logits = [&](ft::Output x) {
     const uint64_t w = seed + opsbench::kWeightSeedOffset;
     ft::Output h = Dense(x, opsbench::kMlpIn, hidden, w, ft::ops::Relu);
@@ -231,11 +235,14 @@ std::unique_ptr<TrainingGraph> BuildLogisticRegression() {
   auto batch_fn = [&](int b) {
     ft::Tensor labels(ft::DT_FLOAT, ft::TensorShape({batch, 1}));
     ft::Tensor classes = LabelTensor(batch, opsbench::kW4Seed + 2 * b + 1, 2);
-    for (int64_t i = 0; i < batch; ++i) labels.data<float>()[i] = static_cast<float>(classes.data<int64_t>()[i]);
-    return std::pair(UniformTensor(ft::TensorShape({batch, features}), opsbench::kW4Seed + 2 * b, 1.0f), labels);
+    for (int64_t i = 0; i < batch; ++i)
+      labels.data<float>()[i] = static_cast<float>(classes.data<int64_t>()[i]);
+    return std::pair(UniformTensor(ft::TensorShape({batch, features}), opsbench::kW4Seed + 2 * b, 1.0f),
+                     labels);
   };
-  return BuildTraining(ft::PartialTensorShape({batch, features}), ft::DT_FLOAT, ft::PartialTensorShape({batch, 1}),
-                       logits, loss, ft::train::GradientDescentOptimizer(opsbench::kSgdLearningRate),
+  return BuildTraining(ft::PartialTensorShape({batch, features}), ft::DT_FLOAT,
+                       ft::PartialTensorShape({batch, 1}), logits, loss,
+                       ft::train::GradientDescentOptimizer(opsbench::kSgdLearningRate),
                        opsbench::kW4Steps.batches, batch_fn);
 }
 
@@ -245,8 +252,9 @@ std::unique_ptr<TrainingGraph> BuildCnn() {
   auto conv = [](ft::Output x, int64_t in, int64_t out, uint64_t seed) {
     const int64_t k = kCnnKernel;
     return ft::layers::MaxPooling2D(
-        ft::layers::Conv2D(x, out, {k, k}, {1, 1}, "same", ft::ops::Relu,
-                           {.kernel_initializer = Kernel(ft::TensorShape({k, k, in, out}), seed, k * k * in, k * k * out)}),
+        ft::layers::Conv2D(
+            x, out, {k, k}, {1, 1}, "same", ft::ops::Relu,
+            {.kernel_initializer = Kernel(ft::TensorShape({k, k, in, out}), seed, k * k * in, k * k * out)}),
         {2, 2}, {2, 2});
   };
   auto logits = [&](ft::Output x) {
@@ -260,8 +268,9 @@ std::unique_ptr<TrainingGraph> BuildCnn() {
     return std::pair(UniformTensor(ft::TensorShape({batch, side, side, 1}), opsbench::kCnnSeed + 2 * b, 1.0f),
                      LabelTensor(batch, opsbench::kCnnSeed + 2 * b + 1, opsbench::kMlpClasses));
   };
-  return BuildTraining(ft::PartialTensorShape({batch, side, side, 1}), ft::DT_INT64, ft::PartialTensorShape({batch}),
-                       logits, SoftmaxLoss, ft::train::GradientDescentOptimizer(opsbench::kCnnLearningRate),
+  return BuildTraining(ft::PartialTensorShape({batch, side, side, 1}), ft::DT_INT64,
+                       ft::PartialTensorShape({batch}), logits, SoftmaxLoss,
+                       ft::train::GradientDescentOptimizer(opsbench::kCnnLearningRate),
                        opsbench::kCnnSteps.batches, batch_fn);
 }
 
@@ -352,14 +361,21 @@ class FlowtrainBench {
   explicit FlowtrainBench(const std::set<std::string>& only) {
     auto wanted = [&](const char* w) { return only.empty() || only.count(w) > 0; };
     if (wanted("W1")) tiny_ = std::make_unique<TinySteps>();
-    if (wanted("W2")) training_.emplace_back("W2", BuildMlp(opsbench::kW2Hidden, opsbench::kW2Batch, opsbench::kW2Seed, false, opsbench::kW2Steps.batches));
-    if (wanted("W2b")) training_.emplace_back("W2b", BuildMlp(opsbench::kW2Hidden, opsbench::kW2Batch, opsbench::kW2Seed, true, opsbench::kW2Steps.batches));
-    if (wanted("W3")) training_.emplace_back("W3", BuildMlp(opsbench::kW3Hidden, opsbench::kW3Batch, opsbench::kW3Seed, false, opsbench::kW3Steps.batches));
+    if (wanted("W2"))
+      training_.emplace_back("W2", BuildMlp(opsbench::kW2Hidden, opsbench::kW2Batch, opsbench::kW2Seed, false,
+                                            opsbench::kW2Steps.batches));
+    if (wanted("W2b"))
+      training_.emplace_back("W2b", BuildMlp(opsbench::kW2Hidden, opsbench::kW2Batch, opsbench::kW2Seed, true,
+                                             opsbench::kW2Steps.batches));
+    if (wanted("W3"))
+      training_.emplace_back("W3", BuildMlp(opsbench::kW3Hidden, opsbench::kW3Batch, opsbench::kW3Seed, false,
+                                            opsbench::kW3Steps.batches));
     if (wanted("W4")) training_.emplace_back("W4", BuildLogisticRegression());
     if (wanted("CNN")) training_.emplace_back("CNN", BuildCnn());
     if (wanted("GEMM")) {
       Eigen::initParallel();
-      for (const opsbench::GemmSize& size : opsbench::kGemmSizes) gemms_.push_back(std::make_unique<Gemm>(size));
+      for (const opsbench::GemmSize& size : opsbench::kGemmSizes)
+        gemms_.push_back(std::make_unique<Gemm>(size));
     }
   }
 
@@ -380,7 +396,8 @@ class FlowtrainBench {
         // The MatMul kernels alone: their FLOPs over the time any of them ran (the trace's).
         const int traced_steps = 3;
         auto [matmul_seconds, step_seconds] = t->MatMulAndStepSeconds(traced_steps);
-        flowtrain[{name, "matmul_kernels_gflops"}] = opsbench::kW3MatMulFlops * traced_steps / matmul_seconds / 1e9;
+        flowtrain[{name, "matmul_kernels_gflops"}] =
+            opsbench::kW3MatMulFlops * traced_steps / matmul_seconds / 1e9;
         flowtrain[{name, "matmul_share_of_step_pct"}] = 100 * matmul_seconds / step_seconds;
       }
     }
@@ -403,8 +420,8 @@ struct PeerConfig {
   bool unset_openblas_env;
 
   std::string Label() const {
-    return peer + "[threads=" + std::to_string(threads) + ",openblas_env=" + (unset_openblas_env ? "unset" : "machine") +
-           "]";
+    return peer + "[threads=" + std::to_string(threads) +
+           ",openblas_env=" + (unset_openblas_env ? "unset" : "machine") + "]";
   }
   // The configuration whose results the others must match: one thread, the machine's settings.
   bool IsReference() const { return threads == 1 && !unset_openblas_env; }
@@ -422,7 +439,9 @@ struct PeerPrograms {
   std::string pytorch;
   bool machine_sets_openblas = false;
 
-  const std::string& Command(const std::string& peer) const { return peer == "libtorch" ? libtorch : pytorch; }
+  const std::string& Command(const std::string& peer) const {
+    return peer == "libtorch" ? libtorch : pytorch;
+  }
 };
 
 PeerPrograms FindPeers() {
@@ -432,7 +451,8 @@ PeerPrograms FindPeers() {
   if (std::filesystem::exists(libtorch)) {
     programs.libtorch = ShellQuote(libtorch.string());
   } else {
-    std::fprintf(stderr, "ops_bench: %s not built (CMake found no Torch): no libtorch figures\n", libtorch.c_str());
+    std::fprintf(stderr, "ops_bench: %s not built (CMake found no Torch): no libtorch figures\n",
+                 libtorch.c_str());
   }
   // Debian's interpreter first: python3-torch installs there, whatever python3 is on PATH.
   for (const char* python : {"/usr/bin/python3", "python3"}) {
@@ -441,7 +461,8 @@ PeerPrograms FindPeers() {
       break;
     }
   }
-  if (programs.pytorch.empty()) std::fprintf(stderr, "ops_bench: no python3 imports torch: no pytorch figures\n");
+  if (programs.pytorch.empty())
+    std::fprintf(stderr, "ops_bench: no python3 imports torch: no pytorch figures\n");
   const char* coretype = std::getenv("OPENBLAS_CORETYPE");
   const char* l2_size = std::getenv("OPENBLAS_L2_SIZE");
   programs.machine_sets_openblas = coretype != nullptr || l2_size != nullptr;
@@ -480,7 +501,8 @@ std::optional<Figures> RunChild(const std::string& command, const std::string& l
     return std::nullopt;
   }
   if (status != 0) {
-    std::fprintf(stderr, "ops_bench: %s failed (status %d); its figures are dropped\n", label.c_str(), status);
+    std::fprintf(stderr, "ops_bench: %s failed (status %d); its figures are dropped\n", label.c_str(),
+                 status);
     return std::nullopt;
   }
   if (echo_info) std::fprintf(stderr, "  %s: ran %.0f s\n", label.c_str(), SecondsSince(start));
@@ -488,8 +510,8 @@ std::optional<Figures> RunChild(const std::string& command, const std::string& l
 }
 
 // Runs a peer configuration as a child process; nullopt when it fails (its stderr says why).
-std::optional<Figures> RunPeer(const PeerPrograms& programs, const PeerConfig& config, const std::string& only,
-                               bool echo_info) {
+std::optional<Figures> RunPeer(const PeerPrograms& programs, const PeerConfig& config,
+                               const std::string& only, bool echo_info) {
   // A peer stalled by a busy machine (spinning OpenMP threads) is dropped, not waited for.
   std::string command = "timeout -k 5 " + std::to_string(kPeerTimeoutSeconds) + " env";
   if (config.unset_openblas_env) command += " -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE";
@@ -502,7 +524,8 @@ std::optional<Figures> RunPeer(const PeerPrograms& programs, const PeerConfig& c
 // flowtrain's figures and Eigen's of one round, measured in a fresh process as the peers are:
 // a process that sat idle while the peers ran measured up to a quarter slower afterwards on
 // this virtual machine (which reclaims idle memory), so no system carries state between rounds.
-std::optional<std::pair<Figures, Figures>> MeasureFlowtrainInChild(const std::string& self, const std::string& only) {
+std::optional<std::pair<Figures, Figures>> MeasureFlowtrainInChild(const std::string& self,
+                                                                   const std::string& only) {
   std::string command = ShellQuote(self) + " --flowtrain-child";
   if (!only.empty()) command += " --only " + ShellQuote(only);
   std::optional<Figures> all = RunChild(command, "flowtrain", false);
@@ -533,7 +556,8 @@ class Runs {
  public:
   void Add(const std::string& label, const Figures& figures) { runs_[label].push_back(figures); }
 
-  std::optional<double> Get(const std::string& label, const std::string& workload, const std::string& metric) const {
+  std::optional<double> Get(const std::string& label, const std::string& workload,
+                            const std::string& metric) const {
     auto it = runs_.find(label);
     if (it == runs_.end()) return std::nullopt;
     std::vector<double> values;
@@ -570,7 +594,9 @@ const char* SpeedMetric(const std::string& workload) {
   if (workload == "W1") return "steps_per_sec";
   return IsGemm(workload) ? "gflops" : "examples_per_sec";
 }
-const char* ResultMetric(const std::string& workload) { return IsGemm(workload) ? "mean_abs_c" : "final_loss"; }
+const char* ResultMetric(const std::string& workload) {
+  return IsGemm(workload) ? "mean_abs_c" : "final_loss";
+}
 
 bool SameResult(const std::string& workload, double value, double reference) {
   const double tolerance = workload == "W2" || workload == "W2b" ? opsbench::kLongReluTrainingLossTolerance
@@ -626,13 +652,15 @@ void Result(const std::string& workload, const std::string& system, const std::s
 }
 
 // Prints the RESULT lines (medians) and, on stderr, every configuration and the summary.
-void Report(const Runs& runs, const std::vector<PeerConfig>& configs, const std::vector<std::string>& workloads) {
+void Report(const Runs& runs, const std::vector<PeerConfig>& configs,
+            const std::vector<std::string>& workloads) {
   const char* kPeers[] = {"libtorch", "pytorch"};
   // The machine's sgemm peak: the best correct GEMM figure of any system.
   double peak = 0;
   for (const std::string& w : workloads) {
     if (!IsGemm(w)) continue;
-    for (const char* m : {"gflops_1t", "gflops_2t"}) peak = std::max(peak, runs.Get("eigen", w, m).value_or(0));
+    for (const char* m : {"gflops_1t", "gflops_2t"})
+      peak = std::max(peak, runs.Get("eigen", w, m).value_or(0));
     peak = std::max(peak, runs.Get("flowtrain", w, "gflops").value_or(0));
     for (const char* peer : kPeers) {
       if (const PeerConfig* best = Fastest(runs, configs, peer, w, false)) {
@@ -656,18 +684,21 @@ void Report(const Runs& runs, const std::vector<PeerConfig>& configs, const std:
       const std::string label = best->Label();
       for (const std::string& m : runs.Metrics(label, w)) Result(w, peer, m, *runs.Get(label, w, m));
       std::printf("RESULT %s %s config %s\n", w.c_str(), peer, label.c_str());
-      if (w == "W3" && peak > 0) Result(w, peer, "matmul_pct_of_sgemm_peak", 100 * *runs.Get(label, w, "matmul_gflops") / peak);
+      if (w == "W3" && peak > 0)
+        Result(w, peer, "matmul_pct_of_sgemm_peak", 100 * *runs.Get(label, w, "matmul_gflops") / peak);
       if (!ours || !our_result) continue;
       const double ratio = *ours / *runs.Get(label, w, speed);
       Result(w, "flowtrain", std::string("vs_") + peer, ratio);
       const std::optional<double> reference = ReferenceResult(runs, configs, peer, w);
-      Result(w, "flowtrain", std::string("result_matches_") + peer, SameResult(w, *our_result, *reference) ? 1 : 0);
+      Result(w, "flowtrain", std::string("result_matches_") + peer,
+             SameResult(w, *our_result, *reference) ? 1 : 0);
       char part[160];
       std::snprintf(part, sizeof(part), " %.2fx vs %s", ratio, label.c_str());
       line += part;
       auto target = kTargets.find(w);
       if (std::string(peer) == "libtorch" && target != kTargets.end()) {
-        std::snprintf(part, sizeof(part), " (target >= %.1fx: %s)", target->second, ratio >= target->second ? "met" : "MISSED");
+        std::snprintf(part, sizeof(part), " (target >= %.1fx: %s)", target->second,
+                      ratio >= target->second ? "met" : "MISSED");
         line += part;
       }
     }
@@ -677,13 +708,17 @@ void Report(const Runs& runs, const std::vector<PeerConfig>& configs, const std:
         const double share = *gflops / peak;
         Result(w, "flowtrain", "matmul_pct_of_sgemm_peak", 100 * share);
         char part[200];
-        std::snprintf(part, sizeof(part), "W3       matmuls at %.0f%% of the %.0f GFLOP/s sgemm peak (target >= %.0f%%: %s)",
-                      100 * share, peak, 100 * kW3MatMulShareTarget, share >= kW3MatMulShareTarget ? "met" : "MISSED");
+        std::snprintf(part, sizeof(part),
+                      "W3       matmuls at %.0f%% of the %.0f GFLOP/s sgemm peak (target >= %.0f%%: %s)",
+                      100 * share, peak, 100 * kW3MatMulShareTarget,
+                      share >= kW3MatMulShareTarget ? "met" : "MISSED");
         summary.push_back(part);
         if (auto kernels = runs.Get("flowtrain", w, "matmul_kernels_gflops")) {
           Result(w, "flowtrain", "matmul_kernels_pct_of_sgemm_peak", 100 * *kernels / peak);
-          std::snprintf(part, sizeof(part), "W3       the MatMul kernels alone (traced): %.0f%% of the peak, %.0f%% of the step's time",
-                        100 * *kernels / peak, runs.Get("flowtrain", w, "matmul_share_of_step_pct").value_or(0));
+          std::snprintf(
+              part, sizeof(part),
+              "W3       the MatMul kernels alone (traced): %.0f%% of the peak, %.0f%% of the step's time",
+              100 * *kernels / peak, runs.Get("flowtrain", w, "matmul_share_of_step_pct").value_or(0));
           summary.push_back(part);
         }
       }
@@ -731,17 +766,20 @@ int main(int argc, char** argv) {
     } else if (std::strcmp(argv[i], "--flowtrain-child") == 0) {
       flowtrain_child = true;
     } else {
-      std::fprintf(stderr,
-                   "usage: %s [--rounds N] [--budget-seconds S] [--only W1,W2,W2b,W3,W4,CNN,GEMM] [--no-peers]\n",
-                   argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--rounds N] [--budget-seconds S] [--only W1,W2,W2b,W3,W4,CNN,GEMM] [--no-peers]\n",
+          argv[0]);
       return 2;
     }
   }
   if (flowtrain_child) {
     FlowtrainBench flowtrain(only);
     auto [ours, eigen] = flowtrain.Measure();
-    for (const auto& [key, value] : ours) std::printf("RESULT %s flowtrain %s %.9g\n", key.first.c_str(), key.second.c_str(), value);
-    for (const auto& [key, value] : eigen) std::printf("RESULT %s eigen eigen:%s %.9g\n", key.first.c_str(), key.second.c_str(), value);
+    for (const auto& [key, value] : ours)
+      std::printf("RESULT %s flowtrain %s %.9g\n", key.first.c_str(), key.second.c_str(), value);
+    for (const auto& [key, value] : eigen)
+      std::printf("RESULT %s eigen eigen:%s %.9g\n", key.first.c_str(), key.second.c_str(), value);
     return 0;
   }
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
@@ -771,7 +809,8 @@ int main(int argc, char** argv) {
   int done = 0;
   for (; done < rounds; ++done) {
     if (done > 0 && SecondsSince(start) + longest_round > budget_seconds) {
-      std::fprintf(stderr, "ops_bench: stopping after %d rounds (--budget-seconds %.0f)\n", done, budget_seconds);
+      std::fprintf(stderr, "ops_bench: stopping after %d rounds (--budget-seconds %.0f)\n", done,
+                   budget_seconds);
       break;
     }
     const auto round_start = Clock::now();
@@ -786,10 +825,12 @@ int main(int argc, char** argv) {
     if (done % 2 == 0) measure_flowtrain();
     for (size_t c = 0; c < configs.size(); ++c) {
       if (configs[c].peer == "pytorch") continue;
-      if (auto figures = RunPeer(programs, configs[c], only_arg, done == 0)) runs.Add(configs[c].Label(), *figures);
+      if (auto figures = RunPeer(programs, configs[c], only_arg, done == 0))
+        runs.Add(configs[c].Label(), *figures);
     }
     if (done == 0 && !programs.pytorch.empty()) {
-      const bool unset = !programs.libtorch.empty() ? LibtorchPrefersUnsetEnv(runs, configs, workloads) : false;
+      const bool unset =
+          !programs.libtorch.empty() ? LibtorchPrefersUnsetEnv(runs, configs, workloads) : false;
       for (bool u : {false, true}) {
         if ((u && !programs.machine_sets_openblas) || (!programs.libtorch.empty() && u != unset)) continue;
         for (int threads : {1, 2}) configs.push_back({"pytorch", threads, u});
@@ -801,7 +842,8 @@ int main(int argc, char** argv) {
     }
     if (done % 2 == 1) measure_flowtrain();
     longest_round = std::max(longest_round, SecondsSince(round_start));
-    std::fprintf(stderr, "ops_bench: round %d of %d done after %.0f s\n", done + 1, rounds, SecondsSince(start));
+    std::fprintf(stderr, "ops_bench: round %d of %d done after %.0f s\n", done + 1, rounds,
+                 SecondsSince(start));
   }
   std::fprintf(stderr, "ops_bench: figures are medians of %d rounds\n", done);
   Report(runs, configs, workloads);

@@ -65,8 +65,8 @@ struct MlpImpl : torch::nn::Module {
   MlpImpl(int64_t hidden, uint64_t seed)
       : l1(register_module("l1", MakeLinear(opsbench::kMlpIn, hidden, seed + opsbench::kWeightSeedOffset))),
         l2(register_module("l2", MakeLinear(hidden, hidden, seed + opsbench::kWeightSeedOffset + 1))),
-        l3(register_module("l3", MakeLinear(hidden, opsbench::kMlpClasses,
-                                            seed + opsbench::kWeightSeedOffset + 2))) {}
+        l3(register_module(
+            "l3", MakeLinear(hidden, opsbench::kMlpClasses, seed + opsbench::kWeightSeedOffset + 2))) {}
   torch::Tensor forward(const torch::Tensor& x) {
     return l3->forward(torch::relu(l2->forward(torch::relu(l1->forward(x)))));
   }
@@ -97,8 +97,8 @@ struct CnnImpl : torch::nn::Module {
     const int64_t k = opsbench::kCnnKernel;
     torch::nn::Conv2d conv(torch::nn::Conv2dOptions(in, out, k).padding(k / 2));
     torch::NoGradGuard no_grad;
-    conv->weight.copy_(Uniform({k, k, in, out}, seed, opsbench::GlorotLimit(k * k * in, k * k * out))
-                           .permute({3, 2, 0, 1}));
+    conv->weight.copy_(
+        Uniform({k, k, in, out}, seed, opsbench::GlorotLimit(k * k * in, k * k * out)).permute({3, 2, 0, 1}));
     conv->bias.zero_();
     return conv;
   }
@@ -173,7 +173,9 @@ void RunMlp(const std::string& workload) {
     ys.push_back(Labels(batch, seed + 2 * b + 1, opsbench::kMlpClasses));
   }
   Mlp model(w3 ? opsbench::kW3Hidden : opsbench::kW2Hidden, seed);
-  auto loss_fn = [](const torch::Tensor& logits, const torch::Tensor& y) { return F::cross_entropy(logits, y); };
+  auto loss_fn = [](const torch::Tensor& logits, const torch::Tensor& y) {
+    return F::cross_entropy(logits, y);
+  };
   if (adam) {
     torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(opsbench::kAdamLearningRate));
     Train(workload, model, optimizer, xs, ys, steps, loss_fn);
@@ -188,9 +190,11 @@ void RunW4() {
   std::vector<torch::Tensor> xs, ys;
   for (int b = 0; b < opsbench::kW4Steps.batches; ++b) {
     xs.push_back(Uniform({opsbench::kW4Batch, opsbench::kW4Features}, opsbench::kW4Seed + 2 * b, 1.0f));
-    ys.push_back(Labels(opsbench::kW4Batch, opsbench::kW4Seed + 2 * b + 1, 2).to(torch::kFloat32).view({-1, 1}));
+    ys.push_back(
+        Labels(opsbench::kW4Batch, opsbench::kW4Seed + 2 * b + 1, 2).to(torch::kFloat32).view({-1, 1}));
   }
-  torch::nn::Linear model = MakeLinear(opsbench::kW4Features, 1, opsbench::kW4Seed + opsbench::kWeightSeedOffset);
+  torch::nn::Linear model =
+      MakeLinear(opsbench::kW4Features, 1, opsbench::kW4Seed + opsbench::kWeightSeedOffset);
   torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(opsbench::kSgdLearningRate));
   Train("W4", model, optimizer, xs, ys, opsbench::kW4Steps,
         [](const torch::Tensor& logits, const torch::Tensor& y) {

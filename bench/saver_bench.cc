@@ -65,7 +65,8 @@ class TorchContender {
   static std::unique_ptr<TorchContender> Start(const std::string& dir) {
     for (const char* python : {"/usr/bin/python3", "python3"}) {
       const std::string probe = std::string(python) + " -c 'import torch' >/dev/null 2>&1";
-      if (std::system(probe.c_str()) == 0) return std::unique_ptr<TorchContender>(new TorchContender(python, dir));
+      if (std::system(probe.c_str()) == 0)
+        return std::unique_ptr<TorchContender>(new TorchContender(python, dir));
     }
     return nullptr;
   }
@@ -89,8 +90,9 @@ class TorchContender {
       py << "import os, sys, time, torch\n"
             "path = sys.argv[1]\n"
             "torch.set_num_threads(1)\n"
-            "model = {'layer_%02d/kernel' % i: torch.arange(" << kFloatsPerVariable
-         << ", dtype=torch.float32) * 1e-3 + i for i in range(" << kVariables << ")}\n"
+            "model = {'layer_%02d/kernel' % i: torch.arange("
+         << kFloatsPerVariable << ", dtype=torch.float32) * 1e-3 + i for i in range(" << kVariables
+         << ")}\n"
             "for line in iter(sys.stdin.readline, ''):\n"
             "    t = time.perf_counter()\n"
             "    if line.strip() == 'save':\n"
@@ -217,7 +219,8 @@ int main(int argc, char** argv) {
     ::sync();
     // The order rotates from round to round.
     for (size_t i = 0; i < savers; ++i) saves[(r + i) % savers]();
-    std::vector<std::string> files = {plain_path, ft::io::DataFilename(path, 0, 1), ft::io::MetaFilename(path)};
+    std::vector<std::string> files = {plain_path, ft::io::DataFilename(path, 0, 1),
+                                      ft::io::MetaFilename(path)};
     if (torch != nullptr) files.push_back(torch->path());
     for (size_t i = 0; i < loaders; ++i) {
       cache = bench::MakeCold(files);  // the two restores read the same files
@@ -225,9 +228,12 @@ int main(int argc, char** argv) {
     }
   }
   for (int r = 0; r < kRepeats; ++r) {
-    std::fprintf(stderr, "run %d: disk write %.3fs, save %.3fs, disk read %.3fs, restore %.3fs, into fresh memory %.3fs",
-                 r, disk_write[r], save[r], disk_read[r], restore[r], fresh_restore[r]);
-    if (torch != nullptr) std::fprintf(stderr, ", torch save %.3fs, torch load %.3fs", torch_save[r], torch_load[r]);
+    std::fprintf(
+        stderr,
+        "run %d: disk write %.3fs, save %.3fs, disk read %.3fs, restore %.3fs, into fresh memory %.3fs", r,
+        disk_write[r], save[r], disk_read[r], restore[r], fresh_restore[r]);
+    if (torch != nullptr)
+      std::fprintf(stderr, ", torch save %.3fs, torch load %.3fs", torch_save[r], torch_load[r]);
     std::fprintf(stderr, "\n");
   }
   // The restored values are the saved ones.
@@ -240,12 +246,17 @@ int main(int argc, char** argv) {
   RemoveCheckpointFiles(dir);
 
   // Medians of the runs: the machine is shared, and one slow or lucky run moves no figure.
-  const auto [save_mbps, restore_mbps] = bench::ReportAgainstDisk(
-      {.system = "flowtrain_saver", .bytes = kTotalBytes, .save_s = bench::Median(save),
-       .restore_s = bench::Median(restore), .write_s = bench::Median(disk_write),
-       .read_s = bench::Median(disk_read), .save_peak_extra_kb = save_peak_extra_kb, .cache = cache});
+  const auto [save_mbps, restore_mbps] = bench::ReportAgainstDisk({.system = "flowtrain_saver",
+                                                                   .bytes = kTotalBytes,
+                                                                   .save_s = bench::Median(save),
+                                                                   .restore_s = bench::Median(restore),
+                                                                   .write_s = bench::Median(disk_write),
+                                                                   .read_s = bench::Median(disk_read),
+                                                                   .save_peak_extra_kb = save_peak_extra_kb,
+                                                                   .cache = cache});
   const double fresh_restore_mbps = MBps(bench::Median(fresh_restore));
-  std::printf("RESULT checkpoint_400MB flowtrain_saver restore_into_fresh_memory_MBps %.1f\n", fresh_restore_mbps);
+  std::printf("RESULT checkpoint_400MB flowtrain_saver restore_into_fresh_memory_MBps %.1f\n",
+              fresh_restore_mbps);
   if (torch == nullptr) {
     std::printf("RESULT checkpoint_400MB pytorch save_MBps unavailable\n");
     std::printf("RESULT checkpoint_400MB pytorch load_MBps unavailable\n");
@@ -254,8 +265,10 @@ int main(int argc, char** argv) {
     const double torch_load_mbps = MBps(bench::Median(torch_load));
     std::printf("RESULT checkpoint_400MB pytorch save_MBps %.1f\n", torch_save_mbps);
     std::printf("RESULT checkpoint_400MB pytorch load_MBps %.1f\n", torch_load_mbps);
-    std::printf("RESULT checkpoint_400MB flowtrain_saver save_vs_pytorch %.3f\n", save_mbps / torch_save_mbps);
-    std::printf("RESULT checkpoint_400MB flowtrain_saver restore_vs_pytorch %.3f\n", restore_mbps / torch_load_mbps);
+    std::printf("RESULT checkpoint_400MB flowtrain_saver save_vs_pytorch %.3f\n",
+                save_mbps / torch_save_mbps);
+    std::printf("RESULT checkpoint_400MB flowtrain_saver restore_vs_pytorch %.3f\n",
+                restore_mbps / torch_load_mbps);
     // torch.load always reads into fresh memory; so does a restore at a process's start.
     std::printf("RESULT checkpoint_400MB flowtrain_saver restore_into_fresh_memory_vs_pytorch %.3f\n",
                 fresh_restore_mbps / torch_load_mbps);

@@ -35,9 +35,9 @@ int main(int argc, char** argv) {
                 .Prefetch(ft::data::kAutotune)
                 .MakeInitializableIterator();
   Output serialized = it.GetNext()[0];  // [batch] strings
-  ops::ParsedExample example = ops::ParseExample(
-      serialized, {{"image_raw", ops::FixedLenFeature{ft::DT_STRING, ft::TensorShape({})}},
-                   {"label", ops::FixedLenFeature{ft::DT_INT64, ft::TensorShape({})}}});
+  ops::ParsedExample example =
+      ops::ParseExample(serialized, {{"image_raw", ops::FixedLenFeature{ft::DT_STRING, ft::TensorShape({})}},
+                                     {"label", ops::FixedLenFeature{ft::DT_INT64, ft::TensorShape({})}}});
   Output pixels = ops::Reshape(ops::DecodeRaw(example.dense.at("image_raw"), ft::DT_UINT8), {-1, 784});
   Output images = examples::CenteredPixels(pixels);
 
@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
   scaffold->local_init_op = ops::Group({ft::train::Scaffold::DefaultLocalInitOp(g), it.initializer()});
   const int64_t steps = examples::TrainUntilInputEnds(images, example.dense.at("label"), model_dir, scaffold);
   std::printf("Trained %lld steps (%lld epochs of %lld-example batches); checkpoints in %s\n",
-              static_cast<long long>(steps), static_cast<long long>(epochs), static_cast<long long>(batch_size),
-              model_dir.c_str());
+              static_cast<long long>(steps), static_cast<long long>(epochs),
+              static_cast<long long>(batch_size), model_dir.c_str());
   return 0;
 }

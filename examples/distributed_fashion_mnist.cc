@@ -28,7 +28,8 @@ int main(int argc, char** argv) {
   std::string cluster_spec, model_dir = "runs/distributed", data_dir = fashion_mnist::kDefaultDataDir;
   int task = 0;
   int64_t steps = 400, batch_size = 64;
-  app.add_option("--cluster", cluster_spec, "e.g. \"ps=localhost:2222;worker=localhost:2223,localhost:2224\"")->required();
+  app.add_option("--cluster", cluster_spec, "e.g. \"ps=localhost:2222;worker=localhost:2223,localhost:2224\"")
+      ->required();
   app.add_option("--task", task, "This worker's index in the worker job; 0 is the chief");
   app.add_option("--steps", steps, "Global steps to train to, over all workers");
   app.add_option("--batch-size", batch_size, "Examples per step");
@@ -50,7 +51,8 @@ int main(int argc, char** argv) {
   {
     // Variables go to the ps tasks (round robin), everything else stays on this worker.
     const std::string worker_device = "/job:worker/task:" + std::to_string(task);
-    auto placement = g.Device(ft::train::ReplicaDeviceSetter({.cluster = &cluster, .worker_device = worker_device}));
+    auto placement =
+        g.Device(ft::train::ReplicaDeviceSetter({.cluster = &cluster, .worker_device = worker_device}));
     images = ops::Placeholder(ft::DT_FLOAT, {-1, 28, 28, 1}, "images");
     labels = ops::Placeholder(ft::DT_INT64, {-1}, "labels");
     Output logits = fashion_mnist::Model(images);
@@ -73,7 +75,8 @@ int main(int argc, char** argv) {
     ft::Tensor y(ft::DT_INT64, ft::TensorShape({batch_size}));
     for (int64_t b = 0; b < batch_size; ++b, ++cursor) {
       if (cursor == shard.size()) cursor = 0;
-      std::memcpy(x.data<float>() + b * 784, train_images.data<float>() + shard[cursor] * 784, 784 * sizeof(float));
+      std::memcpy(x.data<float>() + b * 784, train_images.data<float>() + shard[cursor] * 784,
+                  784 * sizeof(float));
       y.flat<int64_t>()[b] = train_labels.flat<int64_t>()[shard[cursor]];
     }
     return ft::FeedList{{images, x}, {labels, y}};
@@ -105,11 +108,13 @@ int main(int argc, char** argv) {
     const int64_t n = test_images.dim_size(0);
     for (int64_t i = 0; i < n; i += 1000) {
       const int64_t end = std::min(n, i + 1000);
-      right += sess->Run({{images, test_images.Slice(i, end)}, {labels, test_labels.Slice(i, end)}}, {correct},
-                         {})[0].scalar<float>();
+      right += sess->Run({{images, test_images.Slice(i, end)}, {labels, test_labels.Slice(i, end)}},
+                         {correct}, {})[0]
+                   .scalar<float>();
     }
     const int64_t step = sess->Run({}, {global_step.value()}, {})[0].scalar<int64_t>();
-    std::printf("Test accuracy at global step %lld: %.2f%%\n", static_cast<long long>(step), 100.0 * right / n);
+    std::printf("Test accuracy at global step %lld: %.2f%%\n", static_cast<long long>(step),
+                100.0 * right / n);
   }
   return 0;
 }

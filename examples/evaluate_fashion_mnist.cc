@@ -29,7 +29,8 @@ int main(int argc, char** argv) {
   auto as_default = g.AsDefault();
   Output all_images = ft::ops::Placeholder(ft::DT_FLOAT, {-1, 28, 28, 1}, "all_images");
   Output all_labels = ft::ops::Placeholder(ft::DT_INT64, {-1}, "all_labels");
-  auto it = ft::data::Dataset::FromTensorSlices({all_images, all_labels}).Batch(1000).MakeInitializableIterator();
+  auto it =
+      ft::data::Dataset::FromTensorSlices({all_images, all_labels}).Batch(1000).MakeInitializableIterator();
   std::vector<Output> batch = it.GetNext();
   Output logits = fashion_mnist::Model(batch[0]);  // the trainer's variables, restored
   Output loss_sum = ft::ops::ReduceSum(ft::ops::SparseSoftmaxCrossEntropyWithLogits(batch[1], logits));
@@ -73,8 +74,8 @@ int main(int argc, char** argv) {
     add("loss", loss / n);
     writer.AddSummary(summary, global_step);
     writer.Flush();
-    std::printf("%s: step %lld, accuracy %.2f%%, loss %.4f\n", path->c_str(), static_cast<long long>(global_step),
-                100.0 * right / n, loss / n);
+    std::printf("%s: step %lld, accuracy %.2f%%, loss %.4f\n", path->c_str(),
+                static_cast<long long>(global_step), 100.0 * right / n, loss / n);
   }
   return 0;
 }

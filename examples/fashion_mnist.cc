@@ -43,7 +43,10 @@ int main(int argc, char** argv) {
   Output all_images = ft::ops::Placeholder(ft::DT_FLOAT, {-1, 28, 28, 1}, "all_images");
   Output all_labels = ft::ops::Placeholder(ft::DT_INT64, {-1}, "all_labels");
   auto it = ft::data::Dataset::FromTensorSlices({all_images, all_labels})
-                .Shuffle(10000).Repeat().Batch(batch_size).Prefetch(ft::data::kAutotune)
+                .Shuffle(10000)
+                .Repeat()
+                .Batch(batch_size)
+                .Prefetch(ft::data::kAutotune)
                 .MakeInitializableIterator();
   std::vector<Output> batch = it.GetNext();
   Output images = batch[0], labels = batch[1];
@@ -52,16 +55,19 @@ int main(int argc, char** argv) {
   Output correct = fashion_mnist::CountCorrect(logits, labels);
   Output lr = ft::ops::Const(static_cast<float>(learning_rate), "adam_learning_rate");
   ft::summary::Scalar("loss", loss);
-  ft::summary::Scalar("accuracy", ft::ops::RealDiv(correct, ft::ops::Cast(ft::ops::Size(labels), ft::DT_FLOAT)));
+  ft::summary::Scalar("accuracy",
+                      ft::ops::RealDiv(correct, ft::ops::Cast(ft::ops::Size(labels), ft::DT_FLOAT)));
   ft::summary::Scalar("learning_rate", lr);
   ft::Variable step = ft::train::GetOrCreateGlobalStep();
   ft::Operation train_op = ft::train::AdamOptimizer(lr).Minimize(loss, step);
   // Histograms and images go into a collection of their own, written by a second, sparser
   // SummarySaverHook: the default one merges only GraphKeys::kSummaries (the scalars).
   const std::vector<std::string> sparse = {"sparse_summaries"};
-  std::vector<Output> sparse_summaries = {ft::summary::Image("images", images, {.max_outputs = 4, .collections = sparse})};
+  std::vector<Output> sparse_summaries = {
+      ft::summary::Image("images", images, {.max_outputs = 4, .collections = sparse})};
   for (const ft::Variable& v : ft::ops::TrainableVariables()) {
-    sparse_summaries.push_back(ft::summary::Histogram("weights/" + v.op().name(), v, {.collections = sparse}));
+    sparse_summaries.push_back(
+        ft::summary::Histogram("weights/" + v.op().name(), v, {.collections = sparse}));
   }
   Output sparse_summary_op = ft::summary::Merge(sparse_summaries);
 
@@ -92,12 +98,14 @@ int main(int argc, char** argv) {
       .every_n_steps = histogram_steps, .output_dir = model_dir, .summary_op = sparse_summary_op});
   auto scalar_saver = std::make_shared<ft::train::SummarySaverHook>(ft::train::SummarySaverHookOptions{
       .every_n_steps = 100, .output_dir = model_dir, .scaffold = scaffold});
-  opts.hooks = {stop, stop_on_signal, sparse_saver, scalar_saver, std::make_shared<ft::train::ProgressBarHook>(
-                          ft::train::ProgressBarHook::Options{.num_steps = steps, .tensors = {{"loss", loss}}})};
+  opts.hooks = {stop, stop_on_signal, sparse_saver, scalar_saver,
+                std::make_shared<ft::train::ProgressBarHook>(
+                    ft::train::ProgressBarHook::Options{.num_steps = steps, .tensors = {{"loss", loss}}})};
   if (isatty(STDERR_FILENO)) {
     // The bar is redrawn in place on stderr; a log line first clears it, and the bar comes
     // back below the line at its next redraw.
-    ft::SetLogSink([](ft::LogSeverity, const std::string& line) { std::fprintf(stderr, "\r\033[K%s\n", line.c_str()); });
+    ft::SetLogSink(
+        [](ft::LogSeverity, const std::string& line) { std::fprintf(stderr, "\r\033[K%s\n", line.c_str()); });
   }
   {
     auto sess = ft::train::MonitoredTrainingSession(opts);
@@ -116,8 +124,8 @@ int main(int argc, char** argv) {
   const int64_t n = test_images.dim_size(0);
   for (int64_t i = 0; i < n; i += 1000) {
     const int64_t end = std::min(n, i + 1000);
-    std::vector<ft::Tensor> out = eval.Run(
-        {{images, test_images.Slice(i, end)}, {labels, test_labels.Slice(i, end)}}, {correct, loss});
+    std::vector<ft::Tensor> out =
+        eval.Run({{images, test_images.Slice(i, end)}, {labels, test_labels.Slice(i, end)}}, {correct, loss});
     right += out[0].scalar<float>();
     loss_sum += out[1].scalar<float>() * (end - i);
   }
@@ -134,6 +142,7 @@ int main(int argc, char** argv) {
   ft::summary::FileWriter eval_writer(model_dir + "/eval");
   eval_writer.AddSummary(summary, final_step);
   eval_writer.Close();
-  std::printf("Test accuracy after step %lld: %.2f%%\n", static_cast<long long>(final_step), 100.0 * right / n);
+  std::printf("Test accuracy after step %lld: %.2f%%\n", static_cast<long long>(final_step),
+              100.0 * right / n);
   return 0;
 }

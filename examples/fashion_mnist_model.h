@@ -16,7 +16,8 @@ inline const std::string kDefaultDataDir = "/usr/share/datasets/fashion-mnist";
 
 // The images of a split ("train" or "t10k") as float [n, 28, 28, 1] in [0, 1] and the labels
 // as int64 [n].
-inline std::pair<flowtrain::Tensor, flowtrain::Tensor> Load(const std::string& dir, const std::string& split) {
+inline std::pair<flowtrain::Tensor, flowtrain::Tensor> Load(const std::string& dir,
+                                                            const std::string& split) {
   using flowtrain::Tensor, flowtrain::TensorShape;
   Tensor raw = flowtrain::io::ReadIdxFile(dir + "/" + split + "-images-idx3-ubyte.gz");
   Tensor raw_labels = flowtrain::io::ReadIdxFile(dir + "/" + split + "-labels-idx1-ubyte.gz");

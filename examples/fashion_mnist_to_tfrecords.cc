@@ -20,8 +20,10 @@ tensorflow::Feature Int64Feature(int64_t value) {
 }
 
 // Writes the first `limit` examples (all when negative) of a split; returns how many.
-int64_t Convert(const std::string& data_dir, const std::string& split, const std::string& path, int64_t limit) {
-  ft::Tensor images = ft::io::ReadIdxFile(data_dir + "/" + split + "-images-idx3-ubyte.gz");  // uint8 [n,28,28]
+int64_t Convert(const std::string& data_dir, const std::string& split, const std::string& path,
+                int64_t limit) {
+  ft::Tensor images =
+      ft::io::ReadIdxFile(data_dir + "/" + split + "-images-idx3-ubyte.gz");  // uint8 [n,28,28]
   ft::Tensor labels = ft::io::ReadIdxFile(data_dir + "/" + split + "-labels-idx1-ubyte.gz");  // uint8 [n]
   const int64_t n = limit < 0 ? images.dim_size(0) : std::min(limit, images.dim_size(0));
   const int64_t rows = images.dim_size(1), cols = images.dim_size(2), pixels = rows * cols;

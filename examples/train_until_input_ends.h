@@ -21,13 +21,15 @@ inline flowtrain::Output CenteredPixels(flowtrain::Output pixels) {
 // Trains a 784-128-10 MLP on (images [batch, 784], labels [batch] int64) with SGD, checkpoints
 // and summaries in `model_dir`, logging the loss every 100 steps, until the pipeline raises
 // OutOfRange. Returns the number of steps run.
-inline int64_t TrainUntilInputEnds(flowtrain::Output images, flowtrain::Output labels, const std::string& model_dir,
+inline int64_t TrainUntilInputEnds(flowtrain::Output images, flowtrain::Output labels,
+                                   const std::string& model_dir,
                                    std::shared_ptr<flowtrain::train::Scaffold> scaffold = nullptr) {
   namespace ft = flowtrain;
   namespace ops = ft::ops;
   ft::Output hidden = ft::layers::Dense(images, 128, ops::Relu);
   ft::Output logits = ft::layers::Dense(hidden, 10);
-  ft::Output loss = ops::ReduceMean(ops::SparseSoftmaxCrossEntropyWithLogits(labels, logits), {}, false, "loss");
+  ft::Output loss =
+      ops::ReduceMean(ops::SparseSoftmaxCrossEntropyWithLogits(labels, logits), {}, false, "loss");
   ft::summary::Scalar("loss", loss);
   ft::Variable step = ft::train::GetOrCreateGlobalStep();
   ft::Operation train_op = ft::train::GradientDescentOptimizer(0.1).Minimize(loss, step);

@@ -43,9 +43,8 @@ std::string AbsentFixtures(std::initializer_list<std::string_view> fixtures) {
     ++count;
   }
   if (absent.empty()) return absent;
-  return (count == 1 ? "fixture " : "fixtures ") + absent + (count == 1 ? " is" : " are") +
-         " absent from " + FixturesDir() +
-         " (FLOWTRAIN_FIXTURES_DIR names the folder of TF-written fixtures)";
+  return (count == 1 ? "fixture " : "fixtures ") + absent + (count == 1 ? " is" : " are") + " absent from " +
+         FixturesDir() + " (FLOWTRAIN_FIXTURES_DIR names the folder of TF-written fixtures)";
 }
 
 std::string MakeTempDir(const std::string& prefix) {

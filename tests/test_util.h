@@ -30,11 +30,10 @@ std::string AbsentFixtures(std::initializer_list<std::string_view> fixtures);
 // FLOWTRAIN_REQUIRE_FIXTURES("tf1_estimator_model_dir", ...) skips the current test when any
 // named fixture is absent, with a message naming them. GTEST_SKIP returns from the function it
 // is in, so this belongs in a TEST body or a test fixture's SetUp(), never in a helper.
-#define FLOWTRAIN_REQUIRE_FIXTURES(...)                                                      \
-  if (const std::string flowtrain_absent_fixtures_ =                                         \
-          ::flowtrain::testing::AbsentFixtures({__VA_ARGS__});                               \
-      flowtrain_absent_fixtures_.empty()) {                                                  \
-  } else                                                                                     \
+#define FLOWTRAIN_REQUIRE_FIXTURES(...)                                                                   \
+  if (const std::string flowtrain_absent_fixtures_ = ::flowtrain::testing::AbsentFixtures({__VA_ARGS__}); \
+      flowtrain_absent_fixtures_.empty()) {                                                               \
+  } else                                                                                                  \
     GTEST_SKIP() << flowtrain_absent_fixtures_
 
 // A new empty directory under the test temp dir, removed at process exit.

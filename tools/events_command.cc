@@ -67,8 +67,7 @@ std::string Sparkline(const std::vector<double>& values, size_t width = 60) {
 }
 
 // The run's unreadable records and unfinished last records, one line each.
-void PrintReadProblems(std::FILE* out, const std::string& name,
-                       const summary::EventAccumulator& run) {
+void PrintReadProblems(std::FILE* out, const std::string& name, const summary::EventAccumulator& run) {
   for (const auto& bad : run.corrupt_records()) {
     std::fprintf(out, "  run %s: %s; the events before it are shown, the rest of that file is not\n",
                  name.c_str(), bad.message.c_str());
@@ -91,9 +90,8 @@ void PrintRun(const std::string& name, const summary::EventAccumulator& run) {
   PrintReadProblems(stdout, name, run);
   if (tags.graph || tags.meta_graph) {
     const auto graph = run.Graph();
-    std::printf("  graph: %d nodes (%s%s%s)\n", graph ? graph->node_size() : 0,
-                tags.graph ? "graph_def" : "", tags.graph && tags.meta_graph ? " + " : "",
-                tags.meta_graph ? "meta_graph_def" : "");
+    std::printf("  graph: %d nodes (%s%s%s)\n", graph ? graph->node_size() : 0, tags.graph ? "graph_def" : "",
+                tags.graph && tags.meta_graph ? " + " : "", tags.meta_graph ? "meta_graph_def" : "");
   } else {
     std::printf("  graph: -\n");
   }
@@ -124,9 +122,8 @@ void PrintRun(const std::string& name, const summary::EventAccumulator& run) {
       const auto& s = run.Scalars(tag);
       double lo = s.front().value, hi = s.front().value;
       for (const auto& e : s) lo = std::min(lo, e.value), hi = std::max(hi, e.value);
-      std::printf("    %-32s %7zu  %-14s %14s  %s .. %s\n", tag.c_str(), s.size(),
-                  StepRange(s).c_str(), FormatNumber(s.back().value).c_str(),
-                  FormatNumber(lo).c_str(), FormatNumber(hi).c_str());
+      std::printf("    %-32s %7zu  %-14s %14s  %s .. %s\n", tag.c_str(), s.size(), StepRange(s).c_str(),
+                  FormatNumber(s.back().value).c_str(), FormatNumber(lo).c_str(), FormatNumber(hi).c_str());
     }
   }
   if (!tags.histograms.empty()) {
@@ -135,8 +132,8 @@ void PrintRun(const std::string& name, const summary::EventAccumulator& run) {
     for (const std::string& tag : tags.histograms) {
       const auto& h = run.Histograms(tag);
       const auto& last = h.back();
-      std::printf("    %-32s %7zu  %-14s %s, %s, %s .. %s\n", tag.c_str(), h.size(),
-                  StepRange(h).c_str(), FormatNumber(last.num).c_str(),
+      std::printf("    %-32s %7zu  %-14s %s, %s, %s .. %s\n", tag.c_str(), h.size(), StepRange(h).c_str(),
+                  FormatNumber(last.num).c_str(),
                   last.num > 0 ? FormatNumber(last.sum / last.num).c_str() : "-",
                   FormatNumber(last.min).c_str(), FormatNumber(last.max).c_str());
     }
@@ -185,8 +182,8 @@ bool PrintTag(const std::string& name, const summary::EventAccumulator& run, con
     std::printf("  %10s  %-23s  %s\n", "step", "wall time (UTC)", "value");
     std::vector<double> values;
     for (const auto& e : series) {
-      std::printf("  %10lld  %-23s  %s\n", static_cast<long long>(e.step),
-                  FormatTime(e.wall_time).c_str(), FormatNumber(e.value).c_str());
+      std::printf("  %10lld  %-23s  %s\n", static_cast<long long>(e.step), FormatTime(e.wall_time).c_str(),
+                  FormatNumber(e.value).c_str());
       values.push_back(e.value);
     }
     const auto [lo, hi] = std::minmax_element(series.begin(), series.end(),
@@ -236,8 +233,7 @@ EventRuns LoadLogdir(const std::string& logdir) {
 }
 
 // What the command prints (and writes with --html) for the loaded runs.
-void Show(const std::string& logdir, const EventRuns& runs, const std::string& tag,
-          const std::string& html) {
+void Show(const std::string& logdir, const EventRuns& runs, const std::string& tag, const std::string& html) {
   if (!html.empty()) {
     WriteFileAtomically(html, EventsHtmlPage(logdir, runs));
     std::printf("Wrote %s (%zu run%s)\n", html.c_str(), runs.size(), runs.size() == 1 ? "" : "s");

@@ -164,8 +164,8 @@ TEST_F(EventsCommandTest, FileWriterLogdirAndHtml) {
   EXPECT_THAT(html, HasSubstr("<h4>weights (histogram, 5 steps)</h4>"));
   EXPECT_THAT(html, HasSubstr("<polyline"));
   // Round ticks: steps 0..40 by 10, loss 6..10 by 1.
-  for (const char* tick : {">0</text>", ">10</text>", ">20</text>", ">40</text>", ">6</text>",
-                           ">7</text>", ">10</text>"}) {
+  for (const char* tick :
+       {">0</text>", ">10</text>", ">20</text>", ">40</text>", ">6</text>", ">7</text>", ">10</text>"}) {
     EXPECT_THAT(html, HasSubstr(tick));
   }
   ExpectSelfContained(html);
@@ -265,8 +265,8 @@ TEST_F(EventsCommandTest, CorruptRecordIsReportedAndEverythingElseShown) {
 
   CliResult r = RunEvents(logdir);
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_THAT(r.output, HasSubstr(StrCat("run eval: Corrupted record in '", eval, "' at offset ",
-                                         offsets[2], ": payload checksum mismatch")));
+  EXPECT_THAT(r.output, HasSubstr(StrCat("run eval: Corrupted record in '", eval, "' at offset ", offsets[2],
+                                         ": payload checksum mismatch")));
   EXPECT_THAT(r.output, HasSubstr("the events before it are shown, the rest of that file is not"));
   // eval's step 0 and train's whole run are still there.
   EXPECT_THAT(r.output, ::testing::ContainsRegex("Run eval .*\n(.*\n)*    loss +1  0 +3 "));
@@ -291,8 +291,9 @@ TEST_F(EventsCommandTest, UnfinishedLastRecordIsANoteNotAnError) {
 
   const CliResult r = RunEvents(logdir);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr(StrCat("run train: ", train, " ends in an unfinished record (30 bytes at offset ",
-                                         offsets.back(), "): its writer is still running or was stopped while writing")));
+  EXPECT_THAT(r.output, HasSubstr(StrCat("run train: ", train,
+                                         " ends in an unfinished record (30 bytes at offset ", offsets.back(),
+                                         "): its writer is still running or was stopped while writing")));
   EXPECT_THAT(r.output, ::testing::ContainsRegex("Run train .*\n(.*\n)*    loss +4  0..150 "));
   EXPECT_THAT(r.output, ::testing::ContainsRegex("Run eval .*\n(.*\n)*    loss +5  0..200 "));
 }

@@ -38,10 +38,14 @@ inline std::string FormatTime(double wall_time) {
 // "start", "stop", "checkpoint" or "unspecified".
 inline const char* SessionStatusName(int status) {
   switch (status) {
-    case tensorflow::SessionLog::START: return "start";
-    case tensorflow::SessionLog::STOP: return "stop";
-    case tensorflow::SessionLog::CHECKPOINT: return "checkpoint";
-    default: return "unspecified";
+    case tensorflow::SessionLog::START:
+      return "start";
+    case tensorflow::SessionLog::STOP:
+      return "stop";
+    case tensorflow::SessionLog::CHECKPOINT:
+      return "checkpoint";
+    default:
+      return "unspecified";
   }
 }
 

@@ -20,11 +20,20 @@ std::string Escape(std::string_view s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -40,8 +49,7 @@ std::string Fixed(double v, int decimals) {
 std::string Px(double v) { return Fixed(v, 1); }
 
 std::string Base64(std::string_view bytes) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
   out.reserve((bytes.size() + 2) / 3 * 4);
   for (size_t i = 0; i < bytes.size(); i += 3) {
@@ -88,8 +96,8 @@ struct Axes {
 std::string SvgFrame(const Axes& a, const std::string& x_label) {
   std::string svg = StrCat("<svg viewBox=\"0 0 ", kW, " ", kH, "\" width=\"", kW, "\" height=\"", kH,
                            "\" xmlns=\"http://www.w3.org/2000/svg\">");
-  StrAppend(&svg, "<rect x=\"", kLeft, "\" y=\"", kTop, "\" width=\"", kW - kLeft - kRight,
-            "\" height=\"", kH - kTop - kBottom, "\" fill=\"#fafafa\" stroke=\"#ccc\"/>");
+  StrAppend(&svg, "<rect x=\"", kLeft, "\" y=\"", kTop, "\" width=\"", kW - kLeft - kRight, "\" height=\"",
+            kH - kTop - kBottom, "\" fill=\"#fafafa\" stroke=\"#ccc\"/>");
   for (double v : a.y.values) {
     const std::string y = Px(a.Y(v));
     StrAppend(&svg, "<line x1=\"", kLeft, "\" x2=\"", kW - kRight, "\" y1=\"", y, "\" y2=\"", y,
@@ -132,14 +140,14 @@ std::string ScalarChart(const std::vector<RunSeries>& runs) {
     for (const auto& e : *r.events) {
       if (std::isfinite(e.value)) StrAppend(&points, Px(a.X(e.step)), ",", Px(a.Y(e.value)), " ");
     }
-    StrAppend(&svg, "<polyline fill=\"none\" stroke=\"", color, "\" stroke-width=\"1.5\" points=\"",
-              points, "\"><title>", Escape(r.run), "</title></polyline>");
+    StrAppend(&svg, "<polyline fill=\"none\" stroke=\"", color, "\" stroke-width=\"1.5\" points=\"", points,
+              "\"><title>", Escape(r.run), "</title></polyline>");
     if (r.events->size() > 60) continue;
     for (const auto& e : *r.events) {
       if (!std::isfinite(e.value)) continue;
-      StrAppend(&svg, "<circle cx=\"", Px(a.X(e.step)), "\" cy=\"", Px(a.Y(e.value)),
-                "\" r=\"2.5\" fill=\"", color, "\"><title>", Escape(r.run), " step ", e.step, ": ",
-                Escape(FormatNumber(e.value)), "</title></circle>");
+      StrAppend(&svg, "<circle cx=\"", Px(a.X(e.step)), "\" cy=\"", Px(a.Y(e.value)), "\" r=\"2.5\" fill=\"",
+                color, "\"><title>", Escape(r.run), " step ", e.step, ": ", Escape(FormatNumber(e.value)),
+                "</title></circle>");
     }
   }
   return svg + "</svg>";
@@ -172,9 +180,9 @@ std::string HistogramChart(const std::vector<summary::HistogramEvent>& series, s
     for (const auto& bin : picked[i]->bins) {
       StrAppend(&points, Px(a.X(bin.left + bin.width / 2)), ",", Px(a.Y(bin.count)), " ");
     }
-    StrAppend(&svg, "<polyline fill=\"none\" stroke=\"", color, "\" stroke-opacity=\"",
-              Fixed(opacity, 2), "\" stroke-width=\"1.2\" points=\"", points, "\"><title>step ",
-              picked[i]->step, "</title></polyline>");
+    StrAppend(&svg, "<polyline fill=\"none\" stroke=\"", color, "\" stroke-opacity=\"", Fixed(opacity, 2),
+              "\" stroke-width=\"1.2\" points=\"", points, "\"><title>step ", picked[i]->step,
+              "</title></polyline>");
   }
   return svg + "</svg>";
 }
@@ -202,13 +210,13 @@ constexpr size_t kImageSteps = 10;
 // The CSS that makes image cards' step buttons work without a script: the i-th radio button of
 // a card, when checked, shows the card's i-th figure.
 std::string ImageStepStyle() {
-  std::string css = ".steps input{display:none}.steps label{display:inline-block;font-size:12px;"
-                    "padding:1px 6px;margin:0 2px 4px 0;border:1px solid #ccc;border-radius:3px;"
-                    "cursor:pointer}.steps input:checked+label{background:#e8eaed;font-weight:bold}"
-                    ".steps figure{display:none}";
+  std::string css =
+      ".steps input{display:none}.steps label{display:inline-block;font-size:12px;"
+      "padding:1px 6px;margin:0 2px 4px 0;border:1px solid #ccc;border-radius:3px;"
+      "cursor:pointer}.steps input:checked+label{background:#e8eaed;font-weight:bold}"
+      ".steps figure{display:none}";
   for (size_t i = 1; i <= kImageSteps; ++i) {
-    StrAppend(&css, ".steps input:nth-of-type(", i, "):checked~figure:nth-of-type(", i,
-              "){display:block}");
+    StrAppend(&css, ".steps input:nth-of-type(", i, "):checked~figure:nth-of-type(", i, "){display:block}");
   }
   return css;
 }
@@ -226,8 +234,8 @@ std::string ImageCard(const std::vector<summary::ImageEvent>& images, const std:
   for (size_t i = 0; i < picked.size(); ++i) {
     const std::string id = StrCat(card, "-", i);
     StrAppend(&out, "<input type=\"radio\" name=\"", card, "\" id=\"", id, "\"",
-              i + 1 == picked.size() ? " checked" : "", "><label for=\"", id, "\">step ",
-              picked[i]->step, "</label>");
+              i + 1 == picked.size() ? " checked" : "", "><label for=\"", id, "\">step ", picked[i]->step,
+              "</label>");
   }
   for (const auto* image : picked) out += ImageFigure(*image);
   return out + "</div>";
@@ -249,8 +257,8 @@ std::string ReadProblemsHtml(const summary::EventAccumulator& run) {
 }
 
 // Every tag of one kind across the runs, sorted, each with the indexes of the runs that have it.
-std::map<std::string, std::vector<size_t>> TagsAcrossRuns(
-    const EventRuns& runs, std::vector<std::string> summary::RunTags::*kind) {
+std::map<std::string, std::vector<size_t>> TagsAcrossRuns(const EventRuns& runs,
+                                                          std::vector<std::string> summary::RunTags::*kind) {
   std::map<std::string, std::vector<size_t>> tags;
   for (size_t i = 0; i < runs.size(); ++i) {
     const summary::RunTags run_tags = runs[i].second.GetTags();
@@ -262,8 +270,7 @@ std::map<std::string, std::vector<size_t>> TagsAcrossRuns(
 std::string Legend(const EventRuns& runs, const std::vector<size_t>& run_indexes) {
   std::string out = "<div class=\"legend\">";
   for (size_t i : run_indexes) {
-    StrAppend(&out, "<span><i style=\"background:", RunColor(i), "\"></i>", Escape(runs[i].first),
-              "</span>");
+    StrAppend(&out, "<span><i style=\"background:", RunColor(i), "\"></i>", Escape(runs[i].first), "</span>");
   }
   return out + "</div>";
 }
@@ -272,18 +279,17 @@ std::string Legend(const EventRuns& runs, const std::vector<size_t>& run_indexes
 
 std::string EventsHtmlPage(const std::string& logdir, const EventRuns& runs) {
   std::string html = StrCat(
-      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>flowtrain events: ",
-      Escape(logdir),
+      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>flowtrain events: ", Escape(logdir),
       "</title><style>body{font-family:sans-serif;margin:24px;color:#222}"
       "h2{border-bottom:1px solid #ddd;padding-bottom:4px}.chart{display:inline-block;"
       "margin:8px 16px 16px 0;vertical-align:top}.chart h4{margin:4px 0;font-family:monospace}"
       ".legend span{margin-right:14px;font-size:13px}.legend i{display:inline-block;width:10px;"
       "height:10px;margin-right:4px;border-radius:2px}figure{display:inline-block;margin:4px 8px 4px 0}"
-      "img{image-rendering:pixelated;border:1px solid #ddd;max-width:480px;height:auto}figcaption{font-size:12px;color:#555}"
+      "img{image-rendering:pixelated;border:1px solid "
+      "#ddd;max-width:480px;height:auto}figcaption{font-size:12px;color:#555}"
       ".error{color:#b00020}.note{color:#666;font-size:13px}"
-      "td,th{padding:2px 10px;text-align:left}", ImageStepStyle(),
-      "</style></head><body>\n<h1>Events under ",
-      Escape(logdir), "</h1>\n<h2>Runs</h2>\n");
+      "td,th{padding:2px 10px;text-align:left}",
+      ImageStepStyle(), "</style></head><body>\n<h1>Events under ", Escape(logdir), "</h1>\n<h2>Runs</h2>\n");
   for (size_t i = 0; i < runs.size(); ++i) {
     const auto& [name, run] = runs[i];
     StrAppend(&html, "<h3><span style=\"color:", RunColor(i), "\">&#9632;</span> ", Escape(name),
@@ -292,7 +298,8 @@ std::string EventsHtmlPage(const std::string& logdir, const EventRuns& runs) {
     StrAppend(&html, graph ? StrCat(graph->node_size(), " nodes") : std::string("none"), "</p>\n",
               ReadProblemsHtml(run));
     if (!run.SessionLogs().empty()) {
-      StrAppend(&html, "<table><tr><th>session log</th><th>step</th><th>time (UTC)</th><th>checkpoint</th></tr>");
+      StrAppend(&html,
+                "<table><tr><th>session log</th><th>step</th><th>time (UTC)</th><th>checkpoint</th></tr>");
       for (const auto& log : run.SessionLogs()) {
         StrAppend(&html, "<tr><td>", SessionStatusName(log.log.status()), "</td><td>", log.step, "</td><td>",
                   FormatTime(log.wall_time), "</td><td>", Escape(log.log.checkpoint_path()), "</td></tr>");
@@ -311,16 +318,16 @@ std::string EventsHtmlPage(const std::string& logdir, const EventRuns& runs) {
       StrAppend(&latest, latest.empty() ? "" : "; ", run_indexes.size() > 1 ? runs[i].first + " " : "",
                 FormatNumber(events.back().value), " at step ", events.back().step);
     }
-    StrAppend(&html, "<div class=\"chart\"><h4>", Escape(tag), " (scalar, latest ", Escape(latest),
-              ")</h4>", Legend(runs, run_indexes), ScalarChart(series), "</div>\n");
+    StrAppend(&html, "<div class=\"chart\"><h4>", Escape(tag), " (scalar, latest ", Escape(latest), ")</h4>",
+              Legend(runs, run_indexes), ScalarChart(series), "</div>\n");
   }
   const auto histogram_tags = TagsAcrossRuns(runs, &summary::RunTags::histograms);
   if (!histogram_tags.empty()) html += "<h2>Histograms</h2>\n";
   for (const auto& [tag, run_indexes] : histogram_tags) {
     for (size_t i : run_indexes) {
       const auto& h = runs[i].second.Histograms(tag);
-      StrAppend(&html, "<div class=\"chart\"><h4>", Escape(tag), " (histogram, ", h.size(),
-                " steps)</h4>", Legend(runs, {i}), HistogramChart(h, i), "</div>\n");
+      StrAppend(&html, "<div class=\"chart\"><h4>", Escape(tag), " (histogram, ", h.size(), " steps)</h4>",
+                Legend(runs, {i}), HistogramChart(h, i), "</div>\n");
     }
   }
   const auto image_tags = TagsAcrossRuns(runs, &summary::RunTags::images);
@@ -329,9 +336,8 @@ std::string EventsHtmlPage(const std::string& logdir, const EventRuns& runs) {
   for (const auto& [tag, run_indexes] : image_tags) {
     for (size_t i : run_indexes) {
       const auto& images = runs[i].second.Images(tag);
-      StrAppend(&html, "<div class=\"chart\"><h4>", Escape(tag), " (image, ", images.size(),
-                " steps)</h4>", Legend(runs, {i}), ImageCard(images, StrCat("image", cards++)),
-                "</div>\n");
+      StrAppend(&html, "<div class=\"chart\"><h4>", Escape(tag), " (image, ", images.size(), " steps)</h4>",
+                Legend(runs, {i}), ImageCard(images, StrCat("image", cards++)), "</div>\n");
     }
   }
   std::string others;
@@ -342,8 +348,8 @@ std::string EventsHtmlPage(const std::string& logdir, const EventRuns& runs) {
                 " clip(s)</li>\n");
     }
     for (const std::string& tag : tags.tensors) {
-      StrAppend(&others, "<li>", Escape(name), ": tensor ", Escape(tag), ", ",
-                run.Tensors(tag).size(), " value(s)</li>\n");
+      StrAppend(&others, "<li>", Escape(name), ": tensor ", Escape(tag), ", ", run.Tensors(tag).size(),
+                " value(s)</li>\n");
     }
   }
   if (!others.empty()) StrAppend(&html, "<h2>Other summaries</h2>\n<ul>", others, "</ul>\n");

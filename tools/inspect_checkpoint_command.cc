@@ -31,14 +31,13 @@ void PrintTensor(const io::CheckpointReader& reader, const std::string& name) {
 }  // namespace
 
 void AddInspectCheckpointCommand(CLI::App& app) {
-  CLI::App* cmd = app.add_subcommand(
-      "inspect-checkpoint",
-      "List the tensors of a V2 checkpoint (name, dtype, shape), or print their values");
+  CLI::App* cmd =
+      app.add_subcommand("inspect-checkpoint",
+                         "List the tensors of a V2 checkpoint (name, dtype, shape), or print their values");
   auto prefix = std::make_shared<std::string>();
   auto tensor = std::make_shared<std::string>();
   auto all = std::make_shared<bool>(false);
-  cmd->add_option("prefix", *prefix,
-                  "Checkpoint prefix, e.g. runs/x/model.ckpt-2000 (without .index)")
+  cmd->add_option("prefix", *prefix, "Checkpoint prefix, e.g. runs/x/model.ckpt-2000 (without .index)")
       ->required();
   cmd->add_option("--tensor", *tensor, "Print the value of this tensor");
   cmd->add_flag("--all", *all, "Print the value of every tensor");

@@ -42,9 +42,9 @@ TEST_F(InspectCheckpointTest, PrintsOneTensorOrAll) {
   EXPECT_EQ(all.exit_code, 0) << all.output;
   EXPECT_THAT(all.output, HasSubstr("tensor_name:  beta1_power\n"));
   EXPECT_THAT(all.output, HasSubstr("tensor_name:  global_step\n2000\n"));
-  CliResult half = RunFlowtrainCli("inspect-checkpoint " +
-                                    testing::FixturePath("tf1_half_plus_two_cpu/variables/variables") +
-                                    " --tensor b");
+  CliResult half =
+      RunFlowtrainCli("inspect-checkpoint " +
+                      testing::FixturePath("tf1_half_plus_two_cpu/variables/variables") + " --tensor b");
   EXPECT_EQ(half.output, "tensor_name:  b\n2\n");
 }
 

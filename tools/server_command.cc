@@ -41,9 +41,11 @@ distributed::ClusterSpec ClusterFromFlags(const ServerFlags& flags) {
   std::string spec;
   if (!flags.ps_hosts.empty()) spec = StrCat("ps=", flags.ps_hosts);
   if (!flags.worker_hosts.empty()) {
-    spec = spec.empty() ? StrCat("worker=", flags.worker_hosts) : StrCat(spec, ";worker=", flags.worker_hosts);
+    spec =
+        spec.empty() ? StrCat("worker=", flags.worker_hosts) : StrCat(spec, ";worker=", flags.worker_hosts);
   }
-  if (spec.empty()) InvalidArgument("flowtrain server: no cluster given (--cluster or --ps-hosts/--worker-hosts)");
+  if (spec.empty())
+    InvalidArgument("flowtrain server: no cluster given (--cluster or --ps-hosts/--worker-hosts)");
   return distributed::ClusterSpec::Parse(spec);
 }
 
@@ -63,11 +65,14 @@ void AddServerCommand(CLI::App& app) {
       "server", "Run one task of a cluster (a parameter server or a worker's server) until SIGINT/SIGTERM");
   auto flags = std::make_shared<ServerFlags>();
   cmd->add_option("--cluster", flags->cluster,
-                  "The cluster: jobs and their task addresses, e.g. \"ps=localhost:2222;worker=localhost:2223,localhost:2224\"");
+                  "The cluster: jobs and their task addresses, e.g. "
+                  "\"ps=localhost:2222;worker=localhost:2223,localhost:2224\"");
   cmd->add_option("--ps-hosts", flags->ps_hosts, "Comma-separated ps addresses (TF's flag style)");
-  cmd->add_option("--worker-hosts", flags->worker_hosts, "Comma-separated worker addresses (TF's flag style)");
+  cmd->add_option("--worker-hosts", flags->worker_hosts,
+                  "Comma-separated worker addresses (TF's flag style)");
   cmd->add_option("--job,--job-name", flags->job, "This task's job, e.g. ps")->required();
-  cmd->add_option("--task,--task-index", flags->task, "This task's index in its job")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--task,--task-index", flags->task, "This task's index in its job")
+      ->check(CLI::NonNegativeNumber);
   cmd->callback([flags] {
     const distributed::ClusterSpec cluster = ClusterFromFlags(*flags);
     sigset_t signals;

@@ -31,7 +31,7 @@ int SizeClass(size_t bytes, size_t* class_bytes) {
     return 0;
   }
   const size_t units = (bytes + kTensorAlignment - 1) / kTensorAlignment;  // >= 2
-  const int exponent = std::bit_width(units) - 1;                           // 2^e <= units
+  const int exponent = std::bit_width(units) - 1;                          // 2^e <= units
   const size_t base = size_t{1} << exponent;
   // Round up to the next quarter step within [2^e, 2^(e+1)].
   const size_t step = exponent >= 2 ? base / kClassesPerDoubling : 1;

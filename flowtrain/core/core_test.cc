@@ -127,22 +127,33 @@ TEST(TensorShape, OverflowingSizesAreInvalidArgument) {
   constexpr int64_t k62 = int64_t{1} << 62;
   EXPECT_EQ(TensorShape({int64_t{1} << 31, int64_t{1} << 31}).num_elements(), k62);
   EXPECT_EQ(TensorShape({k62, 1}).num_elements(), k62);
-  testing::ExpectInvalidArgument([&] { TensorShape({k62, 4}); },
-                                 {"Shape [4611686018427387904,4] has too many elements"});
+  testing::ExpectInvalidArgument(
+      [&] {
+        TensorShape({k62, 4});
+      },
+      {"Shape [4611686018427387904,4] has too many elements"});
   testing::ExpectInvalidArgument([&] { TensorShape({k62, 2}); }, {"too many elements"});
   testing::ExpectInvalidArgument([&] { TensorShape({3, 3, k62}); }, {"too many elements"});
   TensorShape s({k62});
   testing::ExpectInvalidArgument([&] { s.AddDim(4); }, {"too many elements"});
   TensorShape t({k62, 1});
   testing::ExpectInvalidArgument([&] { t.set_dim(1, 2); }, {"too many elements"});
-  testing::ExpectInvalidArgument([&] { (void)PartialTensorShape({k62, 4}).num_elements(); }, {"too many elements"});
+  testing::ExpectInvalidArgument(
+      [&] {
+        (void)PartialTensorShape({k62, 4}).num_elements();
+      },
+      {"too many elements"});
   EXPECT_EQ(PartialTensorShape({k62, -1, 4}).num_elements(), -1);
   testing::ExpectInvalidArgument([&] { CheckedMultiplySizes(k62, 4, "Op", "dim 0"); },
                                  {"Op: dim 0: 4611686018427387904 * 4 overflows int64"});
-  testing::ExpectInvalidArgument([&] { CheckedAddSizes(std::numeric_limits<int64_t>::max(), 1, "Op", "sum"); },
-                                 {"Op: sum: ", "overflows int64"});
-  testing::ExpectInvalidArgument([&] { CheckedNumElements(std::vector<int64_t>{k62, 4}, "Tile"); },
-                                 {"Tile: shape [4611686018427387904,4] has too many elements"});
+  testing::ExpectInvalidArgument(
+      [&] { CheckedAddSizes(std::numeric_limits<int64_t>::max(), 1, "Op", "sum"); },
+      {"Op: sum: ", "overflows int64"});
+  testing::ExpectInvalidArgument(
+      [&] {
+        CheckedNumElements(std::vector<int64_t>{k62, 4}, "Tile");
+      },
+      {"Tile: shape [4611686018427387904,4] has too many elements"});
   EXPECT_EQ(CheckedMultiplySizes(k62, 1, "Op", ""), k62);
   // Valid shapes too large in bytes.
   EXPECT_THROW(Tensor(DT_STRING, TensorShape({k62})), ResourceExhaustedError);
@@ -244,8 +255,8 @@ TEST(Tensor, EmptyAndExternal) {
   bool released = false;
   {
     std::vector<float> storage = {1, 2, 3};
-    Tensor ext = Tensor::WrapExternal(DT_FLOAT, TensorShape({3}), storage.data(),
-                                      storage.size() * 4, [&] { released = true; });
+    Tensor ext = Tensor::WrapExternal(DT_FLOAT, TensorShape({3}), storage.data(), storage.size() * 4,
+                                      [&] { released = true; });
     EXPECT_EQ(ext.flat<float>()[2], 3.0f);
   }
   EXPECT_TRUE(released);

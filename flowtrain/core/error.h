@@ -62,11 +62,10 @@ class Error : public std::runtime_error {
   Code code_;
 };
 
-#define FLOWTRAIN_DECLARE_ERROR(Name, CodeValue)                            \
-  class Name##Error : public Error {                                        \
-   public:                                                                  \
-    explicit Name##Error(std::string message)                               \
-        : Error(Code::CodeValue, std::move(message)) {}                     \
+#define FLOWTRAIN_DECLARE_ERROR(Name, CodeValue)                                              \
+  class Name##Error : public Error {                                                          \
+   public:                                                                                    \
+    explicit Name##Error(std::string message) : Error(Code::CodeValue, std::move(message)) {} \
   };
 
 FLOWTRAIN_DECLARE_ERROR(Cancelled, kCancelled)
@@ -99,10 +98,10 @@ FLOWTRAIN_DECLARE_ERROR(Unauthenticated, kUnauthenticated)
 Error ErrorFromException(const std::exception_ptr& exception);
 
 // Helpers that build the message from parts with StrCat.
-#define FLOWTRAIN_ERROR_HELPER(Name)                                         \
-  template <typename... Parts>                                               \
-  [[noreturn]] void Name(const Parts&... parts) {                            \
-    ThrowError(Code::k##Name, StrCat(parts...));                       \
+#define FLOWTRAIN_ERROR_HELPER(Name)              \
+  template <typename... Parts>                    \
+  [[noreturn]] void Name(const Parts&... parts) { \
+    ThrowError(Code::k##Name, StrCat(parts...));  \
   }
 FLOWTRAIN_ERROR_HELPER(Cancelled)
 FLOWTRAIN_ERROR_HELPER(Unknown)
@@ -122,16 +121,15 @@ FLOWTRAIN_ERROR_HELPER(DataLoss)
 #undef FLOWTRAIN_ERROR_HELPER
 
 // Throws InvalidArgument with the message parts when `condition` is false.
-#define FT_REQUIRE(condition, ...)                                           \
-  do {                                                                       \
-    if (!(condition)) ::flowtrain::InvalidArgument(__VA_ARGS__);             \
+#define FT_REQUIRE(condition, ...)                               \
+  do {                                                           \
+    if (!(condition)) ::flowtrain::InvalidArgument(__VA_ARGS__); \
   } while (false)
 
 // Throws Internal naming the broken invariant when `condition` is false.
-#define FT_CHECK_INTERNAL(condition)                                         \
-  do {                                                                       \
-    if (!(condition))                                                        \
-      ::flowtrain::Internal("Check failed: " #condition " at ", __FILE__, ":", __LINE__); \
+#define FT_CHECK_INTERNAL(condition)                                                                      \
+  do {                                                                                                    \
+    if (!(condition)) ::flowtrain::Internal("Check failed: " #condition " at ", __FILE__, ":", __LINE__); \
   } while (false)
 
 }  // namespace flowtrain

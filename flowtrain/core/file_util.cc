@@ -42,18 +42,30 @@ void SyncDirectory(const std::string& dir) {
 void ThrowIOError(std::string_view action, std::string_view path, int errno_value) {
   std::string message = StrCat("Error ", action, " '", path, "': ", std::strerror(errno_value));
   switch (errno_value) {
-    case ENOENT: case ENOTDIR: ThrowError(Code::kNotFound, std::move(message));
-    case EACCES: case EPERM: case EROFS: ThrowError(Code::kPermissionDenied, std::move(message));
-    case ENOSPC: case EDQUOT: case ENOMEM: ThrowError(Code::kResourceExhausted, std::move(message));
-    case EEXIST: ThrowError(Code::kAlreadyExists, std::move(message));
-    case EINVAL: case ENAMETOOLONG: case EISDIR: ThrowError(Code::kInvalidArgument, std::move(message));
-    default: ThrowError(Code::kInternal, std::move(message));
+    case ENOENT:
+    case ENOTDIR:
+      ThrowError(Code::kNotFound, std::move(message));
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      ThrowError(Code::kPermissionDenied, std::move(message));
+    case ENOSPC:
+    case EDQUOT:
+    case ENOMEM:
+      ThrowError(Code::kResourceExhausted, std::move(message));
+    case EEXIST:
+      ThrowError(Code::kAlreadyExists, std::move(message));
+    case EINVAL:
+    case ENAMETOOLONG:
+    case EISDIR:
+      ThrowError(Code::kInvalidArgument, std::move(message));
+    default:
+      ThrowError(Code::kInternal, std::move(message));
   }
 }
 
 std::string RandomHex(int bytes) {
-  static thread_local std::mt19937_64 rng(std::random_device{}() ^
-                                          (static_cast<uint64_t>(::getpid()) << 32));
+  static thread_local std::mt19937_64 rng(std::random_device{}() ^ (static_cast<uint64_t>(::getpid()) << 32));
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   out.reserve(bytes * 2);

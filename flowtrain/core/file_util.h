@@ -30,9 +30,7 @@ class AtomicFileWriter {
   ~AtomicFileWriter();  // removes the temporary file unless committed
 
   void Append(std::string_view data);
-  void Append(const void* data, size_t n) {
-    Append(std::string_view(static_cast<const char*>(data), n));
-  }
+  void Append(const void* data, size_t n) { Append(std::string_view(static_cast<const char*>(data), n)); }
   // Bytes appended so far.
   uint64_t size() const { return size_; }
   // Flushes, fsyncs, renames into place and fsyncs the directory.

@@ -77,9 +77,9 @@ LogMessage::~LogMessage() {
   static constexpr char kLetters[] = {'I', 'W', 'E', 'F'};
   char prefix[128];
   std::snprintf(prefix, sizeof(prefix), "%c%02d%02d %02d:%02d:%02d.%06d %d %s:%d] ",
-                kLetters[static_cast<int>(severity_)], local.tm_mon + 1, local.tm_mday,
-                local.tm_hour, local.tm_min, local.tm_sec, static_cast<int>(now.tv_usec),
-                static_cast<int>(gettid()), Basename(file_), line_);
+                kLetters[static_cast<int>(severity_)], local.tm_mon + 1, local.tm_mday, local.tm_hour,
+                local.tm_min, local.tm_sec, static_cast<int>(now.tv_usec), static_cast<int>(gettid()),
+                Basename(file_), line_);
   const std::string line = prefix + stream_.str();
   {
     absl::MutexLock lock(&sink_mu);

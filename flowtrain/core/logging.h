@@ -51,12 +51,11 @@ struct Voidify {
 #define FT_LOG_SEVERITY_ERROR ::flowtrain::LogSeverity::kError
 #define FT_LOG_SEVERITY_FATAL ::flowtrain::LogSeverity::kFatal
 
-#define FT_LOG(severity)                                                          \
-  !::flowtrain::LogLevelEnabled(FT_LOG_SEVERITY_##severity)                       \
-      ? (void)0                                                                   \
-      : ::flowtrain::logging_internal::Voidify() &                                \
-            ::flowtrain::logging_internal::LogMessage(__FILE__, __LINE__,         \
-                                                      FT_LOG_SEVERITY_##severity) \
+#define FT_LOG(severity)                                                                              \
+  !::flowtrain::LogLevelEnabled(FT_LOG_SEVERITY_##severity)                                           \
+      ? (void)0                                                                                       \
+      : ::flowtrain::logging_internal::Voidify() &                                                    \
+            ::flowtrain::logging_internal::LogMessage(__FILE__, __LINE__, FT_LOG_SEVERITY_##severity) \
                 .stream()
 
 #endif  // FLOWTRAIN_CORE_LOGGING_H_

@@ -25,15 +25,15 @@ inline void AppendPiece(std::string* out, char c) { out->push_back(c); }
 inline void AppendPiece(std::string* out, bool b) { out->append(b ? "true" : "false"); }
 
 template <typename T>
-  requires(std::is_arithmetic_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, char>)
-void AppendPiece(std::string* out, T value) {
+requires(std::is_arithmetic_v<T> && !std::is_same_v<T, bool> &&
+         !std::is_same_v<T, char>) void AppendPiece(std::string* out, T value) {
   char buffer[64];
   auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
   out->append(buffer, result.ptr);
 }
 
 template <typename T>
-  requires std::is_enum_v<T>
+requires std::is_enum_v<T>
 void AppendPiece(std::string* out, T value) {
   AppendPiece(out, static_cast<std::underlying_type_t<T>>(value));
 }

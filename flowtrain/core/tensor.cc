@@ -15,10 +15,17 @@ namespace {
 template <typename Fn>
 bool VisitObjectType(DataType dtype, Fn&& fn) {
   switch (dtype) {
-    case DT_STRING: fn.template operator()<std::string>(); return true;
-    case DT_RESOURCE: fn.template operator()<ResourceHandle>(); return true;
-    case DT_VARIANT: fn.template operator()<std::any>(); return true;
-    default: return false;
+    case DT_STRING:
+      fn.template operator()<std::string>();
+      return true;
+    case DT_RESOURCE:
+      fn.template operator()<ResourceHandle>();
+      return true;
+    case DT_VARIANT:
+      fn.template operator()<std::any>();
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -28,8 +35,7 @@ bool VisitObjectType(DataType dtype, Fn&& fn) {
 // object.
 class PooledBuffer final : public TensorBuffer {
  public:
-  static PooledBuffer* Create(DataType dtype, int64_t elements, size_t data_bytes,
-                              Allocator* allocator) {
+  static PooledBuffer* Create(DataType dtype, int64_t elements, size_t data_bytes, Allocator* allocator) {
     const size_t block_bytes = kHeaderBytes + data_bytes;
     char* block = static_cast<char*>(allocator->Allocate(block_bytes));
     const BlockPrefix prefix{allocator, block_bytes};
@@ -117,16 +123,16 @@ Tensor::Tensor(DataType dtype, const TensorShape& shape, Allocator* allocator)
   data_ = buffer->data();
 }
 
-Tensor Tensor::WrapExternal(DataType dtype, const TensorShape& shape, void* data,
-                            size_t size_bytes, std::function<void()> release) {
+Tensor Tensor::WrapExternal(DataType dtype, const TensorShape& shape, void* data, size_t size_bytes,
+                            std::function<void()> release) {
   if (dtype == DT_STRING || !IsSupportedTensorType(dtype)) {
     InvalidArgument("Cannot wrap external memory as a tensor of type ", DataTypeString(dtype));
   }
   int64_t needed;
   if (!MultiplySizes(shape.num_elements(), static_cast<int64_t>(DataTypeSize(dtype)), &needed) ||
       size_bytes < static_cast<size_t>(needed)) {
-    InvalidArgument("External buffer of ", size_bytes, " bytes is too small for ",
-                    DataTypeString(dtype), " ", shape.DebugString());
+    InvalidArgument("External buffer of ", size_bytes, " bytes is too small for ", DataTypeString(dtype), " ",
+                    shape.DebugString());
   }
   Tensor t;
   t.dtype_ = dtype;
@@ -142,10 +148,7 @@ Tensor::Tensor(const Tensor& other)
 }
 
 Tensor::Tensor(Tensor&& other) noexcept
-    : dtype_(other.dtype_),
-      shape_(std::move(other.shape_)),
-      buffer_(other.buffer_),
-      data_(other.data_) {
+    : dtype_(other.dtype_), shape_(std::move(other.shape_)), buffer_(other.buffer_), data_(other.data_) {
   other.buffer_ = nullptr;
   other.data_ = nullptr;
   other.dtype_ = DT_INVALID;
@@ -190,8 +193,10 @@ size_t Tensor::TotalBytes() const {
 
 void Tensor::CheckType(DataType expected) const {
   if (dtype_ == DT_INVALID) {
-    InvalidArgument("Tensor is empty (default-constructed, or the result of a fetched Operation) "
-                    "and has no ", DataTypeString(expected), " values");
+    InvalidArgument(
+        "Tensor is empty (default-constructed, or the result of a fetched Operation) "
+        "and has no ",
+        DataTypeString(expected), " values");
   }
   if (dtype_ != expected) {
     InvalidArgument("Tensor has type ", DataTypeString(dtype_), " but was accessed as ",
@@ -218,8 +223,7 @@ Tensor Tensor::Reshaped(const TensorShape& shape) const {
 Tensor Tensor::Slice(int64_t start, int64_t limit) const {
   if (dims() < 1) InvalidArgument("Cannot slice a scalar tensor");
   if (start < 0 || limit < start || limit > dim_size(0)) {
-    InvalidArgument("Slice [", start, ", ", limit, ") out of range for shape ",
-                    shape_.DebugString());
+    InvalidArgument("Slice [", start, ", ", limit, ") out of range for shape ", shape_.DebugString());
   }
   Tensor t(*this);
   t.shape_.set_dim(0, limit - start);
@@ -238,8 +242,7 @@ Tensor Tensor::DeepCopy() const {
 void Tensor::CopyDataFrom(const Tensor& other) {
   if (other.dtype_ != dtype_ || other.NumElements() != NumElements()) {
     InvalidArgument("CopyDataFrom: cannot copy ", DataTypeString(other.dtype_), " ",
-                    other.shape_.DebugString(), " into ", DataTypeString(dtype_), " ",
-                    shape_.DebugString());
+                    other.shape_.DebugString(), " into ", DataTypeString(dtype_), " ", shape_.DebugString());
   }
   if (NumElements() == 0 || data_ == other.data_) return;
   const bool copied_objects = VisitObjectType(dtype_, [&]<typename T>() {
@@ -289,14 +292,13 @@ std::string Tensor::SummarizeValue(int64_t max_entries) const {
 
 std::string Tensor::DebugString(int max_entries) const {
   return StrCat("Tensor<type: ", DataTypeString(dtype_), " shape: ", shape_.DebugString(),
-                      " values: ", SummarizeValue(max_entries), ">");
+                " values: ", SummarizeValue(max_entries), ">");
 }
 
 template <>
 Tensor Tensor::FromVector<bool>(const std::vector<bool>& values, const TensorShape& shape) {
   if (static_cast<int64_t>(values.size()) != shape.num_elements()) {
-    InvalidArgument("Tensor::FromVector: ", values.size(), " values do not fill shape ",
-                    shape.DebugString());
+    InvalidArgument("Tensor::FromVector: ", values.size(), " values do not fill shape ", shape.DebugString());
   }
   Tensor t(DT_BOOL, shape);
   bool* out = t.data<bool>();

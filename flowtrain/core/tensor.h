@@ -65,8 +65,8 @@ class Tensor {
   // Allocates an uninitialized buffer (strings are constructed empty).
   Tensor(DataType dtype, const TensorShape& shape, Allocator* allocator = DefaultAllocator());
   // Wraps memory the caller owns; `release` runs when the last Tensor using it is gone.
-  static Tensor WrapExternal(DataType dtype, const TensorShape& shape, void* data,
-                             size_t size_bytes, std::function<void()> release);
+  static Tensor WrapExternal(DataType dtype, const TensorShape& shape, void* data, size_t size_bytes,
+                             std::function<void()> release);
 
   Tensor(const Tensor& other);
   Tensor(Tensor&& other) noexcept;
@@ -117,9 +117,7 @@ class Tensor {
   // Copies `other`'s elements into this tensor's buffer (same dtype and element count).
   void CopyDataFrom(const Tensor& other);
 
-  bool SharesBufferWith(const Tensor& other) const {
-    return buffer_ != nullptr && buffer_ == other.buffer_;
-  }
+  bool SharesBufferWith(const Tensor& other) const { return buffer_ != nullptr && buffer_ == other.buffer_; }
   // True when no other Tensor shares the buffer, so a kernel may overwrite it in place.
   bool RefCountIsOne() const { return buffer_ != nullptr && buffer_->RefCountIsOne(); }
 
@@ -155,8 +153,7 @@ Tensor Tensor::FromVector(const std::vector<T>& values) {
 template <typename T>
 Tensor Tensor::FromVector(const std::vector<T>& values, const TensorShape& shape) {
   if (static_cast<int64_t>(values.size()) != shape.num_elements()) {
-    InvalidArgument("Tensor::FromVector: ", values.size(), " values do not fill shape ",
-                    shape.DebugString());
+    InvalidArgument("Tensor::FromVector: ", values.size(), " values do not fill shape ", shape.DebugString());
   }
   Tensor t(DataTypeToEnum<T>::value, shape);
   T* out = t.data<T>();

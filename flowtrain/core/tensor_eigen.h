@@ -14,8 +14,8 @@
 namespace flowtrain {
 
 template <typename T, int N>
-using EigenTensorMap = Eigen::TensorMap<Eigen::Tensor<T, N, Eigen::RowMajor, Eigen::DenseIndex>,
-                                        Eigen::Aligned>;
+using EigenTensorMap =
+    Eigen::TensorMap<Eigen::Tensor<T, N, Eigen::RowMajor, Eigen::DenseIndex>, Eigen::Aligned>;
 
 template <typename T>
 EigenTensorMap<T, 1> EigenFlat(const Tensor& t) {

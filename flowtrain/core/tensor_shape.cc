@@ -1,6 +1,5 @@
 #include "flowtrain/core/tensor_shape.h"
 
-
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/core/error.h"
 
@@ -43,9 +42,7 @@ int64_t CheckedNumElements(std::span<const int64_t> dims, std::string_view op) {
 }
 
 TensorShape::TensorShape(std::initializer_list<int64_t> dims) : dims_(dims) { Recount(); }
-TensorShape::TensorShape(std::span<const int64_t> dims) : dims_(dims.begin(), dims.end()) {
-  Recount();
-}
+TensorShape::TensorShape(std::span<const int64_t> dims) : dims_(dims.begin(), dims.end()) { Recount(); }
 TensorShape::TensorShape(DimVector dims) : dims_(std::move(dims)) { Recount(); }
 
 void TensorShape::Recount() {
@@ -76,9 +73,7 @@ void TensorShape::set_dim(int d, int64_t size) {
   Recount();
 }
 
-std::string TensorShape::DebugString() const {
-  return StrCat("[", StrJoin(dims_, ","), "]");
-}
+std::string TensorShape::DebugString() const { return StrCat("[", StrJoin(dims_, ","), "]"); }
 
 PartialTensorShape::PartialTensorShape(std::initializer_list<int64_t> dims)
     : PartialTensorShape(std::span<const int64_t>(dims.begin(), dims.size())) {}

@@ -52,7 +52,8 @@ class TensorShape {
   int dims() const { return static_cast<int>(dims_.size()); }
   // Throws InvalidArgument unless 0 <= d < dims().
   int64_t dim_size(int d) const {
-    if (d < 0 || d >= dims()) [[unlikely]] ThrowDimOutOfRange("TensorShape", d, DebugString());
+    if (d < 0 || d >= dims()) [[unlikely]]
+      ThrowDimOutOfRange("TensorShape", d, DebugString());
     return dims_[d];
   }
   const DimVector& dim_sizes() const { return dims_; }
@@ -93,7 +94,8 @@ class PartialTensorShape {
   // -1 when that dimension is unknown. Throws InvalidArgument unless 0 <= d < dims() (so
   // always when the rank is unknown).
   int64_t dim_size(int d) const {
-    if (d < 0 || d >= dims()) [[unlikely]] ThrowDimOutOfRange("PartialTensorShape", d, DebugString());
+    if (d < 0 || d >= dims()) [[unlikely]]
+      ThrowDimOutOfRange("PartialTensorShape", d, DebugString());
     return dims_[d];
   }
   const DimVector& dim_sizes() const { return dims_; }

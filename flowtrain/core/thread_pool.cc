@@ -17,8 +17,7 @@ struct ThreadPool::Impl {
 };
 
 ThreadPool::ThreadPool(std::string name, int num_threads) : name_(std::move(name)) {
-  FT_REQUIRE(num_threads >= 1, "ThreadPool '", name_, "' needs at least one thread, got ",
-             num_threads);
+  FT_REQUIRE(num_threads >= 1, "ThreadPool '", name_, "' needs at least one thread, got ", num_threads);
   impl_ = std::make_unique<Impl>(num_threads);
 }
 

@@ -36,8 +36,7 @@ class ThreadPool {
 
   // Calls fn over [0, total) split into shards sized by `cost_per_unit` (roughly, cycles per
   // element); runs inline when the work is too small to be worth splitting. Blocks until done.
-  void ParallelFor(int64_t total, int64_t cost_per_unit,
-                   const std::function<void(int64_t, int64_t)>& fn);
+  void ParallelFor(int64_t total, int64_t cost_per_unit, const std::function<void(int64_t, int64_t)>& fn);
 
   Eigen::ThreadPoolInterface* AsEigenThreadPool();
   // An Eigen device that evaluates tensor expressions on this pool.

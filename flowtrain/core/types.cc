@@ -82,9 +82,20 @@ DataType DataTypeFromString(std::string_view name) {
 
 bool IsSupportedTensorType(DataType dtype) {
   switch (BaseType(dtype)) {
-    case DT_FLOAT: case DT_DOUBLE: case DT_INT32: case DT_UINT8: case DT_INT16: case DT_INT8:
-    case DT_STRING: case DT_INT64: case DT_BOOL: case DT_BFLOAT16: case DT_UINT16:
-    case DT_HALF: case DT_UINT32: case DT_UINT64:
+    case DT_FLOAT:
+    case DT_DOUBLE:
+    case DT_INT32:
+    case DT_UINT8:
+    case DT_INT16:
+    case DT_INT8:
+    case DT_STRING:
+    case DT_INT64:
+    case DT_BOOL:
+    case DT_BFLOAT16:
+    case DT_UINT16:
+    case DT_HALF:
+    case DT_UINT32:
+    case DT_UINT64:
       return true;
     default:
       return false;
@@ -93,16 +104,29 @@ bool IsSupportedTensorType(DataType dtype) {
 
 bool IsFloatingType(DataType dtype) {
   switch (BaseType(dtype)) {
-    case DT_FLOAT: case DT_DOUBLE: case DT_HALF: case DT_BFLOAT16: return true;
-    default: return false;
+    case DT_FLOAT:
+    case DT_DOUBLE:
+    case DT_HALF:
+    case DT_BFLOAT16:
+      return true;
+    default:
+      return false;
   }
 }
 
 bool IsIntegerType(DataType dtype) {
   switch (BaseType(dtype)) {
-    case DT_INT8: case DT_INT16: case DT_INT32: case DT_INT64:
-    case DT_UINT8: case DT_UINT16: case DT_UINT32: case DT_UINT64: return true;
-    default: return false;
+    case DT_INT8:
+    case DT_INT16:
+    case DT_INT32:
+    case DT_INT64:
+    case DT_UINT8:
+    case DT_UINT16:
+    case DT_UINT32:
+    case DT_UINT64:
+      return true;
+    default:
+      return false;
   }
 }
 

@@ -84,10 +84,10 @@ bool IsIntegerType(DataType dtype);   // signed and unsigned integers
 // Maps C++ element types to DataType.
 template <typename T>
 struct DataTypeToEnum;
-#define FT_MATCH_TYPE_AND_ENUM(TYPE, ENUM)                   \
-  template <>                                                \
-  struct DataTypeToEnum<TYPE> {                              \
-    static constexpr DataType value = ENUM;                  \
+#define FT_MATCH_TYPE_AND_ENUM(TYPE, ENUM)  \
+  template <>                               \
+  struct DataTypeToEnum<TYPE> {             \
+    static constexpr DataType value = ENUM; \
   };
 FT_MATCH_TYPE_AND_ENUM(float, DT_FLOAT)
 FT_MATCH_TYPE_AND_ENUM(double, DT_DOUBLE)
@@ -122,28 +122,44 @@ decltype(auto) DispatchNumericType(DataType dtype, std::string_view what, Fn&& f
 template <typename Fn>
 decltype(auto) DispatchNumericType(DataType dtype, std::string_view what, Fn&& fn) {
   switch (BaseType(dtype)) {
-    case DT_FLOAT: return fn.template operator()<float>();
-    case DT_DOUBLE: return fn.template operator()<double>();
-    case DT_INT32: return fn.template operator()<int32_t>();
-    case DT_INT64: return fn.template operator()<int64_t>();
-    case DT_UINT8: return fn.template operator()<uint8_t>();
-    case DT_INT16: return fn.template operator()<int16_t>();
-    case DT_INT8: return fn.template operator()<int8_t>();
-    case DT_UINT16: return fn.template operator()<uint16_t>();
-    case DT_UINT32: return fn.template operator()<uint32_t>();
-    case DT_UINT64: return fn.template operator()<uint64_t>();
-    case DT_HALF: return fn.template operator()<half>();
-    case DT_BFLOAT16: return fn.template operator()<bfloat16>();
-    default: ThrowUnsupportedType(dtype, what);
+    case DT_FLOAT:
+      return fn.template operator()<float>();
+    case DT_DOUBLE:
+      return fn.template operator()<double>();
+    case DT_INT32:
+      return fn.template operator()<int32_t>();
+    case DT_INT64:
+      return fn.template operator()<int64_t>();
+    case DT_UINT8:
+      return fn.template operator()<uint8_t>();
+    case DT_INT16:
+      return fn.template operator()<int16_t>();
+    case DT_INT8:
+      return fn.template operator()<int8_t>();
+    case DT_UINT16:
+      return fn.template operator()<uint16_t>();
+    case DT_UINT32:
+      return fn.template operator()<uint32_t>();
+    case DT_UINT64:
+      return fn.template operator()<uint64_t>();
+    case DT_HALF:
+      return fn.template operator()<half>();
+    case DT_BFLOAT16:
+      return fn.template operator()<bfloat16>();
+    default:
+      ThrowUnsupportedType(dtype, what);
   }
 }
 
 template <typename Fn>
 decltype(auto) DispatchDataType(DataType dtype, std::string_view what, Fn&& fn) {
   switch (BaseType(dtype)) {
-    case DT_BOOL: return fn.template operator()<bool>();
-    case DT_STRING: return fn.template operator()<std::string>();
-    default: return DispatchNumericType(dtype, what, std::forward<Fn>(fn));
+    case DT_BOOL:
+      return fn.template operator()<bool>();
+    case DT_STRING:
+      return fn.template operator()<std::string>();
+    default:
+      return DispatchNumericType(dtype, what, std::forward<Fn>(fn));
   }
 }
 

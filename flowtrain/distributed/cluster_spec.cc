@@ -42,8 +42,7 @@ void CheckAddress(std::string_view job, std::string_view address, std::string_vi
     if (r.ec != std::errc() || r.ptr != digits.data() + digits.size()) port = -1;
   }
   if (port < 0 || port > 65535) {
-    InvalidArgument("ClusterSpec '", text, "': address '", address, "' of job '", job,
-                    "' is not host:port");
+    InvalidArgument("ClusterSpec '", text, "': address '", address, "' of job '", job, "' is not host:port");
   }
 }
 

@@ -37,7 +37,11 @@ TEST(ClusterSpecTest, MalformedSpecsNameWhatIsWrong) {
   ExpectInvalidArgument([] { ClusterSpec::Parse("ps=a:1,,b:2"); }, "empty address");
   ExpectInvalidArgument([] { ClusterSpec::Parse("=a:1"); }, "bad job name");
   ExpectInvalidArgument([] { ClusterSpec::Parse("ps=a:1;ps=b:2"); }, "'ps' repeated");
-  ExpectInvalidArgument([] { ClusterSpec(std::map<std::string, std::vector<std::string>>{{"ps", {}}}); }, "no tasks");
+  ExpectInvalidArgument(
+      [] {
+        ClusterSpec(std::map<std::string, std::vector<std::string>>{{"ps", {}}});
+      },
+      "no tasks");
 }
 
 TEST(ClusterSpecTest, TaskAddressChecksTheTask) {

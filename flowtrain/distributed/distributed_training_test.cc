@@ -30,7 +30,8 @@ TEST(ReplicaDeviceSetterTest, VariablesRoundRobinOverPsTasksOthersOnTheWorker) {
   ClusterSpec cluster = ClusterSpec::Parse("ps=a:1,a:2;worker=b:1,b:2");
   Graph g;
   auto as_default = g.AsDefault();
-  auto scope = g.Device(train::ReplicaDeviceSetter({.cluster = &cluster, .worker_device = "/job:worker/task:1"}));
+  auto scope =
+      g.Device(train::ReplicaDeviceSetter({.cluster = &cluster, .worker_device = "/job:worker/task:1"}));
   Variable w(Tensor::Scalar<float>(1), {.name = "w"});
   Variable b(Tensor::Scalar<float>(2), {.name = "b"});
   Variable c(Tensor::Scalar<float>(3), {.name = "c"});
@@ -94,7 +95,13 @@ TEST(DistributedTrainingTest, TwoWorkersTrainSharedVariablesOnOnePs) {
   auto other_sess = NewSession(other.graph, {.target = local.workers[1]->target()});
   chief_sess->Run({}, {}, {ops::GlobalVariablesInitializer(&chief.graph)});
   // The other worker's graph sees the chief's initialisation: the variables live on the ps.
-  EXPECT_EQ(other_sess->Run({}, {ops::ReportUninitializedVariables(std::nullopt, "report_uninitialized_variables", &other.graph)}, {})[0].NumElements(), 0);
+  EXPECT_EQ(other_sess
+                ->Run({},
+                      {ops::ReportUninitializedVariables(std::nullopt, "report_uninitialized_variables",
+                                                         &other.graph)},
+                      {})[0]
+                .NumElements(),
+            0);
   const float initial_loss = chief_sess->Run(chief.Batch(), {chief.loss}, {})[0].scalar<float>();
 
   constexpr int kSteps = 60;
@@ -106,7 +113,8 @@ TEST(DistributedTrainingTest, TwoWorkersTrainSharedVariablesOnOnePs) {
   t0.join();
   t1.join();
 
-  std::vector<Tensor> out = other_sess->Run(other.Batch(), {other.global_step, other.w, other.b, other.loss}, {});
+  std::vector<Tensor> out =
+      other_sess->Run(other.Batch(), {other.global_step, other.w, other.b, other.loss}, {});
   EXPECT_EQ(out[0].scalar<int64_t>(), 2 * kSteps);  // both workers advanced one global step
   EXPECT_NEAR(out[1].scalar<float>(), 3.0f, 0.1f);
   EXPECT_NEAR(out[2].scalar<float>(), 2.0f, 0.1f);
@@ -131,8 +139,8 @@ TEST(DistributedTrainingTest, MonitoredTrainingSessionOnAWorkerSavesTheCheckpoin
     sess->Close();
   }
   // The trained values outlive the monitored session on the ps.
-  std::vector<Tensor> out = NewSession(model.graph, {.target = local.workers[0]->target()})
-                                ->Run({}, {model.w, model.b}, {});
+  std::vector<Tensor> out =
+      NewSession(model.graph, {.target = local.workers[0]->target()})->Run({}, {model.w, model.b}, {});
   w = out[0].scalar<float>();
   b = out[1].scalar<float>();
   std::optional<std::string> latest = train::LatestCheckpoint(dir);
@@ -184,7 +192,9 @@ TEST_P(PsRestartTest, MonitoredTrainingSessionRecoversFromAPsRestart) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Checkpoints, PsRestartTest, ::testing::Values(false, true),
-                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "Async" : "Sync"; });
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "Async" : "Sync";
+                         });
 
 }  // namespace
 }  // namespace flowtrain::distributed

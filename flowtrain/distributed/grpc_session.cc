@@ -89,7 +89,8 @@ struct GrpcSession::Impl {
 GrpcSession::GrpcSession(Graph& graph, SessionOptions options)
     : impl_(std::make_unique<Impl>(graph, std::move(options))) {
   const std::string& target = impl_->options.target;
-  if (!target.starts_with(kScheme)) InvalidArgument("GrpcSession target '", target, "' is not grpc://host:port");
+  if (!target.starts_with(kScheme))
+    InvalidArgument("GrpcSession target '", target, "' is not grpc://host:port");
   const std::string address = target.substr(sizeof(kScheme) - 1);
   auto stub = NewWorkerStub(address);
   grpc::ClientContext context;
@@ -104,7 +105,8 @@ GrpcSession::GrpcSession(Graph& graph, SessionOptions options)
     for (int i = 0; i < impl_->cluster.num_tasks(job); ++i) {
       Impl::TaskConnection& connection = impl_->connections[TaskId{job, i}];
       connection.address = impl_->cluster.task_address(job, i);
-      connection.stub = TaskId{job, i} == impl_->own_task ? std::move(stub) : NewWorkerStub(connection.address);
+      connection.stub =
+          TaskId{job, i} == impl_->own_task ? std::move(stub) : NewWorkerStub(connection.address);
     }
   }
 }
@@ -140,11 +142,11 @@ std::shared_ptr<const GrpcSession::Impl::Plan> GrpcSession::Impl::GetOrCompile(c
 }
 
 std::shared_ptr<const GrpcSession::Impl::Plan> GrpcSession::Impl::Register(const RunArguments& args) {
-  PartitionPlan partitions = PartitionGraph(
-      graph, args.feeds, args.fetches, args.targets,
-      PartitionOptions{.cluster = cluster,
-                       .default_task = own_task,
-                       .allow_soft_placement = options.config.allow_soft_placement});
+  PartitionPlan partitions =
+      PartitionGraph(graph, args.feeds, args.fetches, args.targets,
+                     PartitionOptions{.cluster = cluster,
+                                      .default_task = own_task,
+                                      .allow_soft_placement = options.config.allow_soft_placement});
   auto plan = std::make_shared<Plan>();
   plan->fetch_is_feed = std::move(partitions.fetch_is_feed);
   try {
@@ -185,8 +187,8 @@ void GrpcSession::Impl::Deregister(const Plan& plan) {
 }
 
 std::vector<Tensor> GrpcSession::Run(const FeedList& feeds, const FetchList& fetches,
-                                     const std::vector<Operation>& targets,
-                                     const RunOptions* run_options, RunMetadata* run_metadata) {
+                                     const std::vector<Operation>& targets, const RunOptions* run_options,
+                                     RunMetadata* run_metadata) {
   Impl& s = *impl_;
   if (s.closed.load()) FailedPrecondition("Attempted to use a closed Session.");
   const RunArguments args = CheckRunArguments(s.graph, feeds, fetches, targets);
@@ -205,8 +207,8 @@ std::vector<Tensor> GrpcSession::Run(const FeedList& feeds, const FetchList& fet
 
   const int64_t timeout_ms = RunTimeoutMs(s.options, run_options);
   const int64_t step_id = s.NextStepId();
-  const bool trace = run_options != nullptr && run_options->trace_level != RunOptions::kNoTrace &&
-                     run_metadata != nullptr;
+  const bool trace =
+      run_options != nullptr && run_options->trace_level != RunOptions::kNoTrace && run_metadata != nullptr;
   std::vector<std::unique_ptr<Impl::Call>> calls;
   for (const Impl::TaskRun& run : plan->tasks) {
     auto call = std::make_unique<Impl::Call>();
@@ -239,14 +241,15 @@ std::vector<Tensor> GrpcSession::Run(const FeedList& feeds, const FetchList& fet
   }
   for (size_t i = 0; i < calls.size(); ++i) {
     Impl::Call* call = calls[i].get();
-    call->run->connection->stub->async()->RunStep(
-        &call->context, &call->request, &call->response, [&, call, i](grpc::Status status) {
-          absl::MutexLock lock(&mu);
-          call->status = std::move(status);
-          if (!call->status.ok()) failures.push_back(static_cast<int>(i));
-          ++done;
-          cv.SignalAll();
-        });
+    call->run->connection->stub->async()->RunStep(&call->context, &call->request, &call->response,
+                                                  [&, call, i](grpc::Status status) {
+                                                    absl::MutexLock lock(&mu);
+                                                    call->status = std::move(status);
+                                                    if (!call->status.ok())
+                                                      failures.push_back(static_cast<int>(i));
+                                                    ++done;
+                                                    cv.SignalAll();
+                                                  });
   }
   {
     absl::MutexLock lock(&mu);

@@ -35,8 +35,7 @@ class GrpcSession : public SessionInterface {
   GrpcSession& operator=(const GrpcSession&) = delete;
 
   std::vector<Tensor> Run(const FeedList& feeds, const FetchList& fetches,
-                          const std::vector<Operation>& targets,
-                          const RunOptions* run_options = nullptr,
+                          const std::vector<Operation>& targets, const RunOptions* run_options = nullptr,
                           RunMetadata* run_metadata = nullptr) override;
   Graph& graph() const override;
   void Close() override;

@@ -27,11 +27,16 @@ using testing::Values;
 using Clock = std::chrono::steady_clock;
 
 // Fails with InvalidArgument.
-FT_REGISTER_OP("DistributedTestFail").Input("x: float").Output("y: float").SetShapeFn(shape_fns::UnchangedShape);
+FT_REGISTER_OP("DistributedTestFail")
+    .Input("x: float")
+    .Output("y: float")
+    .SetShapeFn(shape_fns::UnchangedShape);
 class FailKernel : public OpKernel {
  public:
   using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override { InvalidArgument("kernel ", name(), " refuses ", ctx->input(0).NumElements(), " elements"); }
+  void Compute(OpKernelContext* ctx) override {
+    InvalidArgument("kernel ", name(), " refuses ", ctx->input(0).NumElements(), " elements");
+  }
 };
 FT_REGISTER_KERNEL("DistributedTestFail", FailKernel);
 
@@ -92,7 +97,8 @@ TEST_F(GrpcSessionTest, VariablesOnPsAreAssignedAndReadFromTheWorker) {
   EXPECT_EQ(Values<float>(out[0]), (std::vector<float>{2, 4, 6}));
   EXPECT_EQ(out[1].scalar<std::string>(), "hello");
 
-  sess->Run({{x, Tensor::FromVector<float>({5, 6, 7}, TensorShape({3}))}, {text, Tensor::Scalar<std::string>("world")}},
+  sess->Run({{x, Tensor::FromVector<float>({5, 6, 7}, TensorShape({3}))},
+             {text, Tensor::Scalar<std::string>("world")}},
             {}, {assign_v.op(), assign_s.op()});
   out = sess->Run({}, {v.value(), s.value()}, {});
   EXPECT_EQ(Values<float>(out[0]), (std::vector<float>{6, 7, 8}));
@@ -137,7 +143,8 @@ TEST_F(GrpcSessionTest, TasksFuseTheirPlansUnlessRemappingIsOff) {
     EXPECT_EQ(Values<float>(sess->Run({}, {y}, {}, &traced, &metadata)[0]), (std::vector<float>{2, 0, 4, 0}));
     bool fused = false;
     for (const auto& dev : metadata.step_stats().dev_stats()) {
-      for (const auto& node : dev.node_stats()) fused = fused || node.timeline_label().find("_FusedMatMul") != std::string::npos;
+      for (const auto& node : dev.node_stats())
+        fused = fused || node.timeline_label().find("_FusedMatMul") != std::string::npos;
     }
     EXPECT_EQ(fused, remapping);
   }
@@ -149,7 +156,8 @@ TEST_F(GrpcSessionTest, AQueueOnThePsIsSharedBySessionsAndItsOpsRunThere) {
   std::optional<ops::FIFOQueue> queue;
   {
     auto ps = g.Device("/job:ps/task:0");
-    queue.emplace(10, std::vector<DataType>{DT_FLOAT}, ops::QueueOptions{.shapes = {PartialTensorShape({2})}});
+    queue.emplace(10, std::vector<DataType>{DT_FLOAT},
+                  ops::QueueOptions{.shapes = {PartialTensorShape({2})}});
   }
   Output x = ops::Placeholder(DT_FLOAT, {2}, "x");
   // The enqueue and dequeue take the queue's handle, so they run on the ps.
@@ -188,7 +196,8 @@ TEST_F(GrpcSessionTest, KernelErrorsOnThePsReachTheClient) {
     sess->Run({}, {ops::Mul(never_initialized, ops::Const(2.0f))}, {});
     FAIL() << "expected FailedPrecondition";
   } catch (const FailedPreconditionError& e) {
-    EXPECT_NE(std::string(e.what()).find("uninitialized value never_initialized"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("uninitialized value never_initialized"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -201,8 +210,9 @@ TEST_F(GrpcSessionTest, DevicesOutsideTheClusterAreRejected) {
     c = ops::Const(1.0f, "on_missing_task");
   }
   auto sess = NewWorkerSession(g);
-  testing::ExpectInvalidArgument([&] { sess->Run({}, {c}, {}); },
-                                 {"Cannot assign a device for operation on_missing_task", "/job:ps/replica:0/task:3"});
+  testing::ExpectInvalidArgument(
+      [&] { sess->Run({}, {c}, {}); },
+      {"Cannot assign a device for operation on_missing_task", "/job:ps/replica:0/task:3"});
 }
 
 TEST_F(GrpcSessionTest, StoppedPsMakesRunsUnavailable) {
@@ -309,7 +319,8 @@ TEST(ServerTest, UnreachableTargetIsUnavailableAndPortZeroIsBound) {
     NewSession(g, {.target = target});
     FAIL() << "expected Unavailable";
   } catch (const UnavailableError& e) {
-    EXPECT_NE(std::string(e.what()).find("The server of target " + target + " is unavailable"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("The server of target " + target + " is unavailable"),
+              std::string::npos)
         << e.what();
   }
   EXPECT_THROW(Server({.cluster = ClusterSpec::Parse("worker=a:1"), .job_name = "ps"}), InvalidArgumentError);

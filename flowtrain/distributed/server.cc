@@ -52,8 +52,8 @@ void Server::Start() {
   impl_->server = builder.BuildAndStart();
   if (impl_->server == nullptr || port == 0) {
     impl_->server.reset();
-    Unavailable("Could not start the server of ", TaskName(job_name(), task_index()), " on ",
-                impl_->address, " (is the port in use?)");
+    Unavailable("Could not start the server of ", TaskName(job_name(), task_index()), " on ", impl_->address,
+                " (is the port in use?)");
   }
   impl_->address = StrCat(impl_->address.substr(0, impl_->address.rfind(':')), ":", port);
   ClusterSpec cluster = impl_->worker->cluster();
@@ -114,11 +114,13 @@ LocalCluster CreateLocalCluster(int num_workers, int num_ps) {
   const ClusterSpec unbound(jobs);
   LocalCluster local;
   for (int i = 0; i < num_workers; ++i) {
-    local.workers.push_back(std::make_unique<Server>(ServerOptions{.cluster = unbound, .job_name = "worker", .task_index = i}));
+    local.workers.push_back(
+        std::make_unique<Server>(ServerOptions{.cluster = unbound, .job_name = "worker", .task_index = i}));
     jobs["worker"][i] = local.workers.back()->bound_address();
   }
   for (int i = 0; i < num_ps; ++i) {
-    local.ps.push_back(std::make_unique<Server>(ServerOptions{.cluster = unbound, .job_name = "ps", .task_index = i}));
+    local.ps.push_back(
+        std::make_unique<Server>(ServerOptions{.cluster = unbound, .job_name = "ps", .task_index = i}));
     jobs["ps"][i] = local.ps.back()->bound_address();
   }
   local.cluster = ClusterSpec(jobs);

@@ -41,8 +41,7 @@ struct Delivered {
 
 ABSL_CONST_INIT absl::Mutex delivered_mu(absl::kConstInit);
 
-std::unordered_map<const void*, Delivered>& DeliveredByOwner()
-    ABSL_EXCLUSIVE_LOCKS_REQUIRED(delivered_mu) {
+std::unordered_map<const void*, Delivered>& DeliveredByOwner() ABSL_EXCLUSIVE_LOCKS_REQUIRED(delivered_mu) {
   static auto* entries = new std::unordered_map<const void*, Delivered>;
   return *entries;
 }
@@ -54,7 +53,8 @@ const RecordOrigins& NoOrigins() {
   return *none;
 }
 
-void DeliveredOrigins::Record(const void* owner, const std::vector<Tensor>& element, const RecordOrigins& origins) {
+void DeliveredOrigins::Record(const void* owner, const std::vector<Tensor>& element,
+                              const RecordOrigins& origins) {
   Delivered delivered;
   for (const Tensor& t : element) {
     if (t.dtype() == DT_STRING && t.NumElements() == static_cast<int64_t>(origins.size()) && t.dims() <= 1) {

@@ -25,8 +25,8 @@ Tensor* OpKernelContext::allocate_output(int i, const TensorShape& shape) {
 
 void OpKernelContext::set_output(int i, Tensor tensor) {
   if (tensor.dtype() != output_type(i)) {
-    Internal("Kernel of ", node().DebugName(), " set output ", i, " to ",
-             DataTypeString(tensor.dtype()), ", expected ", DataTypeString(output_type(i)));
+    Internal("Kernel of ", node().DebugName(), " set output ", i, " to ", DataTypeString(tensor.dtype()),
+             ", expected ", DataTypeString(output_type(i)));
   }
   params_.outputs[i] = std::move(tensor);
 }
@@ -66,8 +66,7 @@ std::unique_ptr<OpKernel> KernelRegistry::CreateKernel(const Node& node) const {
     absl::MutexLock lock(&impl_->mu);
     auto it = impl_->factories.find(node.type());
     if (it == impl_->factories.end()) {
-      NotFound("No OpKernel was registered to support Op '", node.type(), "' used by node ",
-               node.name());
+      NotFound("No OpKernel was registered to support Op '", node.type(), "' used by node ", node.name());
     }
     factory = it->second;
   }

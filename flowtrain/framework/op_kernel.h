@@ -92,8 +92,7 @@ class OpKernelContext {
     int64_t step_id = 0;
   };
 
-  OpKernelContext(const Params& params, const OpKernel& kernel)
-      : params_(params), kernel_(kernel) {}
+  OpKernelContext(const Params& params, const OpKernel& kernel) : params_(params), kernel_(kernel) {}
 
   const Node& node() const { return kernel_.node(); }
   int num_inputs() const { return kernel_.node().num_inputs(); }
@@ -141,17 +140,16 @@ namespace kernel_registry_internal {
 template <typename Kernel>
 struct KernelRegistrar {
   explicit KernelRegistrar(const char* op_type) {
-    KernelRegistry::Global()->Register(op_type, [](OpKernelConstruction& c) {
-      return std::unique_ptr<OpKernel>(new Kernel(c));
-    });
+    KernelRegistry::Global()->Register(
+        op_type, [](OpKernelConstruction& c) { return std::unique_ptr<OpKernel>(new Kernel(c)); });
   }
 };
 }  // namespace kernel_registry_internal
 
 #define FT_REGISTER_KERNEL_UNIQ_HELPER(ctr, op, ...) FT_REGISTER_KERNEL_UNIQ(ctr, op, __VA_ARGS__)
-#define FT_REGISTER_KERNEL_UNIQ(ctr, op, ...)                                            \
-  static const ::flowtrain::kernel_registry_internal::KernelRegistrar<__VA_ARGS__>       \
-      ft_kernel_registrar_##ctr [[maybe_unused]](op)
+#define FT_REGISTER_KERNEL_UNIQ(ctr, op, ...)                                                                \
+  static const ::flowtrain::kernel_registry_internal::KernelRegistrar<__VA_ARGS__> ft_kernel_registrar_##ctr \
+      [[maybe_unused]] (op)
 #define FT_REGISTER_KERNEL(op, ...) FT_REGISTER_KERNEL_UNIQ_HELPER(__COUNTER__, op, __VA_ARGS__)
 
 }  // namespace flowtrain

@@ -130,8 +130,7 @@ inline void BoxMullerFloat(uint32_t x0, uint32_t x1, float* f0, float* f1) {
 }
 
 // Two standard normals as doubles from four words.
-inline void BoxMullerDouble(uint32_t x0, uint32_t x1, uint32_t x2, uint32_t x3, double* d0,
-                            double* d1) {
+inline void BoxMullerDouble(uint32_t x0, uint32_t x1, uint32_t x2, uint32_t x3, double* d0, double* d1) {
   constexpr double kEpsilon = 1.0e-7;
   double u1 = Uint64ToDouble(x0, x1);
   if (u1 < kEpsilon) u1 = kEpsilon;

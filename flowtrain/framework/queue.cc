@@ -13,9 +13,12 @@ namespace {
 
 const char* KindName(Queue::Kind kind) {
   switch (kind) {
-    case Queue::Kind::kFifo: return "FIFOQueue";
-    case Queue::Kind::kRandomShuffle: return "RandomShuffleQueue";
-    case Queue::Kind::kPaddingFifo: return "PaddingFIFOQueue";
+    case Queue::Kind::kFifo:
+      return "FIFOQueue";
+    case Queue::Kind::kRandomShuffle:
+      return "RandomShuffleQueue";
+    case Queue::Kind::kPaddingFifo:
+      return "PaddingFIFOQueue";
   }
   return "Queue";
 }
@@ -51,8 +54,7 @@ bool Queue::IsClosed() const {
 
 void Queue::CheckTuple(const Tuple& tuple, bool batched) const {
   if (tuple.size() != options_.dtypes.size()) {
-    InvalidArgument(Describe(), " expects ", options_.dtypes.size(), " components, got ",
-                    tuple.size());
+    InvalidArgument(Describe(), " expects ", options_.dtypes.size(), " components, got ", tuple.size());
   }
   for (size_t i = 0; i < tuple.size(); ++i) {
     if (tuple[i].dtype() != options_.dtypes[i]) {
@@ -74,8 +76,8 @@ void Queue::CheckTuple(const Tuple& tuple, bool batched) const {
   if (batched) {
     for (size_t i = 1; i < tuple.size(); ++i) {
       if (tuple[i].dim_size(0) != tuple[0].dim_size(0)) {
-        InvalidArgument("Batch sizes differ between tuple components 0 (", tuple[0].dim_size(0),
-                        ") and ", i, " (", tuple[i].dim_size(0), ")");
+        InvalidArgument("Batch sizes differ between tuple components 0 (", tuple[0].dim_size(0), ") and ", i,
+                        " (", tuple[i].dim_size(0), ")");
       }
     }
   }
@@ -106,8 +108,8 @@ void Queue::WaitUntil(const Wait& wait, std::string_view what, Ready ready) {
     while (!ready() && !cancelled()) {
       if (wait.deadline == std::chrono::steady_clock::time_point::max()) {
         cv_.Wait(&mu_);
-      } else if (cv_.WaitWithTimeout(
-                     &mu_, absl::FromChrono(wait.deadline - std::chrono::steady_clock::now()))) {
+      } else if (cv_.WaitWithTimeout(&mu_,
+                                     absl::FromChrono(wait.deadline - std::chrono::steady_clock::now()))) {
         break;  // timed out: the loop above reports it unless ready() came true meanwhile
       }
     }
@@ -195,8 +197,8 @@ Queue::Tuple Queue::DequeueMany(int64_t n, bool up_to, const Wait& wait) {
     int64_t count = n;
     if (size < n) {  // closed
       if (!up_to || size == 0) {
-        OutOfRange(Describe(), " is closed and has insufficient elements (requested ", n,
-                   ", current size ", size, ")");
+        OutOfRange(Describe(), " is closed and has insufficient elements (requested ", n, ", current size ",
+                   size, ")");
       }
       count = size;
     }

@@ -42,7 +42,7 @@ class Queue : public ResourceBase {
     std::vector<DataType> dtypes;
     // One per component, or empty for no constraint. PaddingFIFO pads unknown dims (-1).
     std::vector<PartialTensorShape> shapes;
-    int64_t capacity = -1;  // -1: unbounded
+    int64_t capacity = -1;          // -1: unbounded
     int64_t min_after_dequeue = 0;  // RandomShuffle only
     uint64_t seed = 0;              // RandomShuffle only; 0 picks a random one
   };
@@ -77,8 +77,7 @@ class Queue : public ResourceBase {
   // Waits on cv_ until `ready()` (called with mu_ held); Cancelled/DeadlineExceeded if the
   // run ends first. mu_ is released while waiting and while (de)registering the callback.
   template <typename Ready>
-  void WaitUntil(const Wait& wait, std::string_view what, Ready ready)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void WaitUntil(const Wait& wait, std::string_view what, Ready ready) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes one element (the oldest, or a random one for RandomShuffle).
   Tuple TakeOneLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -13,7 +13,10 @@ namespace {
 using namespace std::chrono_literals;
 
 Queue::Options FloatQueue(Queue::Kind kind, int64_t capacity) {
-  return {.kind = kind, .name = "q", .dtypes = {DT_FLOAT}, .shapes = {PartialTensorShape({})},
+  return {.kind = kind,
+          .name = "q",
+          .dtypes = {DT_FLOAT},
+          .shapes = {PartialTensorShape({})},
           .capacity = capacity};
 }
 
@@ -135,7 +138,9 @@ TEST(Queue, RandomShuffleKeepsMinAfterDequeueAndMixes) {
 }
 
 TEST(Queue, PaddingFifoPadsToTheLargestElement) {
-  Queue q({.kind = Queue::Kind::kPaddingFifo, .name = "p", .dtypes = {DT_INT32},
+  Queue q({.kind = Queue::Kind::kPaddingFifo,
+           .name = "p",
+           .dtypes = {DT_INT32},
            .shapes = {PartialTensorShape({-1})}});
   q.Enqueue({Tensor::FromVector<int32_t>({1})}, {});
   q.Enqueue({Tensor::FromVector<int32_t>({2, 3, 4})}, {});

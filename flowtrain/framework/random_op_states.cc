@@ -42,7 +42,8 @@ std::shared_ptr<RandomOpStates> RandomOpStates::Of(ResourceMgr* resource_mgr) {
                                                       [] { return std::make_shared<RandomOpStates>(); });
 }
 
-std::shared_ptr<GuardedPhilox> RandomOpStates::Generator(const std::string& node, int64_t seed, int64_t seed2) {
+std::shared_ptr<GuardedPhilox> RandomOpStates::Generator(const std::string& node, int64_t seed,
+                                                         int64_t seed2) {
   absl::MutexLock lock(&mu_);
   std::shared_ptr<GuardedPhilox>& slot = generators_[node];
   if (slot == nullptr) slot = std::make_shared<GuardedPhilox>(seed, seed2);

@@ -7,8 +7,7 @@ namespace flowtrain {
 std::string Var::DebugString() const {
   absl::MutexLock lock(&mu);
   if (!initialized) return StrCat("Var ", name, " <uninitialized>");
-  return StrCat("Var ", name, " ", DataTypeString(tensor.dtype()), " ",
-                tensor.shape().DebugString());
+  return StrCat("Var ", name, " ", DataTypeString(tensor.dtype()), " ", tensor.shape().DebugString());
 }
 
 Tensor Var::Read() const {

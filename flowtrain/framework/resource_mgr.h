@@ -74,8 +74,7 @@ class ResourceMgr {
 };
 
 template <typename T>
-std::shared_ptr<T> ResourceMgr::LookupOrCreate(const std::string& container,
-                                               const std::string& name,
+std::shared_ptr<T> ResourceMgr::LookupOrCreate(const std::string& container, const std::string& name,
                                                const std::function<std::shared_ptr<T>()>& create) {
   absl::MutexLock lock(&mu_);
   auto& slot = resources_[{ContainerName(container), name}];

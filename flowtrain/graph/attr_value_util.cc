@@ -80,10 +80,8 @@ AttrValue MakeAttrValue(const std::vector<PartialTensorShape>& v) {
 
 namespace {
 
-[[noreturn]] void WrongKind(const AttrValue& value, std::string_view attr_name,
-                            std::string_view expected) {
-  InvalidArgument("Attr '", attr_name, "' has type ", AttrValueTypeName(value), ", expected ",
-                  expected);
+[[noreturn]] void WrongKind(const AttrValue& value, std::string_view attr_name, std::string_view expected) {
+  InvalidArgument("Attr '", attr_name, "' has type ", AttrValueTypeName(value), ", expected ", expected);
 }
 
 }  // namespace
@@ -134,14 +132,13 @@ Tensor AttrValueAs<Tensor>(const AttrValue& v, std::string_view n) {
 }
 
 // An empty list is stored as a ListValue with no entries, so any list type matches it.
-#define FT_LIST_ACCESSOR(CppType, Field, Name, Convert)                                  \
-  template <>                                                                           \
-  std::vector<CppType> AttrValueAs<std::vector<CppType>>(const AttrValue& v,            \
-                                                         std::string_view n) {          \
-    if (v.value_case() != AttrValue::kList) WrongKind(v, n, Name);                      \
-    std::vector<CppType> out;                                                           \
-    for (const auto& x : v.list().Field()) out.push_back(Convert(x));                   \
-    return out;                                                                         \
+#define FT_LIST_ACCESSOR(CppType, Field, Name, Convert)                                            \
+  template <>                                                                                      \
+  std::vector<CppType> AttrValueAs<std::vector<CppType>>(const AttrValue& v, std::string_view n) { \
+    if (v.value_case() != AttrValue::kList) WrongKind(v, n, Name);                                 \
+    std::vector<CppType> out;                                                                      \
+    for (const auto& x : v.list().Field()) out.push_back(Convert(x));                              \
+    return out;                                                                                    \
   }
 FT_LIST_ACCESSOR(int64_t, i, "list(int)", static_cast<int64_t>)
 FT_LIST_ACCESSOR(int, i, "list(int)", static_cast<int>)
@@ -153,15 +150,24 @@ FT_LIST_ACCESSOR(PartialTensorShape, shape, "list(shape)", PartialShapeFromProto
 
 std::string AttrValueTypeName(const AttrValue& value) {
   switch (value.value_case()) {
-    case AttrValue::kS: return "string";
-    case AttrValue::kI: return "int";
-    case AttrValue::kF: return "float";
-    case AttrValue::kB: return "bool";
-    case AttrValue::kType: return "type";
-    case AttrValue::kShape: return "shape";
-    case AttrValue::kTensor: return "tensor";
-    case AttrValue::kFunc: return "func";
-    case AttrValue::kPlaceholder: return "placeholder";
+    case AttrValue::kS:
+      return "string";
+    case AttrValue::kI:
+      return "int";
+    case AttrValue::kF:
+      return "float";
+    case AttrValue::kB:
+      return "bool";
+    case AttrValue::kType:
+      return "type";
+    case AttrValue::kShape:
+      return "shape";
+    case AttrValue::kTensor:
+      return "tensor";
+    case AttrValue::kFunc:
+      return "func";
+    case AttrValue::kPlaceholder:
+      return "placeholder";
     case AttrValue::kList: {
       const auto& l = value.list();
       if (l.s_size()) return "list(string)";
@@ -174,7 +180,8 @@ std::string AttrValueTypeName(const AttrValue& value) {
       if (l.func_size()) return "list(func)";
       return "list";
     }
-    case AttrValue::VALUE_NOT_SET: break;
+    case AttrValue::VALUE_NOT_SET:
+      break;
   }
   return "unset";
 }
@@ -231,8 +238,7 @@ float ParseFloat(std::string_view text) {
 }
 
 std::string ParseString(std::string_view text) {
-  if (text.size() >= 2 && (text.front() == '\'' || text.front() == '"') &&
-      text.back() == text.front()) {
+  if (text.size() >= 2 && (text.front() == '\'' || text.front() == '"') && text.back() == text.front()) {
     return std::string(text.substr(1, text.size() - 2));
   }
   InvalidArgument("Expected a quoted string, got '", text, "'");
@@ -274,12 +280,18 @@ AttrValue ParseAttrValue(std::string_view type, std::string_view text) {
     AttrValue a;
     auto* list = a.mutable_list();
     for (std::string_view item : SplitList(text)) {
-      if (element == "int") list->add_i(ParseInt(item));
-      else if (element == "float") list->add_f(ParseFloat(item));
-      else if (element == "bool") list->add_b(ParseBool(item));
-      else if (element == "string") list->add_s(ParseString(item));
-      else if (element == "type") list->add_type(static_cast<tensorflow::DataType>(ParseType(item)));
-      else InvalidArgument("Cannot parse a default for attr type ", type);
+      if (element == "int")
+        list->add_i(ParseInt(item));
+      else if (element == "float")
+        list->add_f(ParseFloat(item));
+      else if (element == "bool")
+        list->add_b(ParseBool(item));
+      else if (element == "string")
+        list->add_s(ParseString(item));
+      else if (element == "type")
+        list->add_type(static_cast<tensorflow::DataType>(ParseType(item)));
+      else
+        InvalidArgument("Cannot parse a default for attr type ", type);
     }
     return a;
   }
@@ -288,15 +300,21 @@ AttrValue ParseAttrValue(std::string_view type, std::string_view text) {
 
 std::string AttrValueDebugString(const AttrValue& value) {
   switch (value.value_case()) {
-    case AttrValue::kS: return StrCat("\"", value.s(), "\"");
-    case AttrValue::kI: return StrCat(value.i());
-    case AttrValue::kF: return StrCat(value.f());
-    case AttrValue::kB: return value.b() ? "true" : "false";
-    case AttrValue::kType: return DataTypeEnumName(static_cast<DataType>(value.type()));
-    case AttrValue::kShape: return PartialShapeFromProto(value.shape()).DebugString();
+    case AttrValue::kS:
+      return StrCat("\"", value.s(), "\"");
+    case AttrValue::kI:
+      return StrCat(value.i());
+    case AttrValue::kF:
+      return StrCat(value.f());
+    case AttrValue::kB:
+      return value.b() ? "true" : "false";
+    case AttrValue::kType:
+      return DataTypeEnumName(static_cast<DataType>(value.type()));
+    case AttrValue::kShape:
+      return PartialShapeFromProto(value.shape()).DebugString();
     case AttrValue::kTensor:
-      return StrCat("<Tensor ", DataTypeString(static_cast<DataType>(value.tensor().dtype())),
-                    " ", PartialShapeFromProto(value.tensor().tensor_shape()).DebugString(), ">");
+      return StrCat("<Tensor ", DataTypeString(static_cast<DataType>(value.tensor().dtype())), " ",
+                    PartialShapeFromProto(value.tensor().tensor_shape()).DebugString(), ">");
     case AttrValue::kList: {
       const auto& l = value.list();
       std::vector<std::string> items;
@@ -308,9 +326,12 @@ std::string AttrValueDebugString(const AttrValue& value) {
       for (const auto& s : l.shape()) items.push_back(PartialShapeFromProto(s).DebugString());
       return StrCat("[", StrJoin(items, ", "), "]");
     }
-    case AttrValue::kFunc: return StrCat("func:", value.func().name());
-    case AttrValue::kPlaceholder: return StrCat("$", value.placeholder());
-    case AttrValue::VALUE_NOT_SET: break;
+    case AttrValue::kFunc:
+      return StrCat("func:", value.func().name());
+    case AttrValue::kPlaceholder:
+      return StrCat("$", value.placeholder());
+    case AttrValue::VALUE_NOT_SET:
+      break;
   }
   return "<unset>";
 }

@@ -30,9 +30,7 @@ inline AttrValue MakeAttrValue(const char* v) { return MakeAttrValue(std::string
 inline AttrValue MakeAttrValue(const std::string& v) { return MakeAttrValue(std::string_view(v)); }
 AttrValue MakeAttrValue(DataType v);
 AttrValue MakeAttrValue(const PartialTensorShape& v);
-inline AttrValue MakeAttrValue(const TensorShape& v) {
-  return MakeAttrValue(PartialTensorShape(v));
-}
+inline AttrValue MakeAttrValue(const TensorShape& v) { return MakeAttrValue(PartialTensorShape(v)); }
 AttrValue MakeAttrValue(const Tensor& v);
 AttrValue MakeAttrValue(const std::vector<int64_t>& v);
 AttrValue MakeAttrValue(const std::vector<int>& v);
@@ -71,11 +69,13 @@ std::vector<int> AttrValueAs<std::vector<int>>(const AttrValue& value, std::stri
 template <>
 std::vector<float> AttrValueAs<std::vector<float>>(const AttrValue& value, std::string_view attr_name);
 template <>
-std::vector<std::string> AttrValueAs<std::vector<std::string>>(const AttrValue& value, std::string_view attr_name);
+std::vector<std::string> AttrValueAs<std::vector<std::string>>(const AttrValue& value,
+                                                               std::string_view attr_name);
 template <>
 std::vector<DataType> AttrValueAs<std::vector<DataType>>(const AttrValue& value, std::string_view attr_name);
 template <>
-std::vector<PartialTensorShape> AttrValueAs<std::vector<PartialTensorShape>>(const AttrValue& value, std::string_view attr_name);
+std::vector<PartialTensorShape> AttrValueAs<std::vector<PartialTensorShape>>(const AttrValue& value,
+                                                                             std::string_view attr_name);
 
 // The attr type name of `value` as TF spells it ("int", "list(type)", ...).
 std::string AttrValueTypeName(const AttrValue& value);

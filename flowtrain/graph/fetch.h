@@ -30,9 +30,9 @@ class Fetch {
   // Operation, which the constructor above takes so that its conversion to Output (the op's
   // first output) never decides what a fetch of an Operation means.
   template <typename T>
-    requires(std::is_convertible_v<const T&, Output> &&
-             !std::is_base_of_v<Operation, std::remove_cvref_t<T>>)
-  Fetch(const T& tensor) : output_(tensor) {}  // NOLINT
+  requires(std::is_convertible_v<const T&, Output> && !std::is_base_of_v<Operation, std::remove_cvref_t<T>>)
+      Fetch(const T& tensor)
+      : output_(tensor) {}  // NOLINT
 
   bool is_operation() const { return is_operation_; }
   // The fetched tensor; for an Operation fetch, an Output naming the op (op() is what runs).

@@ -192,8 +192,7 @@ ScopeGuard Graph::ColocateWith(Operation op) {
   });
 }
 
-Graph::BuildContext Graph::CurrentBuildContext(std::string_view op_type,
-                                               std::string_view node_name) const {
+Graph::BuildContext Graph::CurrentBuildContext(std::string_view op_type, std::string_view node_name) const {
   absl::MutexLock lock(&mu_);
   BuildContext context;
   size_t first = 0;
@@ -202,8 +201,8 @@ Graph::BuildContext Graph::CurrentBuildContext(std::string_view op_type,
   }
   for (size_t i = first; i < control_frames_.size(); ++i) {
     for (Node* n : control_frames_[i].ops) {
-      if (std::find(context.control_dependencies.begin(), context.control_dependencies.end(),
-                    n) == context.control_dependencies.end()) {
+      if (std::find(context.control_dependencies.begin(), context.control_dependencies.end(), n) ==
+          context.control_dependencies.end()) {
         context.control_dependencies.push_back(n);
       }
     }
@@ -290,13 +289,16 @@ Output Graph::GetTensorByName(std::string_view name) const {
   }
   Node* n = FindNode(op_name);
   if (n == nullptr) {
-    InvalidArgument("The name '", name, "' refers to a Tensor which does not exist. The "
-                    "operation, '", op_name, "', does not exist in the graph.");
+    InvalidArgument("The name '", name,
+                    "' refers to a Tensor which does not exist. The "
+                    "operation, '",
+                    op_name, "', does not exist in the graph.");
   }
   if (index < 0 || index >= n->num_outputs()) {
-    InvalidArgument("The name '", name, "' refers to a Tensor which does not exist. The "
-                    "operation, '", op_name, "', exists but only has ", n->num_outputs(),
-                    " outputs.");
+    InvalidArgument("The name '", name,
+                    "' refers to a Tensor which does not exist. The "
+                    "operation, '",
+                    op_name, "', exists but only has ", n->num_outputs(), " outputs.");
   }
   return Output(n, index);
 }

@@ -74,9 +74,7 @@ class [[nodiscard]] ScopeGuard {
  public:
   ScopeGuard() = default;
   explicit ScopeGuard(std::function<void()> on_exit) : on_exit_(std::move(on_exit)) {}
-  ScopeGuard(ScopeGuard&& other) noexcept : on_exit_(std::move(other.on_exit_)) {
-    other.on_exit_ = nullptr;
-  }
+  ScopeGuard(ScopeGuard&& other) noexcept : on_exit_(std::move(other.on_exit_)) { other.on_exit_ = nullptr; }
   ScopeGuard& operator=(ScopeGuard&& other) noexcept;
   ScopeGuard(const ScopeGuard&) = delete;
   ScopeGuard& operator=(const ScopeGuard&) = delete;
@@ -90,9 +88,8 @@ class [[nodiscard]] ScopeGuard {
 
 // Chooses a device for a node being built (TF's device functions, e.g. replica_device_setter).
 // Receives the node's op type, name and the device requested so far.
-using DeviceFunction =
-    std::function<std::string(std::string_view op_type, std::string_view node_name,
-                              std::string_view requested_device)>;
+using DeviceFunction = std::function<std::string(std::string_view op_type, std::string_view node_name,
+                                                 std::string_view requested_device)>;
 
 class Graph {
  public:

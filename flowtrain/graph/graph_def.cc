@@ -39,8 +39,7 @@ bool IsNewerThanTf115AtDefault(const Node& node, const std::string& attr,
   if (reg == nullptr) return false;
   for (const auto& a : reg->def.attr()) {
     if (a.name() == attr) {
-      return a.has_default_value() &&
-             a.default_value().SerializeAsString() == value.SerializeAsString();
+      return a.has_default_value() && a.default_value().SerializeAsString() == value.SerializeAsString();
     }
   }
   return false;
@@ -178,8 +177,7 @@ void ImportGraphDef(const tensorflow::GraphDef& graph_def, Graph* graph, std::st
         InvalidArgument("Node '", nd.name(), "' (op: '", nd.op(), "') has too few inputs");
       }
       if (is_list) {
-        builder.Input(std::vector<Output>(data_inputs.begin() + next,
-                                          data_inputs.begin() + next + count));
+        builder.Input(std::vector<Output>(data_inputs.begin() + next, data_inputs.begin() + next + count));
       } else {
         builder.Input(data_inputs[next]);
       }

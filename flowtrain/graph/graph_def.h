@@ -24,8 +24,7 @@ inline constexpr int kGraphDefMinConsumer = 12;
 
 // Adds the nodes of `graph_def` to `graph`, each name prefixed with `prefix` + "/" when the
 // prefix is not empty.
-void ImportGraphDef(const tensorflow::GraphDef& graph_def, Graph* graph,
-                    std::string_view prefix = {});
+void ImportGraphDef(const tensorflow::GraphDef& graph_def, Graph* graph, std::string_view prefix = {});
 
 // Removes from `graph_def` every attr that flowtrain's op lacks but the producer's OpDef (in
 // `producer_ops`, such as a MetaGraphDef's stripped_op_list) declares with a default equal to

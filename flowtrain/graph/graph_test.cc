@@ -35,10 +35,7 @@ FT_REGISTER_OP("GraphTestConcat")
     .Attr("T: type")
     .Attr("note: string = 'x'");
 FT_REGISTER_OP("GraphTestNoOutputs");
-FT_REGISTER_OP("GraphTestSplit")
-    .Input("x: float")
-    .Output("a: float")
-    .Output("b: float");
+FT_REGISTER_OP("GraphTestSplit").Input("x: float").Output("a: float").Output("b: float");
 
 Output TestConst(DataType dtype, PartialTensorShape shape = PartialTensorShape({}),
                  std::string_view name = "Const", Graph* g = nullptr) {
@@ -201,7 +198,8 @@ TEST(Graph, NullAndOutOfRangeHandlesThrow) {
   expect_invalid([&] { none_out.shape(); }, "which has no outputs");
   expect_invalid([&] { none_out.name(); }, "pass it as a target");
   const Output past(a.node(), 2);
-  expect_invalid([&] { past.DebugString(); }, "'a:2' is out of range: operation 'a' (op: \"GraphTestConst\") has 1 output");
+  expect_invalid([&] { past.DebugString(); },
+                 "'a:2' is out of range: operation 'a' (op: \"GraphTestConst\") has 1 output");
   expect_invalid([&] { past.CheckValid("Fetch"); }, "Fetch 'a:2' is out of range");
   // As an input of a new op.
   expect_invalid([&] { TestAdd(a, none_out); }, "no outputs");

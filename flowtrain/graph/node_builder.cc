@@ -13,8 +13,8 @@ bool IsValidNodeName(std::string_view name) {
   if (name.empty()) return false;
   auto ok_first = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '.'; };
   auto ok_rest = [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' ||
-           c == '/' || c == '>';
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' || c == '/' ||
+           c == '>';
   };
   if (!ok_first(name.front())) return false;
   return std::all_of(name.begin() + 1, name.end(), ok_rest);
@@ -42,8 +42,8 @@ class SignatureMatcher {
     const DataType existing = static_cast<DataType>(it->second.type());
     if (existing != dtype) {
       InvalidArgument("Input to '", node_name_, "' (op: '", def_.name(), "') has type ",
-                      DataTypeString(dtype), " that does not match type ",
-                      DataTypeString(existing), " of attr '", attr, "'");
+                      DataTypeString(dtype), " that does not match type ", DataTypeString(existing),
+                      " of attr '", attr, "'");
     }
   }
 
@@ -62,8 +62,8 @@ class SignatureMatcher {
     if (!arg.type_list_attr().empty()) {
       auto it = attrs_.find(arg.type_list_attr());
       if (it == attrs_.end()) {
-        InvalidArgument("Op '", def_.name(), "' node '", node_name_, "': attr '",
-                        arg.type_list_attr(), "' is not set and cannot be inferred");
+        InvalidArgument("Op '", def_.name(), "' node '", node_name_, "': attr '", arg.type_list_attr(),
+                        "' is not set and cannot be inferred");
       }
       for (int t : it->second.list().type()) types.push_back(static_cast<DataType>(t));
     } else {
@@ -71,8 +71,8 @@ class SignatureMatcher {
       if (!arg.number_attr().empty()) {
         auto it = attrs_.find(arg.number_attr());
         if (it == attrs_.end()) {
-          InvalidArgument("Op '", def_.name(), "' node '", node_name_, "': attr '",
-                          arg.number_attr(), "' is not set");
+          InvalidArgument("Op '", def_.name(), "' node '", node_name_, "': attr '", arg.number_attr(),
+                          "' is not set");
         }
         count = it->second.i();
       }
@@ -95,16 +95,15 @@ void CheckAttrsAgainstDef(const tensorflow::OpDef& def, AttrMap& attrs, std::str
     auto it = attrs.find(attr_def.name());
     if (it == attrs.end()) {
       if (!attr_def.has_default_value()) {
-        InvalidArgument("NodeDef '", node, "' missing attr '", attr_def.name(), "' from Op<",
-                        def.name(), ">");
+        InvalidArgument("NodeDef '", node, "' missing attr '", attr_def.name(), "' from Op<", def.name(),
+                        ">");
       }
       attrs[attr_def.name()] = attr_def.default_value();
       continue;
     }
     if (!AttrValueHasType(it->second, attr_def.type())) {
-      InvalidArgument("Attr '", attr_def.name(), "' of node '", node, "' (op: '", def.name(),
-                      "') has type ", AttrValueTypeName(it->second), ", expected ",
-                      attr_def.type());
+      InvalidArgument("Attr '", attr_def.name(), "' of node '", node, "' (op: '", def.name(), "') has type ",
+                      AttrValueTypeName(it->second), ", expected ", attr_def.type());
     }
     if (attr_def.has_allowed_values() && attr_def.type() == "type") {
       const auto& allowed = attr_def.allowed_values().list().type();
@@ -193,8 +192,7 @@ Operation NodeBuilder::Finalize() {
     if (first_input == nullptr) {
       first_input = &in;
     } else if (in.graph() != first_input->graph()) {
-      InvalidArgument(in.DebugString(), " must be from the same graph as ",
-                      first_input->DebugString(), ".");
+      InvalidArgument(in.DebugString(), " must be from the same graph as ", first_input->DebugString(), ".");
     }
   };
   for (const auto& arg : args_) {
@@ -207,8 +205,7 @@ Operation NodeBuilder::Finalize() {
   flowtrain::Graph* graph = graph_;
   if (first_input != nullptr) {
     if (graph != nullptr && graph != first_input->graph()) {
-      InvalidArgument(first_input->DebugString(), " is not an element of the graph of op '",
-                      name_, "'.");
+      InvalidArgument(first_input->DebugString(), " is not an element of the graph of op '", name_, "'.");
     }
     graph = first_input->graph();
   }
@@ -221,8 +218,8 @@ Operation NodeBuilder::Finalize() {
   }
 
   if (args_.size() != static_cast<size_t>(def.input_arg_size())) {
-    InvalidArgument("Op '", op_type_, "' expects ", def.input_arg_size(), " inputs, got ",
-                    args_.size(), " for node '", name_, "'");
+    InvalidArgument("Op '", op_type_, "' expects ", def.input_arg_size(), " inputs, got ", args_.size(),
+                    " for node '", name_, "'");
   }
 
   auto node = std::unique_ptr<Node>(new Node());

@@ -19,8 +19,7 @@ std::string_view Trim(std::string_view s) {
 }
 
 // Splits "name: rest" at the first colon.
-std::pair<std::string_view, std::string_view> SplitNameAndType(std::string_view spec,
-                                                               std::string_view op) {
+std::pair<std::string_view, std::string_view> SplitNameAndType(std::string_view spec, std::string_view op) {
   const size_t colon = spec.find(':');
   if (colon == std::string_view::npos) {
     InvalidArgument("Op '", op, "': spec '", spec, "' lacks 'name: type'");
@@ -49,8 +48,8 @@ tensorflow::OpDef::ArgDef ParseArg(std::string_view spec, const tensorflow::OpDe
     arg.set_number_attr(std::string(Trim(type.substr(0, star))));
     type = Trim(type.substr(star + 1));
     if (FindAttr(def, arg.number_attr()) == nullptr) {
-      InvalidArgument("Op '", def.name(), "': arg '", name, "' uses undeclared attr '",
-                      arg.number_attr(), "'");
+      InvalidArgument("Op '", def.name(), "': arg '", name, "' uses undeclared attr '", arg.number_attr(),
+                      "'");
     }
   }
   const DataType fixed = DataTypeFromString(type);
@@ -67,8 +66,7 @@ tensorflow::OpDef::ArgDef ParseArg(std::string_view spec, const tensorflow::OpDe
   } else if (attr->type() == "list(type)") {
     arg.set_type_list_attr(std::string(type));
   } else {
-    InvalidArgument("Op '", def.name(), "': attr '", type, "' used as a type has type ",
-                    attr->type());
+    InvalidArgument("Op '", def.name(), "': attr '", type, "' used as a type has type ", attr->type());
   }
   return arg;
 }

@@ -83,9 +83,9 @@ struct OpRegistrar {
 }  // namespace op_registry_internal
 
 #define FT_REGISTER_OP_UNIQ_HELPER(ctr, name) FT_REGISTER_OP_UNIQ(ctr, name)
-#define FT_REGISTER_OP_UNIQ(ctr, name)                                                   \
-  static const ::flowtrain::op_registry_internal::OpRegistrar ft_op_registrar_##ctr      \
-      [[maybe_unused]] = ::flowtrain::OpDefBuilder(name)
+#define FT_REGISTER_OP_UNIQ(ctr, name)                                                                 \
+  static const ::flowtrain::op_registry_internal::OpRegistrar ft_op_registrar_##ctr [[maybe_unused]] = \
+      ::flowtrain::OpDefBuilder(name)
 #define FT_REGISTER_OP(name) FT_REGISTER_OP_UNIQ_HELPER(__COUNTER__, name)
 
 }  // namespace flowtrain

@@ -21,8 +21,7 @@ Output Operation::input(int i) const {
 
 Output Operation::output(int i) const {
   if (i < 0 || i >= num_outputs()) {
-    InvalidArgument("Operation ", name(), " has ", num_outputs(), " outputs, asked for output ",
-                    i);
+    InvalidArgument("Operation ", name(), " has ", num_outputs(), " outputs, asked for output ", i);
   }
   return Output(node_, i);
 }
@@ -45,14 +44,13 @@ void Output::CheckValid(std::string_view role) const {
   const int n = node_->num_outputs();
   if (index_ >= 0 && index_ < n) return;
   if (n == 0) {
-    InvalidArgument(role, " '", node_->name(), ":", index_, "' names an output of operation '",
-                    node_->name(), "' (op: \"", node_->type(),
+    InvalidArgument(role, " '", node_->name(), ":", index_, "' names an output of operation '", node_->name(),
+                    "' (op: \"", node_->type(),
                     "\"), which has no outputs; to run an operation, fetch the Operation itself "
                     "(not an Output of it) or pass it as a target: session.Run(feeds, {}, {op})");
   }
-  InvalidArgument(role, " '", node_->name(), ":", index_, "' is out of range: operation '",
-                  node_->name(), "' (op: \"", node_->type(), "\") has ", n,
-                  n == 1 ? " output" : " outputs");
+  InvalidArgument(role, " '", node_->name(), ":", index_, "' is out of range: operation '", node_->name(),
+                  "' (op: \"", node_->type(), "\") has ", n, n == 1 ? " output" : " outputs");
 }
 
 namespace {
@@ -60,10 +58,14 @@ namespace {
 // TF's Python dtype names ("float32"), used in tensor reprs.
 std::string PythonDTypeName(DataType dtype) {
   switch (BaseType(dtype)) {
-    case DT_FLOAT: return "float32";
-    case DT_DOUBLE: return "float64";
-    case DT_HALF: return "float16";
-    default: return DataTypeString(BaseType(dtype));
+    case DT_FLOAT:
+      return "float32";
+    case DT_DOUBLE:
+      return "float64";
+    case DT_HALF:
+      return "float16";
+    default:
+      return DataTypeString(BaseType(dtype));
   }
 }
 

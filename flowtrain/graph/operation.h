@@ -96,9 +96,7 @@ class Output {
     return session.Run(feeds, {*this}, {})[0];
   }
 
-  bool operator==(const Output& other) const {
-    return node_ == other.node_ && index_ == other.index_;
-  }
+  bool operator==(const Output& other) const { return node_ == other.node_ && index_ == other.index_; }
 
   // InvalidArgument unless valid(), naming the op and, for `role` ("Fetch", "Feed", ...), what
   // was asked of it.
@@ -132,9 +130,7 @@ struct std::hash<flowtrain::Output> {
 
 template <>
 struct std::hash<flowtrain::Operation> {
-  size_t operator()(const flowtrain::Operation& o) const {
-    return std::hash<const void*>()(o.node());
-  }
+  size_t operator()(const flowtrain::Operation& o) const { return std::hash<const void*>()(o.node()); }
 };
 
 #endif  // FLOWTRAIN_GRAPH_OPERATION_H_

@@ -6,9 +6,7 @@
 namespace flowtrain {
 
 InferenceContext::InferenceContext(const Node& node)
-    : node_(node),
-      outputs_(node.num_outputs(), PartialTensorShape::Unknown()),
-      folded_(node.num_inputs()) {}
+    : node_(node), outputs_(node.num_outputs(), PartialTensorShape::Unknown()), folded_(node.num_inputs()) {}
 
 const PartialTensorShape& InferenceContext::input(int i) const {
   const Endpoint& e = node_.input(i);
@@ -74,16 +72,14 @@ PartialTensorShape InferenceContext::WithRank(const PartialTensorShape& shape, i
   return shape;
 }
 
-PartialTensorShape InferenceContext::WithRankAtLeast(const PartialTensorShape& shape,
-                                                     int rank) const {
+PartialTensorShape InferenceContext::WithRankAtLeast(const PartialTensorShape& shape, int rank) const {
   if (!shape.unknown_rank() && shape.dims() < rank) {
     InvalidArgument("Shape must be at least rank ", rank, " but is rank ", shape.dims());
   }
   return shape;
 }
 
-PartialTensorShape InferenceContext::WithRankAtMost(const PartialTensorShape& shape,
-                                                    int rank) const {
+PartialTensorShape InferenceContext::WithRankAtMost(const PartialTensorShape& shape, int rank) const {
   if (!shape.unknown_rank() && shape.dims() > rank) {
     InvalidArgument("Shape must be at most rank ", rank, " but is rank ", shape.dims());
   }
@@ -97,8 +93,7 @@ int64_t InferenceContext::MergeDims(int64_t a, int64_t b) const {
   return a;
 }
 
-PartialTensorShape InferenceContext::Merge(const PartialTensorShape& a,
-                                           const PartialTensorShape& b) const {
+PartialTensorShape InferenceContext::Merge(const PartialTensorShape& a, const PartialTensorShape& b) const {
   if (a.unknown_rank()) return b;
   if (b.unknown_rank()) return a;
   if (a.dims() != b.dims()) {
@@ -145,13 +140,9 @@ PartialTensorShape BroadcastShapes(const PartialTensorShape& a, const PartialTen
   return PartialTensorShape(std::span<const int64_t>(dims.data(), dims.size()));
 }
 
-void BroadcastBinaryOpShape(InferenceContext& c) {
-  c.set_output(0, BroadcastShapes(c.input(0), c.input(1)));
-}
+void BroadcastBinaryOpShape(InferenceContext& c) { c.set_output(0, BroadcastShapes(c.input(0), c.input(1))); }
 
-void ShapeFromShapeAttr(InferenceContext& c) {
-  c.set_output(0, c.GetAttr<PartialTensorShape>("shape"));
-}
+void ShapeFromShapeAttr(InferenceContext& c) { c.set_output(0, c.GetAttr<PartialTensorShape>("shape")); }
 
 }  // namespace shape_fns
 }  // namespace flowtrain

@@ -39,20 +39,18 @@ TEST(CheckpointReader, DebugStringIsInspectCheckpointOutput) {
             "a/.ATTRIBUTES/VARIABLE_VALUE (DT_FLOAT) []\n"
             "b/.ATTRIBUTES/VARIABLE_VALUE (DT_FLOAT) []\n"
             "c/.ATTRIBUTES/VARIABLE_VALUE (DT_FLOAT) []\n");
-  EXPECT_THAT(reader.GetVariableToDataTypeMap(),
-              ElementsAre(Pair("_CHECKPOINTABLE_OBJECT_GRAPH", DT_STRING),
-                          Pair("a/.ATTRIBUTES/VARIABLE_VALUE", DT_FLOAT),
-                          Pair("b/.ATTRIBUTES/VARIABLE_VALUE", DT_FLOAT),
-                          Pair("c/.ATTRIBUTES/VARIABLE_VALUE", DT_FLOAT)));
+  EXPECT_THAT(reader.GetVariableToDataTypeMap(), ElementsAre(Pair("_CHECKPOINTABLE_OBJECT_GRAPH", DT_STRING),
+                                                             Pair("a/.ATTRIBUTES/VARIABLE_VALUE", DT_FLOAT),
+                                                             Pair("b/.ATTRIBUTES/VARIABLE_VALUE", DT_FLOAT),
+                                                             Pair("c/.ATTRIBUTES/VARIABLE_VALUE", DT_FLOAT)));
 }
 
 TEST(CheckpointReader, ReadsSavedModelVariables) {
   FLOWTRAIN_REQUIRE_FIXTURES("tf1_half_plus_two_cpu");
   CheckpointReader reader(testing::FixturePath("tf1_half_plus_two_cpu/variables/variables"));
   EXPECT_THAT(reader.GetVariableToShapeMap(),
-              ElementsAre(Pair("a", TensorShape({})), Pair("a2", TensorShape({})),
-                          Pair("b", TensorShape({})), Pair("c", TensorShape({})),
-                          Pair("c2", TensorShape({}))));
+              ElementsAre(Pair("a", TensorShape({})), Pair("a2", TensorShape({})), Pair("b", TensorShape({})),
+                          Pair("c", TensorShape({})), Pair("c2", TensorShape({}))));
   EXPECT_FLOAT_EQ(reader.GetTensor("b").scalar<float>(), 2.0f);
 }
 

@@ -10,9 +10,7 @@ namespace {
 
 // zlib's window size selects the container: 15 alone is a zlib stream, +16 a gzip one
 // (the values TF's ZlibCompressionOptions use).
-int WindowBits(CompressionType type) {
-  return type == CompressionType::kGzip ? MAX_WBITS + 16 : MAX_WBITS;
-}
+int WindowBits(CompressionType type) { return type == CompressionType::kGzip ? MAX_WBITS + 16 : MAX_WBITS; }
 
 constexpr size_t kOutputChunk = 64 * 1024;
 
@@ -22,15 +20,17 @@ CompressionType ParseCompressionType(std::string_view name) {
   if (name.empty()) return CompressionType::kNone;
   if (name == "ZLIB") return CompressionType::kZlib;
   if (name == "GZIP") return CompressionType::kGzip;
-  InvalidArgument("Unsupported compression type '", name,
-                  "': expected \"\" (none), \"ZLIB\" or \"GZIP\"");
+  InvalidArgument("Unsupported compression type '", name, "': expected \"\" (none), \"ZLIB\" or \"GZIP\"");
 }
 
 std::string_view CompressionTypeName(CompressionType type) {
   switch (type) {
-    case CompressionType::kNone: return "";
-    case CompressionType::kZlib: return "ZLIB";
-    case CompressionType::kGzip: return "GZIP";
+    case CompressionType::kNone:
+      return "";
+    case CompressionType::kZlib:
+      return "ZLIB";
+    case CompressionType::kGzip:
+      return "GZIP";
   }
   return "";
 }
@@ -39,8 +39,7 @@ struct StreamCompressor::State {
   z_stream stream{};
 };
 
-StreamCompressor::StreamCompressor(CompressionType type, int level)
-    : state_(std::make_unique<State>()) {
+StreamCompressor::StreamCompressor(CompressionType type, int level) : state_(std::make_unique<State>()) {
   FT_REQUIRE(type != CompressionType::kNone, "StreamCompressor needs ZLIB or GZIP");
   const int rc = deflateInit2(&state_->stream, level, Z_DEFLATED, WindowBits(type),
                               /*memLevel=*/8, Z_DEFAULT_STRATEGY);
@@ -119,8 +118,7 @@ void StreamDecompressor::Decompress(std::string_view data, std::string* out) {
     if (rc == Z_STREAM_END) {
       at_stream_end_ = true;
     } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
-      const std::string detail =
-          s.msg != nullptr ? std::string(s.msg) : StrCat("zlib error ", rc);
+      const std::string detail = s.msg != nullptr ? std::string(s.msg) : StrCat("zlib error ", rc);
       DataLoss("Corrupt compressed stream in '", source_name_, "' near compressed offset ",
                compressed_offset_, ": ", detail);
     } else if (s.avail_in == avail_in_before && s.avail_out == kOutputChunk) {

@@ -33,8 +33,7 @@ std::vector<EventRun> ListEventRuns(const std::string& logdir) {
   std::vector<std::string> dirs = {logdir};
   // Unreadable subdirectories are skipped rather than failing the whole listing: TensorBoard
   // shows what it can read.
-  for (fs::recursive_directory_iterator it(logdir, fs::directory_options::skip_permission_denied,
-                                           ec), end;
+  for (fs::recursive_directory_iterator it(logdir, fs::directory_options::skip_permission_denied, ec), end;
        !ec && it != end; it.increment(ec)) {
     if (it->is_directory(ec)) dirs.push_back(it->path().string());
   }
@@ -50,8 +49,7 @@ std::vector<EventRun> ListEventRuns(const std::string& logdir) {
     std::string name = ec || relative.empty() ? std::string(".") : relative.string();
     runs.push_back({std::move(name), dir, std::move(files)});
   }
-  std::sort(runs.begin(), runs.end(),
-            [](const EventRun& a, const EventRun& b) { return a.name < b.name; });
+  std::sort(runs.begin(), runs.end(), [](const EventRun& a, const EventRun& b) { return a.name < b.name; });
   return runs;
 }
 

@@ -225,7 +225,7 @@ TEST(EventFileListTest, RunsAreDirectoriesHoldingEventFiles) {
   ASSERT_EQ(runs.size(), 3u);
   EXPECT_EQ(runs[0].name, ".");
   EXPECT_EQ(runs[0].files, (std::vector<std::string>{JoinPath(logdir, "events.out.tfevents.1.host"),
-                                                      JoinPath(logdir, "events.out.tfevents.2.host")}));
+                                                     JoinPath(logdir, "events.out.tfevents.2.host")}));
   EXPECT_EQ(runs[1].name, "train");
   EXPECT_EQ(runs[1].files.size(), 1u);
   EXPECT_EQ(runs[2].name, "train/eval");
@@ -250,7 +250,9 @@ EventCensus TakeCensus(const std::vector<tensorflow::Event>& events) {
   EventCensus census;
   for (const tensorflow::Event& event : events) {
     switch (event.what_case()) {
-      case tensorflow::Event::kFileVersion: ++census.file_versions; break;
+      case tensorflow::Event::kFileVersion:
+        ++census.file_versions;
+        break;
       case tensorflow::Event::kGraphDef: {
         ++census.graphs;
         tensorflow::GraphDef graph;
@@ -276,7 +278,8 @@ EventCensus TakeCensus(const std::vector<tensorflow::Event>& events) {
       case tensorflow::Event::kSessionLog:
         census.session_logs.emplace_back(event.session_log().status(), event.step());
         break;
-      default: break;
+      default:
+        break;
     }
   }
   return census;
@@ -299,10 +302,10 @@ TEST(EventFixturesTest, EveryFixtureEventFileLoads) {
       ++files;
     }
   }
-  EXPECT_EQ(run_names, (std::vector<std::string>{
-                           "events_tf1_graph/ex", "events_tf1_graph/fahrenheit_converter",
-                           "events_tf1_graph/multiple", "events_tf1_graph/power",
-                           "events_tf2_scalar", "tf1_estimator_model_dir"}));
+  EXPECT_EQ(run_names,
+            (std::vector<std::string>{"events_tf1_graph/ex", "events_tf1_graph/fahrenheit_converter",
+                                      "events_tf1_graph/multiple", "events_tf1_graph/power",
+                                      "events_tf2_scalar", "tf1_estimator_model_dir"}));
   EXPECT_EQ(files, 7);
 }
 
@@ -350,14 +353,13 @@ TEST(EventFixturesTest, Tf1EstimatorFirstRun) {
 
 TEST(EventFixturesTest, Tf1EstimatorSecondRunContinuesAtStep1001) {
   FLOWTRAIN_REQUIRE_FIXTURES("tf1_estimator_model_dir");
-  const std::vector<tensorflow::Event> events = ReadEventFile(
-      FixturePath("tf1_estimator_model_dir/events.out.tfevents.1567057356.leimao-evolvx"));
+  const std::vector<tensorflow::Event> events =
+      ReadEventFile(FixturePath("tf1_estimator_model_dir/events.out.tfevents.1567057356.leimao-evolvx"));
   ASSERT_EQ(events.size(), 27u);
   EXPECT_EQ(events[0].wall_time(), 1567057356.0);
   const EventCensus census = TakeCensus(events);
   ASSERT_GE(census.session_logs.size(), 2u);
-  EXPECT_EQ(census.session_logs[0],
-            std::make_pair(tensorflow::SessionLog::CHECKPOINT, int64_t{1000}));
+  EXPECT_EQ(census.session_logs[0], std::make_pair(tensorflow::SessionLog::CHECKPOINT, int64_t{1000}));
   EXPECT_EQ(census.session_logs[1], std::make_pair(tensorflow::SessionLog::START, int64_t{1001}));
   EXPECT_EQ(census.steps_by_tag.at("loss").size(), 10u);
   EXPECT_EQ(census.steps_by_tag.at("global_step/sec").size(), 9u);
@@ -397,8 +399,8 @@ TEST(EventFixturesTest, Tf1GraphFiles) {
 
 TEST(EventFixturesTest, Tf2ScalarFile) {
   FLOWTRAIN_REQUIRE_FIXTURES("events_tf2_scalar");
-  const std::vector<tensorflow::Event> events = ReadEventFile(FixturePath(
-      "events_tf2_scalar/events.out.tfevents.1585499054.Jaakkos-Mac-mini.local.11684.5.v2"));
+  const std::vector<tensorflow::Event> events = ReadEventFile(
+      FixturePath("events_tf2_scalar/events.out.tfevents.1585499054.Jaakkos-Mac-mini.local.11684.5.v2"));
   ASSERT_FALSE(events.empty());
   EXPECT_EQ(events[0].wall_time(), 1585499054.0);
   std::vector<int64_t> steps;

@@ -45,8 +45,8 @@ EventFileWriter::~EventFileWriter() {
 
 void EventFileWriter::OpenNewFile() {
   CreateDirectories(logdir_);
-  const double now = std::chrono::duration<double>(
-                         std::chrono::system_clock::now().time_since_epoch()).count();
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   const long long seconds = static_cast<long long>(now);
   char stamp[32];
   std::snprintf(stamp, sizeof(stamp), "%010lld", seconds);

@@ -74,7 +74,7 @@ class EventFileWriter {
   std::string suffix_;
   std::string path_;
   std::unique_ptr<RecordWriter> writer_;  // null once the file was found deleted
-  std::string scratch_;  // reused serialization buffer
+  std::string scratch_;                   // reused serialization buffer
   uint64_t num_events_ = 0;
   uint64_t unflushed_events_ = 0;  // written since the last Flush
   bool closed_ = false;

@@ -28,18 +28,25 @@ struct FeatureView {
 
 std::string_view KindName(Kind kind) {
   switch (kind) {
-    case kFloat: return "float";
-    case kInt64: return "int64";
-    case kBytes: return "string";
-    default: return "none";
+    case kFloat:
+      return "float";
+    case kInt64:
+      return "int64";
+    case kBytes:
+      return "string";
+    default:
+      return "none";
   }
 }
 
 Kind KindOf(DataType dtype) {
   switch (dtype) {
-    case DT_FLOAT: return kFloat;
-    case DT_INT64: return kInt64;
-    default: return kBytes;
+    case DT_FLOAT:
+      return kFloat;
+    case DT_INT64:
+      return kInt64;
+    default:
+      return kBytes;
   }
 }
 
@@ -88,11 +95,16 @@ class WireReader {
     uint64_t ignored;
     std::string_view ignored_bytes;
     switch (wire_type) {
-      case 0: return Varint(&ignored);
-      case 1: return Fixed(8, &ignored_bytes);
-      case 2: return Delimited(&ignored_bytes);
-      case 5: return Fixed(4, &ignored_bytes);
-      default: return false;
+      case 0:
+        return Varint(&ignored);
+      case 1:
+        return Fixed(8, &ignored_bytes);
+      case 2:
+        return Delimited(&ignored_bytes);
+      case 5:
+        return Fixed(4, &ignored_bytes);
+      default:
+        return false;
     }
   }
 
@@ -121,8 +133,8 @@ bool ScanFeature(std::string_view bytes, FeatureView* out) {
 // Finds the features named `keys` in a serialized Example: (*found)[k] is the Feature
 // message of keys[k] (the last one, as the map's parser keeps), `present[k]` whether there
 // was one (set, never cleared). False if the record is not wire format this scanner handles.
-bool ScanExample(std::string_view record, const std::vector<std::string_view>& keys,
-                 std::string_view* found, char* present) {
+bool ScanExample(std::string_view record, const std::vector<std::string_view>& keys, std::string_view* found,
+                 char* present) {
   WireReader example(record);
   while (!example.done()) {
     uint32_t field, wire_type;
@@ -256,9 +268,15 @@ void CopyValues(const FeatureView& f, void* out) {
 void CopyDefault(const Tensor& default_value, Tensor& out, int64_t offset) {
   const int64_t n = default_value.NumElements();
   switch (out.dtype()) {
-    case DT_FLOAT: std::copy_n(default_value.data<float>(), n, out.data<float>() + offset); break;
-    case DT_INT64: std::copy_n(default_value.data<int64_t>(), n, out.data<int64_t>() + offset); break;
-    default: std::copy_n(default_value.data<std::string>(), n, out.data<std::string>() + offset); break;
+    case DT_FLOAT:
+      std::copy_n(default_value.data<float>(), n, out.data<float>() + offset);
+      break;
+    case DT_INT64:
+      std::copy_n(default_value.data<int64_t>(), n, out.data<int64_t>() + offset);
+      break;
+    default:
+      std::copy_n(default_value.data<std::string>(), n, out.data<std::string>() + offset);
+      break;
   }
 }
 
@@ -269,9 +287,12 @@ bool HasDefault(const Tensor& default_value) {
 
 void* ValuesAt(Tensor& t, int64_t offset) {
   switch (t.dtype()) {
-    case DT_FLOAT: return t.data<float>() + offset;
-    case DT_INT64: return t.data<int64_t>() + offset;
-    default: return t.data<std::string>() + offset;
+    case DT_FLOAT:
+      return t.data<float>() + offset;
+    case DT_INT64:
+      return t.data<int64_t>() + offset;
+    default:
+      return t.data<std::string>() + offset;
   }
 }
 
@@ -314,8 +335,8 @@ std::vector<Tensor> ExampleParser::Parse(const Tensor& serialized, const Tensor*
     const Tensor& default_value = *defaults[d];
     if (HasDefault(default_value) &&
         (default_value.NumElements() != spec.shape.num_elements() || default_value.dtype() != spec.dtype)) {
-      InvalidArgument("Default value of feature ", spec.key, " has shape ", default_value.shape().DebugString(),
-                      ", expected ", spec.shape.DebugString());
+      InvalidArgument("Default value of feature ", spec.key, " has shape ",
+                      default_value.shape().DebugString(), ", expected ", spec.shape.DebugString());
     }
     TensorShape out_shape = spec.shape;
     if (!single) out_shape.InsertDim(0, batch);
@@ -374,9 +395,9 @@ std::vector<Tensor> ExampleParser::Parse(const Tensor& serialized, const Tensor*
     }
     auto check_kind = [&](const FeatureView& view, const std::string& key, DataType dtype) {
       if (view.kind != KindOf(dtype)) {
-        InvalidArgument("Name: ", name_of(i), ", Feature: ", key, ".  Data types don't match. Data type: ",
-                        KindName(view.kind), " but expected type: ", DataTypeString(dtype), " (example ", i,
-                        ")");
+        InvalidArgument("Name: ", name_of(i), ", Feature: ", key,
+                        ".  Data types don't match. Data type: ", KindName(view.kind),
+                        " but expected type: ", DataTypeString(dtype), " (example ", i, ")");
       }
     };
     for (int s = 0; s < ns; ++s) {
@@ -391,8 +412,9 @@ std::vector<Tensor> ExampleParser::Parse(const Tensor& serialized, const Tensor*
       const int64_t n = spec.shape.num_elements();
       if (view.kind == kNone) {
         if (!HasDefault(*defaults[d])) {
-          InvalidArgument("Name: ", name_of(i), ", Feature: ", spec.key, " (data type: ",
-                          DataTypeString(spec.dtype), ") is required but could not be found (example ", i, ")");
+          InvalidArgument("Name: ", name_of(i), ", Feature: ", spec.key,
+                          " (data type: ", DataTypeString(spec.dtype),
+                          ") is required but could not be found (example ", i, ")");
         }
         CopyDefault(*defaults[d], out, i * n);
         continue;

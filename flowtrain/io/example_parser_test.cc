@@ -51,7 +51,8 @@ std::string Serialize(const tensorflow::Example& example) { return example.Seria
 tensorflow::Example MakeExample(int i) {
   tensorflow::Example example;
   auto& features = *example.mutable_features()->mutable_feature();
-  for (int k = 0; k < 5; ++k) features["image"].mutable_float_list()->add_value(static_cast<float>(i * 10 + k));
+  for (int k = 0; k < 5; ++k)
+    features["image"].mutable_float_list()->add_value(static_cast<float>(i * 10 + k));
   features["label"].mutable_int64_list()->add_value(-i);  // negative: ten-byte varints
   features["name"].mutable_bytes_list()->add_value("example " + std::to_string(i));
   for (int k = 0; k < i; ++k) features["tags"].mutable_bytes_list()->add_value("t" + std::to_string(k));
@@ -62,7 +63,9 @@ ExampleParser MakeParser() {
   return ExampleParser({{.key = "tags", .dtype = DT_STRING}},
                        {{.key = "image", .dtype = DT_FLOAT, .shape = TensorShape({5})},
                         {.key = "label", .dtype = DT_INT64, .shape = TensorShape({})},
-                        {.key = "name", .dtype = DT_STRING, .shape = TensorShape({}),
+                        {.key = "name",
+                         .dtype = DT_STRING,
+                         .shape = TensorShape({}),
                          .default_value = Tensor::Scalar<std::string>("none")}});
 }
 
@@ -95,9 +98,10 @@ TEST(ExampleParser, ReadsEveryEncodingProtobufReads) {
   // Unpacked lists, the key given twice (the last wins, as in a protobuf map), an unknown
   // field at every level, and the features split over two `features` fields.
   const std::string unknown = Varint(15 << 3 | 0) + Varint(12345);
-  const std::string record = Field(1, Entry("image", UnpackedFloats({9, 9, 9, 9, 9})) + unknown) + unknown +
-                             Field(1, Entry("image", UnpackedFloats({1, 2, 3, 4, 5})) +
-                                          Entry("label", UnpackedInts({-7})) + Entry("ignored", UnpackedInts({1})));
+  const std::string record =
+      Field(1, Entry("image", UnpackedFloats({9, 9, 9, 9, 9})) + unknown) + unknown +
+      Field(1, Entry("image", UnpackedFloats({1, 2, 3, 4, 5})) + Entry("label", UnpackedInts({-7})) +
+                   Entry("ignored", UnpackedInts({1})));
   // The protobuf parser agrees on what this record is.
   tensorflow::Example reference;
   ASSERT_TRUE(reference.ParseFromString(record));
@@ -108,7 +112,7 @@ TEST(ExampleParser, ReadsEveryEncodingProtobufReads) {
   for (int k = 0; k < 5; ++k) EXPECT_EQ(out[3].flat<float>()[k], static_cast<float>(k + 1));
   EXPECT_EQ(out[4].scalar<int64_t>(), -7);
   EXPECT_EQ(out[5].scalar<std::string>(), "none");  // the default
-  EXPECT_EQ(out[0].shape(), TensorShape({0, 1}));  // no tags
+  EXPECT_EQ(out[0].shape(), TensorShape({0, 1}));   // no tags
 }
 
 TEST(ExampleParser, AFeatureWithTwoListsIsLeftToProtobufsMerge) {
@@ -137,18 +141,24 @@ TEST(ExampleParser, BadInputNamesTheExample) {
             std::string::npos);
   tensorflow::Example wrong = MakeExample(2);
   (*wrong.mutable_features()->mutable_feature())["label"].mutable_float_list()->add_value(1);
-  EXPECT_NE(message(Serialize(wrong)).find("Feature: label.  Data types don't match. Data type: float but expected "
-                                           "type: int64 (example 1)"),
+  EXPECT_NE(message(Serialize(wrong))
+                .find("Feature: label.  Data types don't match. Data type: float but expected "
+                      "type: int64 (example 1)"),
             std::string::npos)
       << message(Serialize(wrong));
   tensorflow::Example short_image = MakeExample(2);
-  (*short_image.mutable_features()->mutable_feature())["image"].mutable_float_list()->mutable_value()->RemoveLast();
-  EXPECT_NE(message(Serialize(short_image)).find("Key: image, Index: 1.  Number of float values != expected.  "
-                                                 "Values size: 4 but output shape: [5]"),
+  (*short_image.mutable_features()->mutable_feature())["image"]
+      .mutable_float_list()
+      ->mutable_value()
+      ->RemoveLast();
+  EXPECT_NE(message(Serialize(short_image))
+                .find("Key: image, Index: 1.  Number of float values != expected.  "
+                      "Values size: 4 but output shape: [5]"),
             std::string::npos);
   tensorflow::Example no_label = MakeExample(2);
   no_label.mutable_features()->mutable_feature()->erase("label");
-  EXPECT_NE(message(Serialize(no_label)).find("Feature: label (data type: int64) is required but could not be found"),
+  EXPECT_NE(message(Serialize(no_label))
+                .find("Feature: label (data type: int64) is required but could not be found"),
             std::string::npos);
   // The first bad example is reported, whichever thread found it.
   ThreadPool pool("parse", 2);

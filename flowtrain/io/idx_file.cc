@@ -16,25 +16,39 @@ namespace {
 
 DataType TypeFromCode(int code, const std::string& path) {
   switch (code) {
-    case 0x08: return DT_UINT8;
-    case 0x09: return DT_INT8;
-    case 0x0B: return DT_INT16;
-    case 0x0C: return DT_INT32;
-    case 0x0D: return DT_FLOAT;
-    case 0x0E: return DT_DOUBLE;
-    default: DataLoss(path, " is not an IDX file: unknown type code 0x", code);
+    case 0x08:
+      return DT_UINT8;
+    case 0x09:
+      return DT_INT8;
+    case 0x0B:
+      return DT_INT16;
+    case 0x0C:
+      return DT_INT32;
+    case 0x0D:
+      return DT_FLOAT;
+    case 0x0E:
+      return DT_DOUBLE;
+    default:
+      DataLoss(path, " is not an IDX file: unknown type code 0x", code);
   }
 }
 
 int CodeFromType(DataType dtype) {
   switch (dtype) {
-    case DT_UINT8: return 0x08;
-    case DT_INT8: return 0x09;
-    case DT_INT16: return 0x0B;
-    case DT_INT32: return 0x0C;
-    case DT_FLOAT: return 0x0D;
-    case DT_DOUBLE: return 0x0E;
-    default: InvalidArgument("IDX files cannot hold ", DataTypeString(dtype));
+    case DT_UINT8:
+      return 0x08;
+    case DT_INT8:
+      return 0x09;
+    case DT_INT16:
+      return 0x0B;
+    case DT_INT32:
+      return 0x0C;
+    case DT_FLOAT:
+      return 0x0D;
+    case DT_DOUBLE:
+      return 0x0E;
+    default:
+      InvalidArgument("IDX files cannot hold ", DataTypeString(dtype));
   }
 }
 
@@ -97,7 +111,8 @@ void WriteIdxFile(const std::string& path, const Tensor& tensor) {
   std::string header = {0, 0, static_cast<char>(code), static_cast<char>(tensor.dims())};
   for (int d = 0; d < tensor.dims(); ++d) {
     const uint32_t n = static_cast<uint32_t>(tensor.dim_size(d));
-    header += {static_cast<char>(n >> 24), static_cast<char>(n >> 16), static_cast<char>(n >> 8), static_cast<char>(n)};
+    header += {static_cast<char>(n >> 24), static_cast<char>(n >> 16), static_cast<char>(n >> 8),
+               static_cast<char>(n)};
   }
   const size_t bytes = tensor.NumElements() * DataTypeSize(tensor.dtype());
   std::string data(static_cast<const char*>(tensor.raw_data()), bytes);

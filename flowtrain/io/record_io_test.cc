@@ -209,14 +209,13 @@ TEST_P(RecordCorruptionTest, BitFlipIsDataLossNamingFileAndOffset) {
   EXPECT_THROW(follower.ReadRecord(&record), DataLossError);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Fields, RecordCorruptionTest,
-    ::testing::Values(Corruption{"Length", 0, "length checksum"},
-                      Corruption{"LengthHighByte", 7, "length checksum"},
-                      Corruption{"LengthCrc", 9, "length checksum"},
-                      Corruption{"Payload", 12 + 3, "payload checksum"},
-                      Corruption{"PayloadCrc", 12 + 7 + 2, "payload checksum"}),
-    [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Fields, RecordCorruptionTest,
+                         ::testing::Values(Corruption{"Length", 0, "length checksum"},
+                                           Corruption{"LengthHighByte", 7, "length checksum"},
+                                           Corruption{"LengthCrc", 9, "length checksum"},
+                                           Corruption{"Payload", 12 + 3, "payload checksum"},
+                                           Corruption{"PayloadCrc", 12 + 7 + 2, "payload checksum"}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 TEST(RecordReaderTest, CorruptCompressedStreamIsDataLoss) {
   const std::string path = JoinPath(MakeTempDir(), "corrupt.tfrecord.gz");
@@ -279,8 +278,7 @@ TEST_P(RecordTruncationTest, EveryCutIsCleanEofOrDataLoss) {
         } catch (const DataLossError& e) {
           const std::string message = e.what();
           EXPECT_NE(message.find(cut_path), std::string::npos) << message;
-          EXPECT_NE(message.find(StrCat("at offset ", boundaries[complete])), std::string::npos)
-              << message;
+          EXPECT_NE(message.find(StrCat("at offset ", boundaries[complete])), std::string::npos) << message;
         }
       }
       // Follow mode: the same prefix is a file still being written.

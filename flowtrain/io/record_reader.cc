@@ -71,8 +71,7 @@ bool RecordReader::ReadRecord(std::string* record) {
       const uint32_t actual = RecordChecksum(std::string_view(header, sizeof(uint64_t)));
       if (stored != actual) {
         DataLoss("Corrupted record in '", path_, "' at offset ", offset_,
-                 ": length checksum mismatch (stored ", Hex32(stored), ", computed ",
-                 Hex32(actual), ")");
+                 ": length checksum mismatch (stored ", Hex32(stored), ", computed ", Hex32(actual), ")");
       }
       const uint64_t length = DecodeFixed64(header);
       const uint64_t body = available - kRecordHeaderSize;
@@ -82,8 +81,8 @@ bool RecordReader::ReadRecord(std::string* record) {
         const uint32_t actual_payload = RecordChecksum(payload);
         if (stored_payload != actual_payload) {
           DataLoss("Corrupted record in '", path_, "' at offset ", offset_,
-                   ": payload checksum mismatch over ", length, " bytes (stored ",
-                   Hex32(stored_payload), ", computed ", Hex32(actual_payload), ")");
+                   ": payload checksum mismatch over ", length, " bytes (stored ", Hex32(stored_payload),
+                   ", computed ", Hex32(actual_payload), ")");
         }
         record->assign(payload);
         const uint64_t total = kRecordHeaderSize + length + kRecordFooterSize;
@@ -97,8 +96,8 @@ bool RecordReader::ReadRecord(std::string* record) {
     if (FillBuffer()) continue;
     const size_t have = buffer_.size() - start_;
     if (have == 0 || options_.follow) return false;
-    DataLoss("Truncated record in '", path_, "' at offset ", offset_, ": the file ends after ",
-             have, " of the ", needed, " bytes the record needs");
+    DataLoss("Truncated record in '", path_, "' at offset ", offset_, ": the file ends after ", have,
+             " of the ", needed, " bytes the record needs");
   }
 }
 

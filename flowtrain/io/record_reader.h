@@ -69,7 +69,7 @@ class RecordReader {
   RecordReaderOptions options_;
   int fd_ = -1;
   std::unique_ptr<StreamDecompressor> decompressor_;  // null when uncompressed
-  std::string raw_;     // compressed bytes read from the file, reused
+  std::string raw_;                                   // compressed bytes read from the file, reused
   std::string buffer_;  // decoded bytes; buffer_[start_] is at stream offset offset_
   size_t start_ = 0;
   uint64_t offset_ = 0;

@@ -50,8 +50,7 @@ class StringSink : public leveldb::WritableFile {
 class StringSource : public leveldb::RandomAccessFile {
  public:
   explicit StringSource(std::string contents) : contents_(std::move(contents)) {}
-  leveldb::Status Read(uint64_t offset, size_t n, leveldb::Slice* result,
-                       char* /*scratch*/) const override {
+  leveldb::Status Read(uint64_t offset, size_t n, leveldb::Slice* result, char* /*scratch*/) const override {
     if (offset > contents_.size()) {
       *result = leveldb::Slice();
       return leveldb::Status::IOError("read past the end of the index file");
@@ -84,16 +83,15 @@ void CheckVersions(const tensorflow::VersionDef& version, const std::string& pat
   }
   for (int bad : version.bad_consumers()) {
     if (bad == kTensorBundleVersion) {
-      InvalidArgument("Checkpoint '", path, "' disallows consumer version ", bad,
-                      " read by flowtrain.");
+      InvalidArgument("Checkpoint '", path, "' disallows consumer version ", bad, " read by flowtrain.");
     }
   }
 }
 
 // Rejects entries whose metadata could make a reader allocate absurd memory or index past a
 // shard: a corrupt entry must become an error, never a crash.
-void CheckEntry(const std::string& key, const tensorflow::BundleEntryProto& entry,
-                int num_shards, const std::string& path) {
+void CheckEntry(const std::string& key, const tensorflow::BundleEntryProto& entry, int num_shards,
+                const std::string& path) {
   const auto& shape = entry.shape();
   if (shape.unknown_rank() || shape.dim_size() > kMaxTensorRank) {
     DataLoss("Invalid tensor shape for '", key, "' in checkpoint index '", path, "'");
@@ -101,19 +99,18 @@ void CheckEntry(const std::string& key, const tensorflow::BundleEntryProto& entr
   int64_t elements = 1;
   for (const auto& dim : shape.dim()) {
     if (dim.size() < 0) {
-      DataLoss("Invalid tensor shape for '", key, "' in checkpoint index '", path,
-               "': negative dimension ", dim.size());
+      DataLoss("Invalid tensor shape for '", key, "' in checkpoint index '", path, "': negative dimension ",
+               dim.size());
     }
     if (dim.size() > 0 && elements > std::numeric_limits<int64_t>::max() / dim.size()) {
-      DataLoss("Invalid tensor shape for '", key, "' in checkpoint index '", path,
-               "': too many elements");
+      DataLoss("Invalid tensor shape for '", key, "' in checkpoint index '", path, "': too many elements");
     }
     elements *= dim.size();
   }
   if (entry.slices_size() > 0) return;  // The whole-tensor entry of a partitioned variable.
   if (entry.shard_id() < 0 || entry.shard_id() >= num_shards) {
-    DataLoss("Tensor '", key, "' in checkpoint index '", path, "' names shard ",
-             entry.shard_id(), " but the bundle has ", num_shards, " shards");
+    DataLoss("Tensor '", key, "' in checkpoint index '", path, "' names shard ", entry.shard_id(),
+             " but the bundle has ", num_shards, " shards");
   }
   if (entry.offset() < 0 || entry.size() < 0) {
     DataLoss("Tensor '", key, "' in checkpoint index '", path, "' has a negative offset or size");
@@ -133,9 +130,8 @@ std::string DataFilename(std::string_view prefix, int shard_id, int num_shards) 
 tensorflow::BundleHeaderProto MakeBundleHeader(int num_shards) {
   tensorflow::BundleHeaderProto header;
   header.set_num_shards(num_shards);
-  header.set_endianness(std::endian::native == std::endian::little
-                            ? tensorflow::BundleHeaderProto::LITTLE
-                            : tensorflow::BundleHeaderProto::BIG);
+  header.set_endianness(std::endian::native == std::endian::little ? tensorflow::BundleHeaderProto::LITTLE
+                                                                   : tensorflow::BundleHeaderProto::BIG);
   header.mutable_version()->set_producer(kTensorBundleVersion);
   header.mutable_version()->set_min_consumer(kTensorBundleMinConsumer);
   return header;
@@ -143,8 +139,7 @@ tensorflow::BundleHeaderProto MakeBundleHeader(int num_shards) {
 
 namespace bundle_internal {
 
-std::string BuildIndexTable(const tensorflow::BundleHeaderProto& header,
-                            const BundleEntryMap& entries) {
+std::string BuildIndexTable(const tensorflow::BundleHeaderProto& header, const BundleEntryMap& entries) {
   leveldb::Options options;
   options.block_size = kIndexBlockSize;
   options.block_restart_interval = kIndexRestartInterval;
@@ -179,8 +174,7 @@ IndexContents ReadIndexTable(const std::string& index_path) {
   leveldb::Options options;
   options.paranoid_checks = true;  // verify the index block's checksum when opening
   leveldb::Table* raw_table = nullptr;
-  const leveldb::Status open_status =
-      leveldb::Table::Open(options, &source, source.size(), &raw_table);
+  const leveldb::Status open_status = leveldb::Table::Open(options, &source, source.size(), &raw_table);
   if (!open_status.ok()) ThrowCorruptIndex(index_path, open_status.ToString());
   std::unique_ptr<leveldb::Table> table(raw_table);
 
@@ -190,8 +184,7 @@ IndexContents ReadIndexTable(const std::string& index_path) {
   std::unique_ptr<leveldb::Iterator> it(table->NewIterator(read_options));
   it->SeekToFirst();
   if (!it->Valid() || !it->key().empty()) {
-    ThrowCorruptIndex(index_path, it->status().ok() ? "no header entry"
-                                                     : it->status().ToString());
+    ThrowCorruptIndex(index_path, it->status().ok() ? "no header entry" : it->status().ToString());
   }
   IndexContents contents;
   if (!contents.header.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
@@ -204,8 +197,7 @@ IndexContents ReadIndexTable(const std::string& index_path) {
     std::string key = it->key().ToString();
     tensorflow::BundleEntryProto entry;
     if (!entry.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
-      DataLoss("Entry for key '", key, "' in checkpoint index '", index_path,
-               "' is not parseable");
+      DataLoss("Entry for key '", key, "' in checkpoint index '", index_path, "' is not parseable");
     }
     CheckEntry(key, entry, num_shards, index_path);
     contents.entries.emplace_hint(contents.entries.end(), std::move(key), std::move(entry));

@@ -81,8 +81,7 @@ TEST(TensorBundleDamage, TruncatedDataFileIsDetected) {
   Truncate(data, 100);  // cuts dense/kernel/Adam (bytes 88..120) in the middle
   BundleReader reader(prefix);
   EXPECT_EQ(reader.Lookup("dense/kernel").NumElements(), 8);  // bytes 56..88 survive
-  ExpectDataLoss([&] { reader.Lookup("dense/kernel/Adam"); },
-                 {"'dense/kernel/Adam'", data, "truncated"});
+  ExpectDataLoss([&] { reader.Lookup("dense/kernel/Adam"); }, {"'dense/kernel/Adam'", data, "truncated"});
   ExpectDataLoss([&] { reader.Lookup("global_step"); }, {"'global_step'", data, "truncated"});
   ExpectDataLoss([&] { reader.VerifyAll(); }, {data, "truncated"});
   Truncate(data, 0);
@@ -150,8 +149,7 @@ TEST(TensorBundleDamage, MissingDataFileIsNotFoundWhenATensorIsRead) {
 
 TEST(TensorBundleDamage, TruncatedOrGarbageIndexIsDataLoss) {
   FLOWTRAIN_REQUIRE_FIXTURES("tf1_estimator_model_dir");
-  const std::string index_bytes =
-      ReadFileToString(MetaFilename(testing::FixturePath(kEstimator)));
+  const std::string index_bytes = ReadFileToString(MetaFilename(testing::FixturePath(kEstimator)));
   // Every possible truncation, from empty to one byte short.
   for (size_t size = 0; size < index_bytes.size(); size += (size < 60 ? 1 : 37)) {
     SCOPED_TRACE(size);
@@ -166,8 +164,7 @@ TEST(TensorBundleDamage, TruncatedOrGarbageIndexIsDataLoss) {
 
 TEST(TensorBundleDamage, BitFlipsInTheIndexAreDetected) {
   FLOWTRAIN_REQUIRE_FIXTURES("tf1_estimator_model_dir");
-  const std::string index_bytes =
-      ReadFileToString(MetaFilename(testing::FixturePath(kEstimator)));
+  const std::string index_bytes = ReadFileToString(MetaFilename(testing::FixturePath(kEstimator)));
   // Every byte of the data block, metaindex, index block and footer.
   for (size_t offset = 0; offset < index_bytes.size(); ++offset) {
     SCOPED_TRACE(offset);

@@ -57,10 +57,17 @@ void SwapEach(char* data, size_t bytes) {
 // Converts the elements of a bundle written on a host of the other endianness.
 void ByteSwapElements(DataType dtype, char* data, size_t bytes) {
   switch (DataTypeSize(dtype)) {
-    case 2: SwapEach<uint16_t>(data, bytes); break;
-    case 4: SwapEach<uint32_t>(data, bytes); break;
-    case 8: SwapEach<uint64_t>(data, bytes); break;
-    default: break;  // one-byte types need nothing
+    case 2:
+      SwapEach<uint16_t>(data, bytes);
+      break;
+    case 4:
+      SwapEach<uint32_t>(data, bytes);
+      break;
+    case 8:
+      SwapEach<uint64_t>(data, bytes);
+      break;
+    default:
+      break;  // one-byte types need nothing
   }
 }
 
@@ -129,8 +136,8 @@ Tensor BundleReader::Lookup(std::string_view key) const {
   const tensorflow::BundleEntryProto& entry = EntryOrThrow(key);
   const DataType dtype = static_cast<DataType>(entry.dtype());
   if (!IsSupportedTensorType(dtype)) {
-    Unimplemented("Tensor '", key, "' in checkpoint '", prefix_, "' has dtype ",
-                  DataTypeString(dtype), ", which flowtrain tensors cannot hold");
+    Unimplemented("Tensor '", key, "' in checkpoint '", prefix_, "' has dtype ", DataTypeString(dtype),
+                  ", which flowtrain tensors cannot hold");
   }
   // Validate sizes against the data file before allocating, so that a damaged entry cannot
   // make us allocate memory for data that is not there.
@@ -143,22 +150,19 @@ Tensor BundleReader::Lookup(std::string_view key) const {
 void BundleReader::LookupInto(std::string_view key, Tensor* out) const {
   const tensorflow::BundleEntryProto& entry = EntryOrThrow(key);
   const TensorShape shape = ShapeFromProto(entry.shape());
-  if (out == nullptr || out->dtype() != static_cast<DataType>(entry.dtype()) ||
-      out->shape() != shape) {
+  if (out == nullptr || out->dtype() != static_cast<DataType>(entry.dtype()) || out->shape() != shape) {
     InvalidArgument("Cannot restore tensor '", key, "' of checkpoint '", prefix_, "' (",
-                    DataTypeString(static_cast<DataType>(entry.dtype())), " ",
-                    shape.DebugString(), ") into a tensor of ",
+                    DataTypeString(static_cast<DataType>(entry.dtype())), " ", shape.DebugString(),
+                    ") into a tensor of ",
                     out == nullptr ? std::string("nothing")
-                                   : StrCat(DataTypeString(out->dtype()), " ",
-                                            out->shape().DebugString()));
+                                   : StrCat(DataTypeString(out->dtype()), " ", out->shape().DebugString()));
   }
   ReadValue(key, entry, out);
 }
 
 int BundleReader::DataFile(std::string_view key, const tensorflow::BundleEntryProto& entry) const {
   if (entry.slices_size() > 0) {
-    Unimplemented("Tensor '", key, "' in checkpoint '", prefix_, "' is stored as ",
-                  entry.slices_size(),
+    Unimplemented("Tensor '", key, "' in checkpoint '", prefix_, "' is stored as ", entry.slices_size(),
                   " slices of a partitioned variable; flowtrain reads only whole tensors");
   }
   const int shard = entry.shard_id();
@@ -171,8 +175,8 @@ int BundleReader::DataFile(std::string_view key, const tensorflow::BundleEntryPr
       const int opened = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
       if (opened < 0) {
         if (errno == ENOENT) {
-          NotFound("Data file '", path, "' of checkpoint '", prefix_,
-                   "' not found (needed for tensor '", key, "')");
+          NotFound("Data file '", path, "' of checkpoint '", prefix_, "' not found (needed for tensor '", key,
+                   "')");
         }
         ThrowIOError("opening", path, errno);
       }
@@ -194,8 +198,8 @@ int BundleReader::DataFile(std::string_view key, const tensorflow::BundleEntryPr
   const uint64_t offset = static_cast<uint64_t>(entry.offset());
   const uint64_t size = static_cast<uint64_t>(entry.size());
   if (offset > file_size || size > file_size - offset) {
-    DataLoss("Data file '", path, "' is truncated: tensor '", key, "' needs bytes [", offset,
-             ", ", offset + size, ") but the file has ", file_size, " bytes");
+    DataLoss("Data file '", path, "' is truncated: tensor '", key, "' needs bytes [", offset, ", ",
+             offset + size, ") but the file has ", file_size, " bytes");
   }
   const DataType dtype = static_cast<DataType>(entry.dtype());
   int64_t elements = 1;
@@ -203,23 +207,22 @@ int BundleReader::DataFile(std::string_view key, const tensorflow::BundleEntryPr
   if (dtype == DT_STRING) {
     // Every element takes at least one varint byte, plus the 4-byte length checksum.
     if (elements > 0 && size < static_cast<uint64_t>(elements) + 4) {
-      DataLoss("Invalid size in checkpoint '", prefix_, "' for string tensor '", key,
-               "': ", size, " bytes cannot hold ", elements, " elements");
+      DataLoss("Invalid size in checkpoint '", prefix_, "' for string tensor '", key, "': ", size,
+               " bytes cannot hold ", elements, " elements");
     }
   } else {
     const size_t element_size = DataTypeSize(dtype);
     if (element_size != 0 &&
         (static_cast<uint64_t>(elements) > std::numeric_limits<uint64_t>::max() / element_size ||
          size != static_cast<uint64_t>(elements) * element_size)) {
-      DataLoss("Invalid size in checkpoint '", prefix_, "' for tensor '", key, "': stored size ",
-               size, ", expected ", static_cast<uint64_t>(elements) * element_size);
+      DataLoss("Invalid size in checkpoint '", prefix_, "' for tensor '", key, "': stored size ", size,
+               ", expected ", static_cast<uint64_t>(elements) * element_size);
     }
   }
   return fd;
 }
 
-uint32_t BundleReader::ReadChecksummed(std::string_view key,
-                                       const tensorflow::BundleEntryProto& entry,
+uint32_t BundleReader::ReadChecksummed(std::string_view key, const tensorflow::BundleEntryProto& entry,
                                        char* dest) const {
   const int fd = DataFile(key, entry);
   const std::string path = DataFilename(prefix_, entry.shard_id(), num_shards());
@@ -233,8 +236,8 @@ uint32_t BundleReader::ReadChecksummed(std::string_view key,
     char* target = dest != nullptr ? dest + done : scratch.data();
     const size_t got = PreadFully(fd, target, chunk, offset + done, path);
     if (got != chunk) {
-      DataLoss("Data file '", path, "' is truncated: tensor '", key, "' needs bytes [", offset,
-               ", ", offset + size, ") but reading stopped at ", offset + done + got);
+      DataLoss("Data file '", path, "' is truncated: tensor '", key, "' needs bytes [", offset, ", ",
+               offset + size, ") but reading stopped at ", offset + done + got);
     }
     crc = crc32c::Extend(crc, target, chunk);
     done += chunk;
@@ -247,9 +250,8 @@ void BundleReader::CheckChecksum(std::string_view key, const tensorflow::BundleE
   const uint32_t stored = crc32c::Unmask(entry.crc32c());
   if (stored != actual) {
     DataLoss("Checksum does not match for tensor '", key, "' in data file '",
-             DataFilename(prefix_, entry.shard_id(), num_shards()), "' (", entry.size(),
-             " bytes at offset ", entry.offset(), "): stored ", stored, " vs. calculated ",
-             actual);
+             DataFilename(prefix_, entry.shard_id(), num_shards()), "' (", entry.size(), " bytes at offset ",
+             entry.offset(), "): stored ", stored, " vs. calculated ", actual);
   }
 }
 
@@ -275,8 +277,8 @@ void BundleReader::ReadStringValue(std::string_view key, const tensorflow::Bundl
 
   std::string bytes(static_cast<size_t>(entry.size()), '\0');
   if (PreadFully(fd, bytes.data(), bytes.size(), entry.offset(), path) != bytes.size()) {
-    DataLoss("Data file '", path, "' is truncated: tensor '", key, "' needs bytes [",
-             entry.offset(), ", ", entry.offset() + entry.size(), ")");
+    DataLoss("Data file '", path, "' is truncated: tensor '", key, "' needs bytes [", entry.offset(), ", ",
+             entry.offset() + entry.size(), ")");
   }
   const char* p = bytes.data();
   const char* const limit = bytes.data() + bytes.size();
@@ -304,11 +306,10 @@ void BundleReader::ReadStringValue(std::string_view key, const tensorflow::Bundl
   if (limit - p < static_cast<ptrdiff_t>(sizeof(raw_length_checksum))) damaged("no length checksum");
   std::memcpy(&raw_length_checksum, p, sizeof(raw_length_checksum));
   p += sizeof(raw_length_checksum);
-  const uint32_t length_checksum =
-      need_to_swap_bytes_ ? ByteSwap(raw_length_checksum) : raw_length_checksum;
+  const uint32_t length_checksum = need_to_swap_bytes_ ? ByteSwap(raw_length_checksum) : raw_length_checksum;
   if (crc32c::Unmask(length_checksum) != crc) {
-    DataLoss("The length checksum does not match for string tensor '", key, "' in data file '",
-             path, "': stored ", crc32c::Unmask(length_checksum), " vs. calculated ", crc);
+    DataLoss("The length checksum does not match for string tensor '", key, "' in data file '", path,
+             "': stored ", crc32c::Unmask(length_checksum), " vs. calculated ", crc);
   }
   crc = crc32c::Extend(crc, &raw_length_checksum, sizeof(raw_length_checksum));
   if (total != static_cast<uint64_t>(limit - p)) {

@@ -73,19 +73,15 @@ class BundleReader {
 
  private:
   const tensorflow::BundleEntryProto& EntryOrThrow(std::string_view key) const;
-  void ReadValue(std::string_view key, const tensorflow::BundleEntryProto& entry,
-                 Tensor* out) const;
-  void ReadStringValue(std::string_view key, const tensorflow::BundleEntryProto& entry,
-                       Tensor* out) const;
+  void ReadValue(std::string_view key, const tensorflow::BundleEntryProto& entry, Tensor* out) const;
+  void ReadStringValue(std::string_view key, const tensorflow::BundleEntryProto& entry, Tensor* out) const;
   // Reads [offset, offset + n) of the entry's shard into `dest` (or only checksums it when
   // `dest` is null) and returns the CRC32C of the bytes read.
-  uint32_t ReadChecksummed(std::string_view key, const tensorflow::BundleEntryProto& entry,
-                           char* dest) const;
+  uint32_t ReadChecksummed(std::string_view key, const tensorflow::BundleEntryProto& entry, char* dest) const;
   // The open descriptor of `shard`'s data file, after checking [offset, offset + size) lies
   // within it.
   int DataFile(std::string_view key, const tensorflow::BundleEntryProto& entry) const;
-  void CheckChecksum(std::string_view key, const tensorflow::BundleEntryProto& entry,
-                     uint32_t actual) const;
+  void CheckChecksum(std::string_view key, const tensorflow::BundleEntryProto& entry, uint32_t actual) const;
 
   std::string prefix_;
   tensorflow::BundleHeaderProto header_;

@@ -44,10 +44,9 @@ TEST(TensorBundleFixtures, EstimatorCheckpointHasTheExpectedVariables) {
   BundleReader reader(Fixture("tf1_estimator_model_dir/model.ckpt-2000"));
   EXPECT_EQ(reader.num_shards(), 1);
   EXPECT_THAT(reader.ListKeys(),
-              ElementsAre("beta1_power", "beta2_power", "dense/bias", "dense/bias/Adam",
-                          "dense/bias/Adam_1", "dense/kernel", "dense/kernel/Adam",
-                          "dense/kernel/Adam_1", "dense_1/bias", "dense_1/bias/Adam",
-                          "dense_1/bias/Adam_1", "dense_1/kernel", "dense_1/kernel/Adam",
+              ElementsAre("beta1_power", "beta2_power", "dense/bias", "dense/bias/Adam", "dense/bias/Adam_1",
+                          "dense/kernel", "dense/kernel/Adam", "dense/kernel/Adam_1", "dense_1/bias",
+                          "dense_1/bias/Adam", "dense_1/bias/Adam_1", "dense_1/kernel", "dense_1/kernel/Adam",
                           "dense_1/kernel/Adam_1", "global_step"));
   auto kernel = reader.LookupDtypeAndShape("dense/kernel");
   EXPECT_EQ(kernel.dtype, DT_FLOAT);
@@ -65,12 +64,11 @@ TEST(TensorBundleFixtures, EstimatorCheckpointHasTheExpectedVariables) {
   EXPECT_EQ(reader.GetBundleEntryProto("global_step").offset(), 212);
 
   EXPECT_EQ(reader.Lookup("global_step").scalar<int64_t>(), 2000);
-  EXPECT_THAT(Floats(reader.Lookup("dense/bias")),
-              ElementsAre(FloatEq(-7.3163056f), FloatEq(3.8426712f), FloatEq(17.333664f),
-                          FloatEq(4.293669f)));
-  EXPECT_THAT(Floats(reader.Lookup("dense_1/kernel")),
-              ElementsAre(FloatEq(0.4876374f), FloatEq(-0.82099587f), FloatEq(-0.7761993f),
-                          FloatEq(0.7485965f)));
+  EXPECT_THAT(Floats(reader.Lookup("dense/bias")), ElementsAre(FloatEq(-7.3163056f), FloatEq(3.8426712f),
+                                                               FloatEq(17.333664f), FloatEq(4.293669f)));
+  EXPECT_THAT(
+      Floats(reader.Lookup("dense_1/kernel")),
+      ElementsAre(FloatEq(0.4876374f), FloatEq(-0.82099587f), FloatEq(-0.7761993f), FloatEq(0.7485965f)));
   EXPECT_FLOAT_EQ(reader.Lookup("beta2_power").scalar<float>(), 0.13506827f);
   EXPECT_FLOAT_EQ(reader.Lookup("dense_1/bias").scalar<float>(), 16.962736f);
   reader.VerifyAll();
@@ -84,10 +82,10 @@ TEST(TensorBundleFixtures, EstimatorCheckpointZeroMatchesTheDocumentedEntry) {
   EXPECT_EQ(reader.Lookup("global_step").scalar<int64_t>(), 0);
   EXPECT_FLOAT_EQ(reader.Lookup("beta1_power").scalar<float>(), 0.9f);
   EXPECT_FLOAT_EQ(reader.Lookup("beta2_power").scalar<float>(), 0.999f);
-  EXPECT_THAT(Floats(reader.Lookup("dense/kernel")),
-              ElementsAre(FloatEq(0.3477564f), FloatEq(-0.8419459f), FloatEq(0.6130245f),
-                          FloatEq(0.63513374f), FloatEq(0.92945695f), FloatEq(0.051344395f),
-                          FloatEq(0.8146007f), FloatEq(-0.23437595f)));
+  EXPECT_THAT(
+      Floats(reader.Lookup("dense/kernel")),
+      ElementsAre(FloatEq(0.3477564f), FloatEq(-0.8419459f), FloatEq(0.6130245f), FloatEq(0.63513374f),
+                  FloatEq(0.92945695f), FloatEq(0.051344395f), FloatEq(0.8146007f), FloatEq(-0.23437595f)));
   EXPECT_THAT(Floats(reader.Lookup("dense/bias/Adam")), ElementsAre(0, 0, 0, 0));
 }
 
@@ -125,9 +123,8 @@ TEST(TensorBundleFixtures, Counter) {
 TEST(TensorBundleFixtures, Tf2ObjectBasedCheckpointWithStringTensor) {
   FLOWTRAIN_REQUIRE_FIXTURES("tf2_half_plus_two_cpu");
   BundleReader reader(Fixture("tf2_half_plus_two_cpu/variables/variables"));
-  EXPECT_THAT(reader.ListKeys(),
-              ElementsAre("_CHECKPOINTABLE_OBJECT_GRAPH", "a/.ATTRIBUTES/VARIABLE_VALUE",
-                          "b/.ATTRIBUTES/VARIABLE_VALUE", "c/.ATTRIBUTES/VARIABLE_VALUE"));
+  EXPECT_THAT(reader.ListKeys(), ElementsAre("_CHECKPOINTABLE_OBJECT_GRAPH", "a/.ATTRIBUTES/VARIABLE_VALUE",
+                                             "b/.ATTRIBUTES/VARIABLE_VALUE", "c/.ATTRIBUTES/VARIABLE_VALUE"));
   EXPECT_FLOAT_EQ(reader.Lookup("a/.ATTRIBUTES/VARIABLE_VALUE").scalar<float>(), 0.5f);
   EXPECT_FLOAT_EQ(reader.Lookup("b/.ATTRIBUTES/VARIABLE_VALUE").scalar<float>(), 2.0f);
   EXPECT_FLOAT_EQ(reader.Lookup("c/.ATTRIBUTES/VARIABLE_VALUE").scalar<float>(), 3.0f);
@@ -183,28 +180,24 @@ TEST(TensorBundleFixtures, RewritingEstimatorCheckpointIsByteIdentical) {
   const std::string original = Fixture("tf1_estimator_model_dir/model.ckpt-2000");
   const std::string rewritten = Rewrite(original);
   EXPECT_EQ(ReadFileToString(MetaFilename(rewritten)), ReadFileToString(MetaFilename(original)));
-  EXPECT_EQ(ReadFileToString(DataFilename(rewritten, 0, 1)),
-            ReadFileToString(DataFilename(original, 0, 1)));
+  EXPECT_EQ(ReadFileToString(DataFilename(rewritten, 0, 1)), ReadFileToString(DataFilename(original, 0, 1)));
 }
 
 TEST(TensorBundleFixtures, RewritingStringCheckpointsIsByteIdentical) {
   FLOWTRAIN_REQUIRE_FIXTURES("keras_tf_text_regression", "tf1_counter", "tf2_half_plus_two_cpu");
   // Uncompressed index: both files identical.
-  for (const char* fixture : {"keras_tf_text_regression/variables/variables",
-                              "tf1_counter/variables/variables"}) {
+  for (const char* fixture :
+       {"keras_tf_text_regression/variables/variables", "tf1_counter/variables/variables"}) {
     const std::string original = Fixture(fixture);
     const std::string rewritten = Rewrite(original);
-    EXPECT_EQ(ReadFileToString(MetaFilename(rewritten)), ReadFileToString(MetaFilename(original)))
-        << fixture;
-    EXPECT_EQ(ReadFileToString(DataFilename(rewritten, 0, 1)),
-              ReadFileToString(DataFilename(original, 0, 1)))
+    EXPECT_EQ(ReadFileToString(MetaFilename(rewritten)), ReadFileToString(MetaFilename(original))) << fixture;
+    EXPECT_EQ(ReadFileToString(DataFilename(rewritten, 0, 1)), ReadFileToString(DataFilename(original, 0, 1)))
         << fixture;
   }
   // TF2 wrote its string tensor last and a snappy index; the data file still matches exactly.
   const std::string original = Fixture("tf2_half_plus_two_cpu/variables/variables");
   const std::string rewritten = Rewrite(original);
-  EXPECT_EQ(ReadFileToString(DataFilename(rewritten, 0, 1)),
-            ReadFileToString(DataFilename(original, 0, 1)));
+  EXPECT_EQ(ReadFileToString(DataFilename(rewritten, 0, 1)), ReadFileToString(DataFilename(original, 0, 1)));
   BundleReader reader(rewritten);
   EXPECT_EQ(reader.GetBundleEntryProto("_CHECKPOINTABLE_OBJECT_GRAPH").crc32c(),
             BundleReader(original).GetBundleEntryProto("_CHECKPOINTABLE_OBJECT_GRAPH").crc32c());

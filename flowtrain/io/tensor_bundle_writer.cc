@@ -61,23 +61,20 @@ uint64_t BundleWriter::data_size() const { return data_ ? data_->size() : 0; }
 void BundleWriter::CheckUsable() const {
   if (finished_) FailedPrecondition("BundleWriter for '", prefix_, "' is already finished");
   if (failed_) {
-    FailedPrecondition("BundleWriter for '", prefix_,
-                       "' failed earlier; its checkpoint cannot be completed");
+    FailedPrecondition("BundleWriter for '", prefix_, "' failed earlier; its checkpoint cannot be completed");
   }
 }
 
 void BundleWriter::Add(std::string_view key, const Tensor& tensor) {
   CheckUsable();
   if (key == kHeaderEntryKey) {
-    InvalidArgument("BundleWriter for '", prefix_,
-                    "': the empty key is reserved for the bundle header");
+    InvalidArgument("BundleWriter for '", prefix_, "': the empty key is reserved for the bundle header");
   }
   if (entries_.find(key) != entries_.end()) {
     InvalidArgument("Adding duplicate key '", key, "' to bundle '", prefix_, "'");
   }
   if (!tensor.IsInitialized()) {
-    InvalidArgument("Adding an empty (uninitialized) tensor under '", key, "' to bundle '",
-                    prefix_, "'");
+    InvalidArgument("Adding an empty (uninitialized) tensor under '", key, "' to bundle '", prefix_, "'");
   }
   if (tensor.dtype() != DT_STRING && DataTypeSize(tensor.dtype()) == 0) {
     InvalidArgument("Cannot save tensor '", key, "' of dtype ", DataTypeString(tensor.dtype()),
@@ -212,8 +209,7 @@ void BundleWriter::Finish() {
 
 void MergeBundles(const std::vector<std::string>& prefixes, const std::string& merged_prefix,
                   const MergeBundlesOptions& options) {
-  FT_REQUIRE(!prefixes.empty(), "MergeBundles needs at least one bundle to merge into '",
-             merged_prefix, "'");
+  FT_REQUIRE(!prefixes.empty(), "MergeBundles needs at least one bundle to merge into '", merged_prefix, "'");
   CreateDirectories(Dirname(merged_prefix));
 
   BundleEntryMap merged;
@@ -228,13 +224,12 @@ void MergeBundles(const std::vector<std::string>& prefixes, const std::string& m
       first_header = contents.header;
     } else {
       if (contents.header.endianness() != first_header.endianness()) {
-        InvalidArgument("Merging bundles with conflicting endianness: '", prefix, "' vs. '",
-                        prefixes[0], "'");
+        InvalidArgument("Merging bundles with conflicting endianness: '", prefix, "' vs. '", prefixes[0],
+                        "'");
       }
-      if (contents.header.version().SerializeAsString() !=
-          first_header.version().SerializeAsString()) {
-        InvalidArgument("Merging bundles with different format versions: '", prefix,
-                        "' vs. '", prefixes[0], "'");
+      if (contents.header.version().SerializeAsString() != first_header.version().SerializeAsString()) {
+        InvalidArgument("Merging bundles with different format versions: '", prefix, "' vs. '", prefixes[0],
+                        "'");
       }
     }
     const int num_shards = contents.header.num_shards();
@@ -242,8 +237,8 @@ void MergeBundles(const std::vector<std::string>& prefixes, const std::string& m
       auto existing = merged.find(key);
       if (existing != merged.end()) {
         if (existing->second.slices().empty() || entry.slices().empty()) {
-          InvalidArgument("Duplicate tensor keyed by '", key, "' encountered when merging '",
-                          prefix, "' into '", merged_prefix, "'");
+          InvalidArgument("Duplicate tensor keyed by '", key, "' encountered when merging '", prefix,
+                          "' into '", merged_prefix, "'");
         }
         // Whole-tensor entries of a partitioned variable saved from several devices: the
         // merged entry lists every device's slices.
@@ -267,13 +262,11 @@ void MergeBundles(const std::vector<std::string>& prefixes, const std::string& m
   const int merged_shards = std::max<int>(1, static_cast<int>(data_files.size()));
 
   for (size_t shard = 0; shard < data_files.size(); ++shard) {
-    RenameFile(data_files[shard],
-               DataFilename(merged_prefix, static_cast<int>(shard), merged_shards));
+    RenameFile(data_files[shard], DataFilename(merged_prefix, static_cast<int>(shard), merged_shards));
   }
   tensorflow::BundleHeaderProto header = first_header;
   header.set_num_shards(merged_shards);
-  WriteFileAtomically(MetaFilename(merged_prefix),
-                      bundle_internal::BuildIndexTable(header, merged));
+  WriteFileAtomically(MetaFilename(merged_prefix), bundle_internal::BuildIndexTable(header, merged));
 
   // Best-effort cleanup, as TF does: the merged checkpoint is complete already.
   const std::string merged_dir = Dirname(merged_prefix);

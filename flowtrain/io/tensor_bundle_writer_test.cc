@@ -37,16 +37,16 @@ TEST(BundleWriter, RoundTripsEveryTensorType) {
   writer.Add("bool", Tensor::FromVector<bool>({true, false, true}));
   writer.Add("half", Tensor::FromVector<half>({half(0.5f), half(-2.0f)}));
   writer.Add("bf16", Tensor::FromVector<bfloat16>({bfloat16(1.0f)}));
-  writer.Add("strings", Tensor::FromVector<std::string>({"", "a", std::string(300, 'x'),
-                                                         std::string("\0\xff", 2)}));
+  writer.Add("strings",
+             Tensor::FromVector<std::string>({"", "a", std::string(300, 'x'), std::string("\0\xff", 2)}));
   writer.Add("empty", Tensor(DT_FLOAT, TensorShape({0, 4})));
   writer.Add("empty_strings", Tensor(DT_STRING, TensorShape({0})));
   writer.Finish();
 
   BundleReader reader(prefix);
   EXPECT_THAT(reader.ListKeys(),
-              ElementsAre("bf16", "bool", "empty", "empty_strings", "f32", "f64", "half", "i16",
-                          "i32", "i64", "i8", "strings", "u16", "u32", "u64", "u8"));
+              ElementsAre("bf16", "bool", "empty", "empty_strings", "f32", "f64", "half", "i16", "i32", "i64",
+                          "i8", "strings", "u16", "u32", "u64", "u8"));
   EXPECT_THAT(Values<float>(reader.Lookup("f32")), ElementsAre(1.5f, -2.0f, 3.25f));
   EXPECT_EQ(reader.Lookup("f32").shape(), TensorShape({3, 1}));
   EXPECT_THAT(Values<double>(reader.Lookup("f64")), ElementsAre(1e300, -0.0));
@@ -128,8 +128,7 @@ TEST(BundleWriter, NothingAppearsUnderTheFinalNamesBeforeFinish) {
   BundleWriter writer(prefix);
   writer.Add("w", Tensor::Scalar<float>(3));
   writer.Finish();
-  EXPECT_THAT(ListDirectory(dir), ElementsAre("model.ckpt-7.data-00000-of-00001",
-                                              "model.ckpt-7.index"));
+  EXPECT_THAT(ListDirectory(dir), ElementsAre("model.ckpt-7.data-00000-of-00001", "model.ckpt-7.index"));
 }
 
 TEST(BundleWriter, CreatesTheDirectoryAndOverwritesAnOldBundle) {
@@ -183,9 +182,8 @@ TEST(MergeBundles, ShardedSaveMergesIntoOneCheckpoint) {
   const std::string merged = dir + "/model.ckpt-5";
   MergeBundles({part0, part1}, merged, {.delete_old_dirs = true});
 
-  EXPECT_THAT(ListDirectory(dir),
-              ElementsAre("model.ckpt-5.data-00000-of-00002", "model.ckpt-5.data-00001-of-00002",
-                          "model.ckpt-5.index"));
+  EXPECT_THAT(ListDirectory(dir), ElementsAre("model.ckpt-5.data-00000-of-00002",
+                                              "model.ckpt-5.data-00001-of-00002", "model.ckpt-5.index"));
   BundleReader reader(merged);
   EXPECT_EQ(reader.num_shards(), 2);
   EXPECT_THAT(reader.ListKeys(), ElementsAre("global_step", "names", "ps0/w", "ps1/b"));

@@ -15,13 +15,10 @@
 namespace flowtrain {
 namespace {
 
-size_t ElementBytes(DataType dtype) {
-  return dtype == DT_STRING ? sizeof(std::string) : DataTypeSize(dtype);
-}
+size_t ElementBytes(DataType dtype) { return dtype == DT_STRING ? sizeof(std::string) : DataTypeSize(dtype); }
 
 // Copies `count` elements from src[src_offset...] to dst[dst_offset...].
-void CopyElements(const Tensor& src, int64_t src_offset, Tensor& dst, int64_t dst_offset,
-                  int64_t count) {
+void CopyElements(const Tensor& src, int64_t src_offset, Tensor& dst, int64_t dst_offset, int64_t count) {
   if (count <= 0) return;
   if (src.dtype() == DT_STRING) {
     const std::string* s = src.data<std::string>() + src_offset;
@@ -48,9 +45,7 @@ FT_REGISTER_KERNEL("Const", ConstOp);
 class PlaceholderOp : public OpKernel {
  public:
   explicit PlaceholderOp(OpKernelConstruction& c)
-      : OpKernel(c),
-        dtype_(c.GetAttr<DataType>("dtype")),
-        shape_(c.GetAttr<PartialTensorShape>("shape")) {}
+      : OpKernel(c), dtype_(c.GetAttr<DataType>("dtype")), shape_(c.GetAttr<PartialTensorShape>("shape")) {}
   void Compute(OpKernelContext* ctx) override {
     // Reached only when the placeholder was not fed.
     if (shape_.unknown_rank()) {
@@ -207,8 +202,7 @@ class ConcatOffsetOp : public OpKernel {
       Tensor* out = ctx->allocate_output(k - 1, TensorShape({rank}));
       for (int64_t i = 0; i < rank; ++i) {
         if (i != axis && dim(shape, i) != dim(first, i)) {
-          InvalidArgument("input[", k - 1, ",", i, "] mismatch: ", dim(shape, i), " vs. ",
-                          dim(first, i));
+          InvalidArgument("input[", k - 1, ",", i, "] mismatch: ", dim(shape, i), " vs. ", dim(first, i));
         }
         const int64_t v = i == axis ? offset : 0;
         if (out->dtype() == DT_INT32) {
@@ -238,7 +232,8 @@ class UniqueOp : public OpKernel {
       std::unordered_map<Key, int64_t> seen;
       std::vector<size_t> first;  // where in x each distinct value first appears
       for (size_t i = 0; i < values.size(); ++i) {
-        auto [it, inserted] = seen.try_emplace(static_cast<Key>(values[i]), static_cast<int64_t>(first.size()));
+        auto [it, inserted] =
+            seen.try_emplace(static_cast<Key>(values[i]), static_cast<int64_t>(first.size()));
         if (inserted) first.push_back(i);
         if (idx->dtype() == DT_INT32) {
           idx->flat<int32_t>()[i] = static_cast<int32_t>(it->second);
@@ -268,8 +263,8 @@ class DynamicStitchOp : public OpKernel {
     for (int m = 0; m < n; ++m) {
       const Tensor& indices = ctx->input(m);
       const Tensor& data = ctx->input(n + m);
-      bool prefix = data.dims() >= indices.dims() &&
-                    data.dims() - indices.dims() == data0.dims() - index_rank0;
+      bool prefix =
+          data.dims() >= indices.dims() && data.dims() - indices.dims() == data0.dims() - index_rank0;
       for (int d = 0; prefix && d < indices.dims(); ++d) prefix = data.dim_size(d) == indices.dim_size(d);
       for (int d = indices.dims(); prefix && d < data.dims(); ++d) {
         prefix = data.dim_size(d) == data0.dim_size(d - indices.dims() + index_rank0);
@@ -309,16 +304,24 @@ class RangeOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     for (int i = 0; i < 3; ++i) {
       if (ctx->input(i).NumElements() != 1) {
-        InvalidArgument("Range: ", i == 0 ? "start" : i == 1 ? "limit" : "delta",
+        InvalidArgument("Range: ",
+                        i == 0   ? "start"
+                        : i == 1 ? "limit"
+                                 : "delta",
                         " must be a scalar, not shape ", ctx->input(i).shape().DebugString());
       }
     }
     switch (ctx->input(0).dtype()) {
-      case DT_INT32: return Run<int32_t>(ctx);
-      case DT_INT64: return Run<int64_t>(ctx);
-      case DT_FLOAT: return Run<float>(ctx);
-      case DT_DOUBLE: return Run<double>(ctx);
-      default: InvalidArgument("Range has no kernel for ", DataTypeString(ctx->input(0).dtype()));
+      case DT_INT32:
+        return Run<int32_t>(ctx);
+      case DT_INT64:
+        return Run<int64_t>(ctx);
+      case DT_FLOAT:
+        return Run<float>(ctx);
+      case DT_DOUBLE:
+        return Run<double>(ctx);
+      default:
+        InvalidArgument("Range has no kernel for ", DataTypeString(ctx->input(0).dtype()));
     }
   }
 
@@ -348,8 +351,8 @@ class RangeOp : public OpKernel {
       }
       n = static_cast<int64_t>(size);
     } else {
-      const double size = std::ceil(std::abs((static_cast<double>(limit) - static_cast<double>(start)) /
-                                             static_cast<double>(delta)));
+      const double size = std::ceil(
+          std::abs((static_cast<double>(limit) - static_cast<double>(start)) / static_cast<double>(delta)));
       // Also false for NaN and infinity; the cast to int64 would be undefined.
       if (!(size < 0x1p63)) {
         InvalidArgument("Range: size of (", limit, " - ", start, ") / ", delta, " = ", size,
@@ -454,8 +457,8 @@ class GatherV2Op : public OpKernel {
     if (axis_tensor.NumElements() != 1) InvalidArgument("axis must be scalar");
     int64_t axis = ReadIndex(axis_tensor, 0);
     if (axis < -params.dims() || axis >= params.dims()) {
-      InvalidArgument("Expected axis in the range [", -params.dims(), ", ", params.dims(),
-                      "), but got ", axis);
+      InvalidArgument("Expected axis in the range [", -params.dims(), ", ", params.dims(), "), but got ",
+                      axis);
     }
     if (axis < 0) axis += params.dims();
     int64_t outer = 1;
@@ -558,7 +561,8 @@ void BroadcastInto(const Tensor& value, Tensor* out, std::string_view op) {
     // One value everywhere (the gradient of a mean): copy it once, then double the filled
     // prefix, O(log n) block copies instead of one per element.
     CopyElements(value, 0, *out, 0, 1);
-    for (int64_t filled = 1; filled < n; filled *= 2) CopyElements(*out, 0, *out, filled, std::min(filled, n - filled));
+    for (int64_t filled = 1; filled < n; filled *= 2)
+      CopyElements(*out, 0, *out, filled, std::min(filled, n - filled));
     return;
   }
   const int64_t inner = rank == 0 ? 1 : shape.dim_size(rank - 1);
@@ -694,7 +698,8 @@ class SizeOp : public OpKernel {
     const int64_t n = ctx->input(0).NumElements();
     Tensor* out = ctx->allocate_output(0, TensorShape({}));
     if (out->dtype() == DT_INT32) {
-      if (n > INT32_MAX) InvalidArgument("Number of elements was larger than representable by 32-bit output type");
+      if (n > INT32_MAX)
+        InvalidArgument("Number of elements was larger than representable by 32-bit output type");
       out->scalar<int32_t>() = static_cast<int32_t>(n);
     } else {
       out->scalar<int64_t>() = n;
@@ -721,7 +726,8 @@ class ExpandDimsOp : public OpKernel {
     const Tensor& input = ctx->input(0);
     const Tensor& dim_tensor = ctx->input(1);
     if (dim_tensor.NumElements() != 1) {
-      InvalidArgument("'dim' must be a tensor with a single value, got shape ", dim_tensor.shape().DebugString());
+      InvalidArgument("'dim' must be a tensor with a single value, got shape ",
+                      dim_tensor.shape().DebugString());
     }
     int64_t dim = ReadIndex(dim_tensor, 0);
     if (dim < -input.dims() - 1 || dim > input.dims()) {

@@ -74,7 +74,8 @@ struct ConvDims : WindowGeometry {
   // Output positions per im2col block: a multiple of 8, the GEMM's row panel, so that only the
   // last block has a partial panel.
   int64_t block_positions() const {
-    const int64_t by_cache = std::max<int64_t>(kBlockElements / std::max<int64_t>(patch_size(), 1) / 8 * 8, 8);
+    const int64_t by_cache =
+        std::max<int64_t>(kBlockElements / std::max<int64_t>(patch_size(), 1) / 8 * 8, 8);
     return std::clamp<int64_t>(by_cache, 1, std::max<int64_t>(positions(), 1));
   }
 };
@@ -88,7 +89,8 @@ ConvDims MakeConvDims(const TensorShape& input, const TensorShape& filter,
                     filter.dim_size(2));
   }
   ConvDims d;
-  static_cast<WindowGeometry&>(d) = MakeWindowGeometry(input, filter.dim_size(0), filter.dim_size(1), strides, padding);
+  static_cast<WindowGeometry&>(d) =
+      MakeWindowGeometry(input, filter.dim_size(0), filter.dim_size(1), strides, padding);
   d.out_depth = filter.dim_size(3);
   return d;
 }
@@ -100,9 +102,16 @@ bool UseWinograd(const ConvDims& d) {
 }
 
 WinogradConvDims ToWinogradDims(const ConvDims& d) {
-  return {.batch = d.batch, .in_rows = d.in_rows, .in_cols = d.in_cols, .in_depth = d.in_depth,
-          .out_rows = d.out_rows, .out_cols = d.out_cols, .out_depth = d.out_depth, .pad_rows = d.pad_rows,
-          .pad_cols = d.pad_cols, .filter_size = d.window_rows};
+  return {.batch = d.batch,
+          .in_rows = d.in_rows,
+          .in_cols = d.in_cols,
+          .in_depth = d.in_depth,
+          .out_rows = d.out_rows,
+          .out_cols = d.out_cols,
+          .out_depth = d.out_depth,
+          .pad_rows = d.pad_rows,
+          .pad_cols = d.pad_cols,
+          .filter_size = d.window_rows};
 }
 
 // For each output position p in [begin, end): calls fn(p - begin, at, input_offset, count)
@@ -132,7 +141,8 @@ void ForEachPatchRun(const ConvDims& d, int64_t begin, int64_t end, const Fn& fn
       if (fc_begin > 0) fn(p, at, int64_t{-1}, fc_begin * d.in_depth);
       const int64_t offset = ((n * d.in_rows + ih) * d.in_cols + iw0 + fc_begin) * d.in_depth;
       fn(p, at + fc_begin * d.in_depth, offset, (fc_end - fc_begin) * d.in_depth);
-      if (fc_end < d.window_cols) fn(p, at + fc_end * d.in_depth, int64_t{-1}, (d.window_cols - fc_end) * d.in_depth);
+      if (fc_end < d.window_cols)
+        fn(p, at + fc_end * d.in_depth, int64_t{-1}, (d.window_cols - fc_end) * d.in_depth);
     }
     if (++ow == d.out_cols) {
       ow = 0;
@@ -224,7 +234,8 @@ class WindowRows {
       inside_[fr] = ih >= 0 && ih < d_.in_rows;
       if (!inside_[fr]) continue;
       const float* src = input + (n * d_.in_rows + ih) * d_.in_cols;
-      std::copy(src, src + std::min(d_.in_cols, width_ - d_.pad_cols), padded_.data() + fr * width_ + d_.pad_cols);
+      std::copy(src, src + std::min(d_.in_cols, width_ - d_.pad_cols),
+                padded_.data() + fr * width_ + d_.pad_cols);
     }
   }
   bool has(int64_t fr) const { return inside_[fr] != 0; }
@@ -240,8 +251,8 @@ class WindowRows {
 // Conv2D for output rows [first_row, last_row): 8 neighbouring outputs of a row and 32 output
 // channels at a time stay in registers while every tap adds its input pixel (broadcast) times
 // the tap's filter row.
-void SingleChannelConv(const ConvDims& d, const float* input, const float* filter, float* out, int64_t first_row,
-                       int64_t last_row) {
+void SingleChannelConv(const ConvDims& d, const float* input, const float* filter, float* out,
+                       int64_t first_row, int64_t last_row) {
   constexpr int64_t kPixels = WindowRows::kPixels;
   WindowRows window(d);
   for (int64_t row = first_row; row < last_row; ++row) {
@@ -285,8 +296,8 @@ void SingleChannelConv(const ConvDims& d, const float* input, const float* filte
 // out_depth] filter gradient) = the sum over their outputs of the tap's input pixel times the
 // output gradient. For each output row and filter row, one filter row of 32 output channels
 // (up to 16 vectors) is accumulated in registers along the row.
-void SingleChannelFilterGrad(const ConvDims& d, const float* input, const float* grad, float* dw, int64_t first_row,
-                             int64_t last_row) {
+void SingleChannelFilterGrad(const ConvDims& d, const float* input, const float* grad, float* dw,
+                             int64_t first_row, int64_t last_row) {
   constexpr int64_t kMaxCols = 8;  // filter columns held in registers
   std::fill_n(dw, d.window_rows * d.window_cols * d.out_depth, 0.0f);
   WindowRows window(d);
@@ -375,13 +386,20 @@ class Conv2DOp : public ConvKernelBase {
     if (positions == 0 || d.out_depth == 0) return;
     // Output rows [begin, end) = their patches (`patches`, one row each) * the filter matrix.
     auto product = [&](const T* patches, int64_t begin, int64_t end) {
-      return GemmArgs<T>{.m = end - begin, .n = d.out_depth, .k = k, .a = patches, .lda = k,
-                         .b = filter.data<T>(), .ldb = d.out_depth, .c = po + begin * d.out_depth,
+      return GemmArgs<T>{.m = end - begin,
+                         .n = d.out_depth,
+                         .k = k,
+                         .a = patches,
+                         .lda = k,
+                         .b = filter.data<T>(),
+                         .ldb = d.out_depth,
+                         .c = po + begin * d.out_depth,
                          .ldc = d.out_depth};
     };
     if constexpr (std::is_same_v<T, float>) {
       if (UseWinograd(d)) {
-        WinogradConv2D(ctx->intra_op_pool(), ToWinogradDims(d), input.data<float>(), filter.data<float>(), po);
+        WinogradConv2D(ctx->intra_op_pool(), ToWinogradDims(d), input.data<float>(), filter.data<float>(),
+                       po);
         return;
       }
     }
@@ -404,17 +422,19 @@ class Conv2DOp : public ConvKernelBase {
 #endif
     const int64_t block = d.block_positions();
     const int64_t blocks = (positions + block - 1) / block;
-    const int shards = std::min<int>(NumShards(ctx, positions * k * d.out_depth, 1 << 18), static_cast<int>(blocks));
+    const int shards =
+        std::min<int>(NumShards(ctx, positions * k * d.out_depth, 1 << 18), static_cast<int>(blocks));
     Tensor scratch(input.dtype(), TensorShape({shards, block * k}));
-    ClaimRuns(ctx->intra_op_pool(), shards, blocks, RunsFor(shards, blocks), [&](int s, int64_t first, int64_t last, int64_t) {
-      T* patches = scratch.data<T>() + s * block * k;
-      for (int64_t b = first; b < last; ++b) {
-        const int64_t begin = b * block;
-        const int64_t end = std::min(positions, begin + block);
-        Im2Col(d, input.data<T>(), begin, end, patches);
-        GemmOnThisThread<T>(product(patches, begin, end));
-      }
-    });
+    ClaimRuns(ctx->intra_op_pool(), shards, blocks, RunsFor(shards, blocks),
+              [&](int s, int64_t first, int64_t last, int64_t) {
+                T* patches = scratch.data<T>() + s * block * k;
+                for (int64_t b = first; b < last; ++b) {
+                  const int64_t begin = b * block;
+                  const int64_t end = std::min(positions, begin + block);
+                  Im2Col(d, input.data<T>(), begin, end, patches);
+                  GemmOnThisThread<T>(product(patches, begin, end));
+                }
+              });
   }
 };
 FT_REGISTER_KERNEL("Conv2D", Conv2DOp);
@@ -445,9 +465,17 @@ class Conv2DBackpropInputOp : public ConvKernelBase {
     const T* pg = grad.data<T>();
     // The patches' gradients of positions [begin, end) (+)= their output gradients * filter^T.
     auto product = [&](T* patches, int64_t begin, int64_t end, bool accumulate) {
-      return GemmArgs<T>{.m = end - begin, .n = k, .k = d.out_depth, .a = pg + begin * d.out_depth,
-                         .lda = d.out_depth, .b = filter.data<T>(), .ldb = d.out_depth, .transpose_b = true,
-                         .c = patches, .ldc = k, .accumulate = accumulate};
+      return GemmArgs<T>{.m = end - begin,
+                         .n = k,
+                         .k = d.out_depth,
+                         .a = pg + begin * d.out_depth,
+                         .lda = d.out_depth,
+                         .b = filter.data<T>(),
+                         .ldb = d.out_depth,
+                         .transpose_b = true,
+                         .c = patches,
+                         .ldc = k,
+                         .accumulate = accumulate};
     };
     if constexpr (std::is_same_v<T, float>) {
       if (UseWinograd(d)) {
@@ -462,18 +490,21 @@ class Conv2DBackpropInputOp : public ConvKernelBase {
     std::fill_n(pi, out->NumElements(), T(0));
     // Threads claim runs of whole images, so their scatter-adds never overlap.
     const int64_t block = d.block_positions();
-    const int shards = std::min<int>(NumShards(ctx, d.positions() * k * d.out_depth, 1 << 18), static_cast<int>(d.batch));
+    const int shards =
+        std::min<int>(NumShards(ctx, d.positions() * k * d.out_depth, 1 << 18), static_cast<int>(d.batch));
     Tensor scratch(grad.dtype(), TensorShape({shards, block * k}));
-    std::fill_n(scratch.data<T>(), shards * block * k, T(0));  // kept zero between blocks by Col2ImAddAndClear
-    ClaimRuns(ctx->intra_op_pool(), shards, d.batch, RunsFor(shards, d.batch), [&](int s, int64_t first_image, int64_t last_image, int64_t) {
-      T* patches = scratch.data<T>() + s * block * k;
-      const int64_t stop = last_image * d.positions_per_image();
-      for (int64_t begin = first_image * d.positions_per_image(); begin < stop; begin += block) {
-        const int64_t end = std::min(stop, begin + block);
-        GemmOnThisThread<T>(product(patches, begin, end, /*accumulate=*/true));
-        Col2ImAddAndClear(d, patches, begin, end, pi);
-      }
-    });
+    std::fill_n(scratch.data<T>(), shards * block * k,
+                T(0));  // kept zero between blocks by Col2ImAddAndClear
+    ClaimRuns(ctx->intra_op_pool(), shards, d.batch, RunsFor(shards, d.batch),
+              [&](int s, int64_t first_image, int64_t last_image, int64_t) {
+                T* patches = scratch.data<T>() + s * block * k;
+                const int64_t stop = last_image * d.positions_per_image();
+                for (int64_t begin = first_image * d.positions_per_image(); begin < stop; begin += block) {
+                  const int64_t end = std::min(stop, begin + block);
+                  GemmOnThisThread<T>(product(patches, begin, end, /*accumulate=*/true));
+                  Col2ImAddAndClear(d, patches, begin, end, pi);
+                }
+              });
   }
 };
 FT_REGISTER_KERNEL("Conv2DBackpropInput", Conv2DBackpropInputOp);
@@ -505,8 +536,16 @@ class Conv2DBackpropFilterOp : public ConvKernelBase {
     const T* pg = grad.data<T>();
     // filter gradient (+)= patches^T * output gradients, over positions [begin, end).
     auto product = [&](const T* patches, int64_t begin, int64_t end, T* acc, bool accumulate) {
-      return GemmArgs<T>{.m = k, .n = d.out_depth, .k = end - begin, .a = patches, .lda = k, .transpose_a = true,
-                         .b = pg + begin * d.out_depth, .ldb = d.out_depth, .c = acc, .ldc = d.out_depth,
+      return GemmArgs<T>{.m = k,
+                         .n = d.out_depth,
+                         .k = end - begin,
+                         .a = patches,
+                         .lda = k,
+                         .transpose_a = true,
+                         .b = pg + begin * d.out_depth,
+                         .ldb = d.out_depth,
+                         .c = acc,
+                         .ldc = d.out_depth,
                          .accumulate = accumulate};
     };
     if constexpr (std::is_same_v<T, float>) {
@@ -532,7 +571,8 @@ class Conv2DBackpropFilterOp : public ConvKernelBase {
 #endif
     const int64_t block = d.block_positions();
     const int64_t blocks = (positions + block - 1) / block;
-    const int shards = std::min<int>(NumShards(ctx, positions * k * d.out_depth, 1 << 18), static_cast<int>(blocks));
+    const int shards =
+        std::min<int>(NumShards(ctx, positions * k * d.out_depth, 1 << 18), static_cast<int>(blocks));
     Tensor scratch(input.dtype(), TensorShape({shards, block * k}));
     SumOverRuns(ctx, shards, blocks, pw, k * d.out_depth, [&](int s, int64_t first, int64_t last, T* acc) {
       T* patches = scratch.data<T>() + s * block * k;

@@ -26,72 +26,114 @@ void ForBlocks(OpKernelContext* ctx, int64_t n, int64_t cost, const Fn& fn) {
 struct AbsFn {
   static constexpr int64_t kCost = 2;
   static constexpr bool kIntegers = true;
-  template <typename A> static auto Apply(const A& a) { return a.abs(); }
+  template <typename A>
+  static auto Apply(const A& a) {
+    return a.abs();
+  }
 };
 struct SquareFn {
   static constexpr int64_t kCost = 2;
   static constexpr bool kIntegers = true;
-  template <typename A> static auto Apply(const A& a) { return a.square(); }
+  template <typename A>
+  static auto Apply(const A& a) {
+    return a.square();
+  }
 };
 struct SignFn {
   static constexpr int64_t kCost = 2;
   static constexpr bool kIntegers = true;
-  template <typename A> static auto Apply(const A& a) { return a.sign(); }
+  template <typename A>
+  static auto Apply(const A& a) {
+    return a.sign();
+  }
 };
 struct FloorFn {
   static constexpr int64_t kCost = 2;
   static constexpr bool kIntegers = false;
-  template <typename A> static auto Apply(const A& a) { return a.floor(); }
+  template <typename A>
+  static auto Apply(const A& a) {
+    return a.floor();
+  }
 };
 struct SqrtFn {
   static constexpr int64_t kCost = 2;
   static constexpr bool kIntegers = false;
-  template <typename A> static auto Apply(const A& a) { return a.sqrt(); }
+  template <typename A>
+  static auto Apply(const A& a) {
+    return a.sqrt();
+  }
 };
 struct RsqrtFn {
   static constexpr int64_t kCost = 2;
   static constexpr bool kIntegers = false;
-  template <typename A> static auto Apply(const A& a) { return a.rsqrt(); }
+  template <typename A>
+  static auto Apply(const A& a) {
+    return a.rsqrt();
+  }
 };
 struct ExpFn {
   static constexpr int64_t kCost = 20;
   static constexpr bool kIntegers = false;
-  template <typename A> static auto Apply(const A& a) { return a.exp(); }
+  template <typename A>
+  static auto Apply(const A& a) {
+    return a.exp();
+  }
 };
 struct LogFn {
   static constexpr int64_t kCost = 20;
   static constexpr bool kIntegers = false;
-  template <typename A> static auto Apply(const A& a) { return a.log(); }
+  template <typename A>
+  static auto Apply(const A& a) {
+    return a.log();
+  }
 };
 struct Log1pFn {
   static constexpr int64_t kCost = 20;
   static constexpr bool kIntegers = false;
-  template <typename A> static auto Apply(const A& a) { return a.log1p(); }
+  template <typename A>
+  static auto Apply(const A& a) {
+    return a.log1p();
+  }
 };
 struct TanhFn {
   static constexpr int64_t kCost = 20;
   static constexpr bool kIntegers = false;
-  template <typename A> static auto Apply(const A& a) { return a.tanh(); }
+  template <typename A>
+  static auto Apply(const A& a) {
+    return a.tanh();
+  }
 };
 struct CosFn {
   static constexpr int64_t kCost = 20;
   static constexpr bool kIntegers = false;
-  template <typename A> static auto Apply(const A& a) { return a.cos(); }
+  template <typename A>
+  static auto Apply(const A& a) {
+    return a.cos();
+  }
 };
 struct SinFn {
   static constexpr int64_t kCost = 20;
   static constexpr bool kIntegers = false;
-  template <typename A> static auto Apply(const A& a) { return a.sin(); }
+  template <typename A>
+  static auto Apply(const A& a) {
+    return a.sin();
+  }
 };
 struct SigmoidFn {
   static constexpr int64_t kCost = 20;
   static constexpr bool kIntegers = false;
-  template <typename A> static auto Apply(const A& a) { return a.logistic(); }
+  template <typename A>
+  static auto Apply(const A& a) {
+    return a.logistic();
+  }
 };
 struct ReciprocalFn {
   static constexpr int64_t kCost = 2;
   static constexpr bool kIntegers = false;
-  template <typename A> static auto Apply(const A& a) { return a.inverse(); }
+  template <typename A>
+  static auto Apply(const A& a) {
+    return a.inverse();
+  }
 };
 // log(1 + e^x), computed as TF does so that large |x| neither overflows nor loses precision.
 struct SoftplusFn {
@@ -119,19 +161,29 @@ class UnaryCwiseOp : public OpKernel {
     Tensor* out = ctx->allocate_output(0, x.shape());
     const int64_t n = x.NumElements();
     switch (x.dtype()) {
-      case DT_FLOAT: return Run<float>(ctx, x, out, n);
-      case DT_DOUBLE: return Run<double>(ctx, x, out, n);
-      case DT_HALF: return RunInFloat<half>(ctx, x, out, n);
-      case DT_BFLOAT16: return RunInFloat<bfloat16>(ctx, x, out, n);
-      default: break;
+      case DT_FLOAT:
+        return Run<float>(ctx, x, out, n);
+      case DT_DOUBLE:
+        return Run<double>(ctx, x, out, n);
+      case DT_HALF:
+        return RunInFloat<half>(ctx, x, out, n);
+      case DT_BFLOAT16:
+        return RunInFloat<bfloat16>(ctx, x, out, n);
+      default:
+        break;
     }
     if constexpr (Fn::kIntegers) {
       switch (x.dtype()) {
-        case DT_INT32: return Run<int32_t>(ctx, x, out, n);
-        case DT_INT64: return Run<int64_t>(ctx, x, out, n);
-        case DT_INT16: return Run<int16_t>(ctx, x, out, n);
-        case DT_INT8: return Run<int8_t>(ctx, x, out, n);
-        default: break;
+        case DT_INT32:
+          return Run<int32_t>(ctx, x, out, n);
+        case DT_INT64:
+          return Run<int64_t>(ctx, x, out, n);
+        case DT_INT16:
+          return Run<int16_t>(ctx, x, out, n);
+        case DT_INT8:
+          return Run<int8_t>(ctx, x, out, n);
+        default:
+          break;
       }
     }
     InvalidArgument(type_string(), " '", name(), "' has no kernel for dtype ", DataTypeString(x.dtype()));

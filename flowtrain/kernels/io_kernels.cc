@@ -33,8 +33,8 @@ int64_t CheckNamesAndSlices(OpKernelContext* ctx, std::string_view op) {
   const auto slice_specs = slices.flat<std::string>();
   for (int64_t i = 0; i < slices.NumElements(); ++i) {
     if (!slice_specs[i].empty()) {
-      InvalidArgument(op, ": tensor '", names.flat<std::string>()[i], "' has slice spec '",
-                      slice_specs[i], "'; flowtrain saves and restores only whole tensors");
+      InvalidArgument(op, ": tensor '", names.flat<std::string>()[i], "' has slice spec '", slice_specs[i],
+                      "'; flowtrain saves and restores only whole tensors");
     }
   }
   return names.NumElements();
@@ -117,8 +117,8 @@ class RestoreV2Op : public OpKernel {
       const DataType expected = ctx->output_type(static_cast<int>(i));
       if (stored.dtype != expected) {
         InvalidArgument("tensor_name = ", name, "; expected dtype ", DataTypeString(expected),
-                        " does not equal original dtype ", DataTypeString(stored.dtype),
-                        " (checkpoint '", prefix, "')");
+                        " does not equal original dtype ", DataTypeString(stored.dtype), " (checkpoint '",
+                        prefix, "')");
       }
       outputs[i] = ctx->allocate_output(static_cast<int>(i), stored.shape);
     }
@@ -149,8 +149,8 @@ class MergeV2CheckpointsOp : public OpKernel {
                       destination.shape().DebugString());
     }
     const auto flat = prefixes.flat<std::string>();
-    io::MergeBundles(std::vector<std::string>(flat.begin(), flat.end()),
-                     destination.flat<std::string>()[0], {.delete_old_dirs = delete_old_dirs_});
+    io::MergeBundles(std::vector<std::string>(flat.begin(), flat.end()), destination.flat<std::string>()[0],
+                     {.delete_old_dirs = delete_old_dirs_});
   }
   KernelCost cost() const override { return KernelCost::kExpensive; }
 

@@ -26,8 +26,7 @@ TensorShape BroadcastOutputShape(const TensorShape& x, const TensorShape& y, std
     const int64_t dx = ix >= 0 ? x.dim_size(ix) : 1;
     const int64_t dy = iy >= 0 ? y.dim_size(iy) : 1;
     if (dx != dy && dx != 1 && dy != 1) {
-      InvalidArgument("Incompatible shapes: ", x.DebugString(), " vs. ", y.DebugString(),
-                      " in ", op);
+      InvalidArgument("Incompatible shapes: ", x.DebugString(), " vs. ", y.DebugString(), " in ", op);
     }
     dims[i] = dx == 1 ? dy : dx;
   }
@@ -55,17 +54,23 @@ struct AddFn {
   static constexpr bool kDivides = false;
   static constexpr bool kStringInputs = true;  // string concatenation
   template <typename A, typename B>
-  static auto Apply(const A& a, const B& b) { return a + b; }
+  static auto Apply(const A& a, const B& b) {
+    return a + b;
+  }
 };
 struct SubFn {
   static constexpr bool kDivides = false;
   template <typename A, typename B>
-  static auto Apply(const A& a, const B& b) { return a - b; }
+  static auto Apply(const A& a, const B& b) {
+    return a - b;
+  }
 };
 struct MulFn {
   static constexpr bool kDivides = false;
   template <typename A, typename B>
-  static auto Apply(const A& a, const B& b) { return a * b; }
+  static auto Apply(const A& a, const B& b) {
+    return a * b;
+  }
 };
 // Integer quotient and remainder for y != 0 (the kernel rejects zero divisors first). The one
 // other quotient C++ leaves undefined, min / -1, is 2^(n-1), which does not fit; x86's idiv
@@ -297,8 +302,10 @@ class AddNOp : public OpKernel {
     const Tensor& first = ctx->input(0);
     for (int i = 1; i < ctx->num_inputs(); ++i) {
       if (ctx->input(i).shape() != first.shape()) {
-        InvalidArgument("Inputs to operation ", name(), " of type AddN must have the same size and "
-                        "shape.  Input 0: ", first.shape().DebugString(), " != input ", i, ": ",
+        InvalidArgument("Inputs to operation ", name(),
+                        " of type AddN must have the same size and "
+                        "shape.  Input 0: ",
+                        first.shape().DebugString(), " != input ", i, ": ",
                         ctx->input(i).shape().DebugString());
       }
     }
@@ -431,8 +438,8 @@ class BatchMatMulOp : public OpKernel {
     const int64_t k_y = adj_y_ ? cols_y : rows_y;
     const int64_t n = adj_y_ ? rows_y : cols_y;
     if (k != k_y) {
-      InvalidArgument("Matrix size-incompatible: In[0]: ", x.shape().DebugString(), ", In[1]: ",
-                      y.shape().DebugString());
+      InvalidArgument("Matrix size-incompatible: In[0]: ", x.shape().DebugString(),
+                      ", In[1]: ", y.shape().DebugString());
     }
     TensorShape out_shape = batch;
     out_shape.AddDim(m);
@@ -456,10 +463,17 @@ class BatchMatMulOp : public OpKernel {
         // One product per batch entry; an entry per thread when there are enough of them,
         // else each product split over the threads.
         auto product = [&](int64_t b) {
-          return GemmArgs<T>{.m = m, .n = n, .k = k, .a = x.data<T>() + operand_index(b, sx) * rows_x * cols_x,
-                             .lda = cols_x, .transpose_a = adj_x_,
-                             .b = y.data<T>() + operand_index(b, sy) * rows_y * cols_y, .ldb = cols_y,
-                             .transpose_b = adj_y_, .c = out->data<T>() + b * m * n, .ldc = n};
+          return GemmArgs<T>{.m = m,
+                             .n = n,
+                             .k = k,
+                             .a = x.data<T>() + operand_index(b, sx) * rows_x * cols_x,
+                             .lda = cols_x,
+                             .transpose_a = adj_x_,
+                             .b = y.data<T>() + operand_index(b, sy) * rows_y * cols_y,
+                             .ldb = cols_y,
+                             .transpose_b = adj_y_,
+                             .c = out->data<T>() + b * m * n,
+                             .ldc = n};
         };
         ThreadPool* pool = ctx->intra_op_pool();
         const int threads = pool == nullptr ? 1 : pool->NumThreads();
@@ -493,13 +507,26 @@ class BatchMatMulOp : public OpKernel {
       });
     };
     switch (x.dtype()) {
-      case DT_FLOAT: run.template operator()<float>(); break;
-      case DT_DOUBLE: run.template operator()<double>(); break;
-      case DT_INT32: run.template operator()<int32_t>(); break;
-      case DT_INT64: run.template operator()<int64_t>(); break;
-      case DT_HALF: run.template operator()<half>(); break;
-      case DT_BFLOAT16: run.template operator()<bfloat16>(); break;
-      default: InvalidArgument(type_string(), " '", name(), "' has no kernel for ", DataTypeString(x.dtype()));
+      case DT_FLOAT:
+        run.template operator()<float>();
+        break;
+      case DT_DOUBLE:
+        run.template operator()<double>();
+        break;
+      case DT_INT32:
+        run.template operator()<int32_t>();
+        break;
+      case DT_INT64:
+        run.template operator()<int64_t>();
+        break;
+      case DT_HALF:
+        run.template operator()<half>();
+        break;
+      case DT_BFLOAT16:
+        run.template operator()<bfloat16>();
+        break;
+      default:
+        InvalidArgument(type_string(), " '", name(), "' has no kernel for ", DataTypeString(x.dtype()));
     }
   }
   KernelCost cost() const override { return KernelCost::kExpensive; }

@@ -70,12 +70,16 @@ P Less(const P& a, const P& b) {
 struct ReluFn {
   static constexpr int64_t kCost = 1;
   template <typename P, typename T>
-  static P Apply(const P& x, T) { return ei::pmax(x, Splat<P>(0)); }
+  static P Apply(const P& x, T) {
+    return ei::pmax(x, Splat<P>(0));
+  }
 };
 struct Relu6Fn {
   static constexpr int64_t kCost = 1;
   template <typename P, typename T>
-  static P Apply(const P& x, T) { return ei::pmin(ei::pmax(x, Splat<P>(0)), Splat<P>(6)); }
+  static P Apply(const P& x, T) {
+    return ei::pmin(ei::pmax(x, Splat<P>(0)), Splat<P>(6));
+  }
 };
 struct EluFn {
   static constexpr int64_t kCost = 20;
@@ -94,7 +98,9 @@ struct LeakyReluFn {
 struct ReluGradFn {
   static constexpr int64_t kCost = 1;
   template <typename P, typename T>
-  static P Apply(const P& g, const P& f, T) { return ei::pselect(Less(Splat<P>(0), f), g, Splat<P>(0)); }
+  static P Apply(const P& g, const P& f, T) {
+    return ei::pselect(Less(Splat<P>(0), f), g, Splat<P>(0));
+  }
 };
 struct Relu6GradFn {
   static constexpr int64_t kCost = 1;
@@ -243,8 +249,8 @@ class SparseSoftmaxCrossEntropyOp : public OpKernel {
     for (int64_t i = 0; i < batch; ++i) {
       if (label_values[i] < 0 || label_values[i] >= classes) {
         InvalidArgument("Received a label value of ", label_values[i],
-                        " which is outside the valid range of [0, ", classes, ").  Label values: ",
-                        StrJoin(label_values, " "));
+                        " which is outside the valid range of [0, ", classes,
+                        ").  Label values: ", StrJoin(label_values, " "));
       }
     }
     Tensor* loss = ctx->allocate_output(0, TensorShape({batch}));
@@ -370,9 +376,7 @@ void CheckVector(const Tensor& t, int64_t size, std::string_view what, bool allo
 class FusedBatchNormKernelBase : public OpKernel {
  public:
   explicit FusedBatchNormKernelBase(OpKernelConstruction& c)
-      : OpKernel(c),
-        epsilon_(c.GetAttr<float>("epsilon")),
-        is_training_(c.GetAttr<bool>("is_training")) {}
+      : OpKernel(c), epsilon_(c.GetAttr<float>("epsilon")), is_training_(c.GetAttr<bool>("is_training")) {}
   KernelCost cost() const override { return KernelCost::kExpensive; }
 
  protected:
@@ -414,8 +418,9 @@ class FusedBatchNormOp : public FusedBatchNormKernelBase {
       Vec mean(channels), var(channels);
       if (is_training_) {
         Vec sum(channels);
-        SumRows<T>(ctx, rows, channels, sum.data(),
-                   [&](int64_t r, ArrayMap<T>& acc) { acc += ConstArrayMap<T>(px + r * channels, channels); });
+        SumRows<T>(ctx, rows, channels, sum.data(), [&](int64_t r, ArrayMap<T>& acc) {
+          acc += ConstArrayMap<T>(px + r * channels, channels);
+        });
         mean = sum / static_cast<T>(std::max<int64_t>(rows, 1));
         Vec sq(channels);
         SumRows<T>(ctx, rows, channels, sq.data(), [&](int64_t r, ArrayMap<T>& acc) {
@@ -432,7 +437,8 @@ class FusedBatchNormOp : public FusedBatchNormKernelBase {
       T* py = y->data<T>();
       ParallelRange(ctx, rows, channels * 2, [&](int64_t b, int64_t e) {
         for (int64_t r = b; r < e; ++r) {
-          ArrayMap<T>(py + r * channels, channels) = ConstArrayMap<T>(px + r * channels, channels) * scale + shift;
+          ArrayMap<T>(py + r * channels, channels) =
+              ConstArrayMap<T>(px + r * channels, channels) * scale + shift;
         }
       });
       ArrayMap<T>(batch_mean->data<T>(), channels) = mean;
@@ -487,14 +493,16 @@ class FusedBatchNormGradOp : public FusedBatchNormKernelBase {
       const T* px = x.data<T>();
       const T* pdy = dy.data<T>();
       const Vec mean = ConstArrayMap<T>(ctx->input(3).data<T>(), channels);
-      const Vec inv_std = (ConstArrayMap<T>(ctx->input(4).data<T>(), channels) + static_cast<T>(epsilon_)).rsqrt();
+      const Vec inv_std =
+          (ConstArrayMap<T>(ctx->input(4).data<T>(), channels) + static_cast<T>(epsilon_)).rsqrt();
       const Vec scale = ConstArrayMap<T>(ctx->input(2).data<T>(), channels);
       // offset_backprop = sum(dy); scale_backprop = sum(dy * x_hat), x_hat = (x - mean) * inv_std.
       Vec sum_dy(channels), sum_dy_xc(channels);
       SumRows<T>(ctx, rows, channels, sum_dy.data(),
                  [&](int64_t r, ArrayMap<T>& acc) { acc += ConstArrayMap<T>(pdy + r * channels, channels); });
       SumRows<T>(ctx, rows, channels, sum_dy_xc.data(), [&](int64_t r, ArrayMap<T>& acc) {
-        acc += ConstArrayMap<T>(pdy + r * channels, channels) * (ConstArrayMap<T>(px + r * channels, channels) - mean);
+        acc += ConstArrayMap<T>(pdy + r * channels, channels) *
+               (ConstArrayMap<T>(px + r * channels, channels) - mean);
       });
       ArrayMap<T>(doffset->data<T>(), channels) = sum_dy;
       ArrayMap<T>(dscale->data<T>(), channels) = sum_dy_xc * inv_std;

@@ -22,21 +22,24 @@ using io::SparseFeatureSpec;
 // Runs `parser` on the op's inputs and sets its outputs; examples are parsed in parallel on
 // the intra-op pool. Without `names`, a bad example that an iterator read from a file in this
 // step is named by its file and record index.
-void ParseInto(OpKernelContext* ctx, const ExampleParser& parser, const Tensor& serialized, const Tensor* names,
-               const std::vector<Tensor>& defaults, bool single) {
+void ParseInto(OpKernelContext* ctx, const ExampleParser& parser, const Tensor& serialized,
+               const Tensor* names, const std::vector<Tensor>& defaults, bool single) {
   auto name_record = [&serialized](int64_t i) -> std::string {
     const data::RecordOrigins origins = data::DeliveredOrigins::Find(serialized);
     return i < static_cast<int64_t>(origins.size()) ? data::DescribeRecord(origins[i]) : "<unknown>";
   };
-  std::vector<Tensor> outputs = parser.Parse(serialized, names, single, defaults, ctx->intra_op_pool(), name_record);
+  std::vector<Tensor> outputs =
+      parser.Parse(serialized, names, single, defaults, ctx->intra_op_pool(), name_record);
   for (size_t i = 0; i < outputs.size(); ++i) ctx->set_output(static_cast<int>(i), std::move(outputs[i]));
 }
 
-std::vector<DenseFeatureSpec> DenseFeatures(const OpKernelConstruction& c, const std::vector<std::string>& keys) {
+std::vector<DenseFeatureSpec> DenseFeatures(const OpKernelConstruction& c,
+                                            const std::vector<std::string>& keys) {
   const auto types = c.GetAttr<std::vector<DataType>>("Tdense");
   const auto shapes = c.GetAttr<std::vector<PartialTensorShape>>("dense_shapes");
   if (types.size() != keys.size() || shapes.size() != keys.size()) {
-    InvalidArgument(c.name(), ": ", keys.size(), " dense keys, ", types.size(), " types and ", shapes.size(), " shapes");
+    InvalidArgument(c.name(), ": ", keys.size(), " dense keys, ", types.size(), " types and ", shapes.size(),
+                    " shapes");
   }
   std::vector<DenseFeatureSpec> out;
   for (size_t i = 0; i < keys.size(); ++i) {
@@ -49,9 +52,11 @@ std::vector<DenseFeatureSpec> DenseFeatures(const OpKernelConstruction& c, const
   return out;
 }
 
-std::vector<SparseFeatureSpec> SparseFeatures(const OpKernelConstruction& c, const std::vector<std::string>& keys) {
+std::vector<SparseFeatureSpec> SparseFeatures(const OpKernelConstruction& c,
+                                              const std::vector<std::string>& keys) {
   const auto types = c.GetAttr<std::vector<DataType>>("sparse_types");
-  if (types.size() != keys.size()) InvalidArgument(c.name(), ": ", keys.size(), " sparse keys but ", types.size(), " types");
+  if (types.size() != keys.size())
+    InvalidArgument(c.name(), ": ", keys.size(), " sparse keys but ", types.size(), " types");
   std::vector<SparseFeatureSpec> out;
   for (size_t i = 0; i < keys.size(); ++i) out.push_back({.key = keys[i], .dtype = types[i]});
   return out;
@@ -66,10 +71,12 @@ class ParseExampleOp : public OpKernel {
         num_dense_(static_cast<int>(c.GetAttr<int64_t>("Ndense"))) {}
   void Compute(OpKernelContext* ctx) override {
     const Tensor& serialized = ctx->input(0);
-    if (serialized.dims() != 1) InvalidArgument("Expected serialized to be a vector, got shape: ", serialized.shape().DebugString());
+    if (serialized.dims() != 1)
+      InvalidArgument("Expected serialized to be a vector, got shape: ", serialized.shape().DebugString());
     std::vector<std::string> sparse_keys, dense_keys;
     for (int i = 0; i < num_sparse_; ++i) sparse_keys.push_back(ctx->input(2 + i).scalar<std::string>());
-    for (int i = 0; i < num_dense_; ++i) dense_keys.push_back(ctx->input(2 + num_sparse_ + i).scalar<std::string>());
+    for (int i = 0; i < num_dense_; ++i)
+      dense_keys.push_back(ctx->input(2 + num_sparse_ + i).scalar<std::string>());
     std::vector<Tensor> defaults;
     for (int i = 0; i < num_dense_; ++i) defaults.push_back(ctx->input(2 + num_sparse_ + num_dense_ + i));
     std::shared_ptr<const ExampleParser> parser;
@@ -77,7 +84,8 @@ class ParseExampleOp : public OpKernel {
       absl::MutexLock lock(&mu_);
       if (parser_ == nullptr || sparse_keys != sparse_keys_ || dense_keys != dense_keys_) {
         OpKernelConstruction c(node());
-        parser_ = std::make_shared<ExampleParser>(SparseFeatures(c, sparse_keys), DenseFeatures(c, dense_keys));
+        parser_ =
+            std::make_shared<ExampleParser>(SparseFeatures(c, sparse_keys), DenseFeatures(c, dense_keys));
         sparse_keys_ = sparse_keys;
         dense_keys_ = dense_keys;
       }
@@ -103,7 +111,8 @@ class ParseSingleExampleOp : public OpKernel {
                 DenseFeatures(c, c.GetAttr<std::vector<std::string>>("dense_keys"))) {}
   void Compute(OpKernelContext* ctx) override {
     const Tensor& serialized = ctx->input(0);
-    if (serialized.dims() != 0) InvalidArgument("Expected serialized to be a scalar, got shape: ", serialized.shape().DebugString());
+    if (serialized.dims() != 0)
+      InvalidArgument("Expected serialized to be a scalar, got shape: ", serialized.shape().DebugString());
     std::vector<Tensor> defaults;
     for (int i = 1; i < ctx->num_inputs(); ++i) defaults.push_back(ctx->input(i));
     ParseInto(ctx, parser_, serialized, nullptr, defaults, /*single=*/true);

@@ -84,28 +84,29 @@ class PoolOp : public PoolKernelBase {
       const int64_t c = d.in_depth;
       ParallelRange(ctx, d.batch * d.out_rows, d.out_cols * c * d.window_rows * d.window_cols,
                     [&](int64_t begin, int64_t end) {
-        for (int64_t row = begin; row < end; ++row) {
-          const int64_t n = row / d.out_rows;
-          const int64_t oh = row % d.out_rows;
-          for (int64_t ow = 0; ow < d.out_cols; ++ow) {
-            int64_t r0, r1, c0, c1;
-            d.Window(oh, ow, &r0, &r1, &c0, &c1);
-            ArrayMap<T> o(po + (row * d.out_cols + ow) * c, c);
-            o.setConstant(kMax ? std::numeric_limits<T>::lowest() : T(0));
-            for (int64_t r = r0; r < r1; ++r) {
-              for (int64_t col = c0; col < c1; ++col) {
-                ConstArrayMap<T> x(in + ((n * d.in_rows + r) * d.in_cols + col) * c, c);
-                if constexpr (kMax) {
-                  o = o.max(x);
-                } else {
-                  o += x;
-                }
-              }
-            }
-            if constexpr (!kMax) o *= T(1) / static_cast<T>(std::max<int64_t>((r1 - r0) * (c1 - c0), 1));
-          }
-        }
-      });
+                      for (int64_t row = begin; row < end; ++row) {
+                        const int64_t n = row / d.out_rows;
+                        const int64_t oh = row % d.out_rows;
+                        for (int64_t ow = 0; ow < d.out_cols; ++ow) {
+                          int64_t r0, r1, c0, c1;
+                          d.Window(oh, ow, &r0, &r1, &c0, &c1);
+                          ArrayMap<T> o(po + (row * d.out_cols + ow) * c, c);
+                          o.setConstant(kMax ? std::numeric_limits<T>::lowest() : T(0));
+                          for (int64_t r = r0; r < r1; ++r) {
+                            for (int64_t col = c0; col < c1; ++col) {
+                              ConstArrayMap<T> x(in + ((n * d.in_rows + r) * d.in_cols + col) * c, c);
+                              if constexpr (kMax) {
+                                o = o.max(x);
+                              } else {
+                                o += x;
+                              }
+                            }
+                          }
+                          if constexpr (!kMax)
+                            o *= T(1) / static_cast<T>(std::max<int64_t>((r1 - r0) * (c1 - c0), 1));
+                        }
+                      }
+                    });
     });
   }
 };
@@ -141,29 +142,32 @@ class MaxPoolGradOp : public PoolKernelBase {
       const bool tiles = d.WindowsTileInput();
       if (!tiles) std::fill_n(po, out->NumElements(), T(0));
       const int64_t c = d.in_depth;
-      ParallelRange(ctx, d.batch, d.out_rows * d.out_cols * c * d.window_rows * d.window_cols,
-                    [&](int64_t begin, int64_t end) {
-        std::vector<int64_t> pixels(d.window_rows * d.window_cols);  // offsets of a window's pixels
-        for (int64_t n = begin; n < end; ++n) {
-          for (int64_t oh = 0; oh < d.out_rows; ++oh) {
-            for (int64_t ow = 0; ow < d.out_cols; ++ow) {
-              int64_t r0, r1, c0, c1;
-              d.Window(oh, ow, &r0, &r1, &c0, &c1);
-              int64_t count = 0;
-              for (int64_t r = r0; r < r1; ++r) {
-                for (int64_t col = c0; col < c1; ++col) pixels[count++] = ((n * d.in_rows + r) * d.in_cols + col) * c;
+      ParallelRange(
+          ctx, d.batch, d.out_rows * d.out_cols * c * d.window_rows * d.window_cols,
+          [&](int64_t begin, int64_t end) {
+            std::vector<int64_t> pixels(d.window_rows * d.window_cols);  // offsets of a window's pixels
+            for (int64_t n = begin; n < end; ++n) {
+              for (int64_t oh = 0; oh < d.out_rows; ++oh) {
+                for (int64_t ow = 0; ow < d.out_cols; ++ow) {
+                  int64_t r0, r1, c0, c1;
+                  d.Window(oh, ow, &r0, &r1, &c0, &c1);
+                  int64_t count = 0;
+                  for (int64_t r = r0; r < r1; ++r) {
+                    for (int64_t col = c0; col < c1; ++col)
+                      pixels[count++] = ((n * d.in_rows + r) * d.in_cols + col) * c;
+                  }
+                  if (count == 0) continue;
+                  const T* g = pg + ((n * d.out_rows + oh) * d.out_cols + ow) * c;
+                  int64_t ch = 0;
+                  for (; ch + kLanes <= c; ch += kLanes) {
+                    RouteToMaximum<Packet>(in + ch, g + ch, po + ch, pixels.data(), count, tiles);
+                  }
+                  for (; ch < c; ++ch)
+                    RouteToMaximum<T>(in + ch, g + ch, po + ch, pixels.data(), count, tiles);
+                }
               }
-              if (count == 0) continue;
-              const T* g = pg + ((n * d.out_rows + oh) * d.out_cols + ow) * c;
-              int64_t ch = 0;
-              for (; ch + kLanes <= c; ch += kLanes) {
-                RouteToMaximum<Packet>(in + ch, g + ch, po + ch, pixels.data(), count, tiles);
-              }
-              for (; ch < c; ++ch) RouteToMaximum<T>(in + ch, g + ch, po + ch, pixels.data(), count, tiles);
             }
-          }
-        }
-      });
+          });
     });
   }
 
@@ -172,7 +176,8 @@ class MaxPoolGradOp : public PoolKernelBase {
   // holding each lane's first maximum += g (or = g, and = 0 at the others, when `store`).
   // P may be a scalar (Eigen's scalar fallbacks).
   template <typename P, typename T>
-  static void RouteToMaximum(const T* in, const T* g, T* out, const int64_t* pixels, int64_t count, bool store) {
+  static void RouteToMaximum(const T* in, const T* g, T* out, const int64_t* pixels, int64_t count,
+                             bool store) {
     namespace ei = Eigen::internal;
     P best = ei::ploadu<P>(in + pixels[0]);
     P where = ei::pset1<P>(T(0));  // window pixel index, exact in floating point
@@ -210,22 +215,23 @@ class AvgPoolGradOp : public PoolKernelBase {
       const int64_t c = d.in_depth;
       ParallelRange(ctx, d.batch, d.out_rows * d.out_cols * c * d.window_rows * d.window_cols,
                     [&](int64_t begin, int64_t end) {
-        for (int64_t n = begin; n < end; ++n) {
-          for (int64_t oh = 0; oh < d.out_rows; ++oh) {
-            for (int64_t ow = 0; ow < d.out_cols; ++ow) {
-              int64_t r0, r1, c0, c1;
-              d.Window(oh, ow, &r0, &r1, &c0, &c1);
-              const T share = T(1) / static_cast<T>(std::max<int64_t>((r1 - r0) * (c1 - c0), 1));
-              ConstArrayMap<T> g(pg + ((n * d.out_rows + oh) * d.out_cols + ow) * c, c);
-              for (int64_t r = r0; r < r1; ++r) {
-                for (int64_t col = c0; col < c1; ++col) {
-                  ArrayMap<T>(po + ((n * d.in_rows + r) * d.in_cols + col) * c, c) += g * share;
-                }
-              }
-            }
-          }
-        }
-      });
+                      for (int64_t n = begin; n < end; ++n) {
+                        for (int64_t oh = 0; oh < d.out_rows; ++oh) {
+                          for (int64_t ow = 0; ow < d.out_cols; ++ow) {
+                            int64_t r0, r1, c0, c1;
+                            d.Window(oh, ow, &r0, &r1, &c0, &c1);
+                            const T share =
+                                T(1) / static_cast<T>(std::max<int64_t>((r1 - r0) * (c1 - c0), 1));
+                            ConstArrayMap<T> g(pg + ((n * d.out_rows + oh) * d.out_cols + ow) * c, c);
+                            for (int64_t r = r0; r < r1; ++r) {
+                              for (int64_t col = c0; col < c1; ++col) {
+                                ArrayMap<T>(po + ((n * d.in_rows + r) * d.in_cols + col) * c, c) += g * share;
+                              }
+                            }
+                          }
+                        }
+                      }
+                    });
     });
   }
 };

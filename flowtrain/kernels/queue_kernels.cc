@@ -27,15 +27,13 @@ class QueueOp : public OpKernel {
     std::string shared_name = c.GetAttr<std::string>("shared_name");
     options_.name = shared_name.empty() ? c.name() : shared_name;
     handle_ = Tensor(DT_RESOURCE, TensorShape());
-    handle_.scalar<ResourceHandle>() = {.container = c.GetAttr<std::string>("container"),
-                                        .name = options_.name,
-                                        .type_name = "Queue"};
+    handle_.scalar<ResourceHandle>() = {
+        .container = c.GetAttr<std::string>("container"), .name = options_.name, .type_name = "Queue"};
   }
   void Compute(OpKernelContext* ctx) override {
     const ResourceHandle& h = handle_.scalar<ResourceHandle>();
-    ctx->resource_manager()->LookupOrCreate<Queue>(h.container, h.name, [&] {
-      return std::make_shared<Queue>(options_);
-    });
+    ctx->resource_manager()->LookupOrCreate<Queue>(h.container, h.name,
+                                                   [&] { return std::make_shared<Queue>(options_); });
     ctx->set_output(0, handle_);
   }
   KernelCost cost() const override { return KernelCost::kCheap; }
@@ -81,8 +79,8 @@ class QueueAccessOp : public OpKernel {
   Queue::Wait MakeWait(OpKernelContext* ctx) const {
     Queue::Wait wait{.cancellation = ctx->cancellation_manager(), .deadline = ctx->deadline()};
     if (timeout_ms_ > 0) {
-      wait.deadline = std::min(wait.deadline, std::chrono::steady_clock::now() +
-                                                  std::chrono::milliseconds(timeout_ms_));
+      wait.deadline =
+          std::min(wait.deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms_));
     }
     return wait;
   }
@@ -115,9 +113,7 @@ struct EnqueueOp : QueueAccessOp {
 };
 struct EnqueueManyOp : QueueAccessOp {
   using QueueAccessOp::QueueAccessOp;
-  void Compute(OpKernelContext* ctx) override {
-    GetQueue(ctx)->EnqueueMany(Components(ctx), MakeWait(ctx));
-  }
+  void Compute(OpKernelContext* ctx) override { GetQueue(ctx)->EnqueueMany(Components(ctx), MakeWait(ctx)); }
 };
 struct DequeueOp : QueueAccessOp {
   using QueueAccessOp::QueueAccessOp;

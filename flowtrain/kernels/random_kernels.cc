@@ -24,13 +24,11 @@ constexpr uint64_t kBlocksPerTruncatedGroup = 64;
 
 TensorShape ShapeFromInput(const Tensor& shape, std::string_view op) {
   if (shape.dims() != 1) {
-    InvalidArgument(op, ": shape must be a vector of {int32,int64}, got shape ",
-                    shape.shape().DebugString());
+    InvalidArgument(op, ": shape must be a vector of {int32,int64}, got shape ", shape.shape().DebugString());
   }
   std::vector<int64_t> dims;
   for (int64_t i = 0; i < shape.NumElements(); ++i) {
-    const int64_t d =
-        shape.dtype() == DT_INT32 ? shape.flat<int32_t>()[i] : shape.flat<int64_t>()[i];
+    const int64_t d = shape.dtype() == DT_INT32 ? shape.flat<int32_t>()[i] : shape.flat<int64_t>()[i];
     if (d < 0) InvalidArgument(op, ": dimension ", i, " of the shape is negative: ", d);
     dims.push_back(d);
   }
@@ -124,8 +122,7 @@ struct TruncatedNormalSampler<double> {
 
 // Fills `out[0, n)` group by group; group g starts `blocks_per_group * g` blocks past `base`.
 template <typename T, typename Sampler>
-void Fill(OpKernelContext* ctx, const PhiloxRandom& base, uint64_t blocks_per_group, T* out,
-          int64_t n) {
+void Fill(OpKernelContext* ctx, const PhiloxRandom& base, uint64_t blocks_per_group, T* out, int64_t n) {
   constexpr int kGroup = Sampler::kGroupSize;
   const int64_t groups = (n + kGroup - 1) / kGroup;
   ForGroups(ctx, groups, 40 * kGroup, [&](int64_t begin, int64_t end) {
@@ -154,14 +151,24 @@ class RandomFloatOp : public OpKernel {
     const TensorShape shape = ShapeFromInput(ctx->input(0), type_string());
     Tensor* output = ctx->allocate_output(0, shape);
     const int64_t n = shape.num_elements();
-    const PhiloxRandom base = generator_.Get(ctx).Reserve(static_cast<uint64_t>(n) * kReservedBlocksPerElement);
+    const PhiloxRandom base =
+        generator_.Get(ctx).Reserve(static_cast<uint64_t>(n) * kReservedBlocksPerElement);
     if (n == 0) return;
     switch (output->dtype()) {
-      case DT_FLOAT: FillTyped<float>(ctx, base, output->data<float>(), n); break;
-      case DT_DOUBLE: FillTyped<double>(ctx, base, output->data<double>(), n); break;
-      case DT_HALF: FillTyped<half>(ctx, base, output->data<half>(), n); break;
-      case DT_BFLOAT16: FillTyped<bfloat16>(ctx, base, output->data<bfloat16>(), n); break;
-      default: ThrowUnsupportedType(output->dtype(), type_string());
+      case DT_FLOAT:
+        FillTyped<float>(ctx, base, output->data<float>(), n);
+        break;
+      case DT_DOUBLE:
+        FillTyped<double>(ctx, base, output->data<double>(), n);
+        break;
+      case DT_HALF:
+        FillTyped<half>(ctx, base, output->data<half>(), n);
+        break;
+      case DT_BFLOAT16:
+        FillTyped<bfloat16>(ctx, base, output->data<bfloat16>(), n);
+        break;
+      default:
+        ThrowUnsupportedType(output->dtype(), type_string());
     }
   }
 
@@ -196,7 +203,8 @@ class RandomUniformIntOp : public OpKernel {
     }
     Tensor* output = ctx->allocate_output(0, shape);
     const int64_t n = shape.num_elements();
-    const PhiloxRandom base = generator_.Get(ctx).Reserve(static_cast<uint64_t>(n) * kReservedBlocksPerElement);
+    const PhiloxRandom base =
+        generator_.Get(ctx).Reserve(static_cast<uint64_t>(n) * kReservedBlocksPerElement);
     if (output->dtype() == DT_INT32) {
       FillInts<int32_t>(ctx, base, minval.scalar<int32_t>(), maxval.scalar<int32_t>(),
                         output->data<int32_t>(), n);
@@ -208,8 +216,7 @@ class RandomUniformIntOp : public OpKernel {
 
  private:
   template <typename T>
-  static void FillInts(OpKernelContext* ctx, const PhiloxRandom& base, T lo, T hi, T* out,
-                       int64_t n) {
+  static void FillInts(OpKernelContext* ctx, const PhiloxRandom& base, T lo, T hi, T* out, int64_t n) {
     if (n == 0) return;
     if (!(lo < hi)) InvalidArgument("Need minval < maxval: ", lo, " >= ", hi);
     using U = std::make_unsigned_t<T>;
@@ -254,9 +261,8 @@ class RandomShuffleOp : public OpKernel {
     std::vector<int64_t> perm(n);
     for (int64_t i = 0; i < n; ++i) perm[i] = i;
     for (int64_t i = n - 1; i > 0; --i) {
-      const uint64_t r = n > 0xffffffffLL
-                             ? ((static_cast<uint64_t>(single()) << 32) | single()) % (i + 1)
-                             : single() % static_cast<uint32_t>(i + 1);
+      const uint64_t r = n > 0xffffffffLL ? ((static_cast<uint64_t>(single()) << 32) | single()) % (i + 1)
+                                          : single() % static_cast<uint32_t>(i + 1);
       std::swap(perm[i], perm[r]);
     }
     Tensor* output = ctx->allocate_output(0, input.shape());

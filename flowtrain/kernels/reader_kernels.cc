@@ -38,7 +38,8 @@ class TFRecordReaderState : public ResourceBase {
           InvalidArgument("ReaderReadV2 expects a queue of scalar strings (file names)");
         }
         file_ = std::make_shared<const std::string>(name[0].scalar<std::string>());
-        reader_ = std::make_unique<io::RecordReader>(*file_, io::RecordReaderOptions{.compression_type = compression_});
+        reader_ = std::make_unique<io::RecordReader>(
+            *file_, io::RecordReaderOptions{.compression_type = compression_});
         index_ = 0;
       }
       bool got;

@@ -22,8 +22,11 @@ enum class ReduceKind { kSum, kMean, kMax, kMin, kProd };
 template <typename A>
 A InitialValue(ReduceKind kind) {
   switch (kind) {
-    case ReduceKind::kSum: case ReduceKind::kMean: return A(0);
-    case ReduceKind::kProd: return A(1);
+    case ReduceKind::kSum:
+    case ReduceKind::kMean:
+      return A(0);
+    case ReduceKind::kProd:
+      return A(1);
     case ReduceKind::kMax:
       if constexpr (std::numeric_limits<A>::has_infinity) return -std::numeric_limits<A>::infinity();
       return std::numeric_limits<A>::lowest();
@@ -37,10 +40,15 @@ A InitialValue(ReduceKind kind) {
 template <typename A>
 A Combine(ReduceKind kind, A acc, A v) {
   switch (kind) {
-    case ReduceKind::kSum: case ReduceKind::kMean: return acc + v;
-    case ReduceKind::kProd: return acc * v;
-    case ReduceKind::kMax: return v > acc ? v : acc;
-    case ReduceKind::kMin: return v < acc ? v : acc;
+    case ReduceKind::kSum:
+    case ReduceKind::kMean:
+      return acc + v;
+    case ReduceKind::kProd:
+      return acc * v;
+    case ReduceKind::kMax:
+      return v > acc ? v : acc;
+    case ReduceKind::kMin:
+      return v < acc ? v : acc;
   }
   return acc;
 }
@@ -53,7 +61,8 @@ class ReductionOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& input = ctx->input(0);
     const Tensor& axes = ctx->input(1);
-    if (axes.dims() > 1) InvalidArgument("reduction_indices must be a scalar or vector, got ", axes.shape().DebugString());
+    if (axes.dims() > 1)
+      InvalidArgument("reduction_indices must be a scalar or vector, got ", axes.shape().DebugString());
     const int rank = input.dims();
     std::vector<bool> reduced(rank, false);
     for (int64_t i = 0; i < axes.NumElements(); ++i) {
@@ -65,8 +74,10 @@ class ReductionOp : public OpKernel {
     }
     DimVector out_dims;
     for (int d = 0; d < rank; ++d) {
-      if (!reduced[d]) out_dims.push_back(input.dim_size(d));
-      else if (keep_dims_) out_dims.push_back(1);
+      if (!reduced[d])
+        out_dims.push_back(input.dim_size(d));
+      else if (keep_dims_)
+        out_dims.push_back(1);
     }
     Tensor* out = ctx->allocate_output(0, TensorShape(out_dims));
     DispatchNumericType(input.dtype(), type_string(), [&]<typename T>() { Reduce<T>(input, reduced, out); });
@@ -93,7 +104,10 @@ class ReductionOp : public OpKernel {
       return;
     }
     // Collapse into groups of consecutive kept / reduced dimensions.
-    struct Group { bool reduced; int64_t size; };
+    struct Group {
+      bool reduced;
+      int64_t size;
+    };
     std::vector<Group> groups;
     for (int d = 0; d < input.dims(); ++d) {
       if (input.dim_size(d) == 1) continue;  // size-1 dims change nothing
@@ -104,7 +118,8 @@ class ReductionOp : public OpKernel {
       }
     }
     if (groups.empty() || (groups.size() == 1 && !groups[0].reduced)) {
-      for (int64_t i = 0; i < n; ++i) o[i] = finish(Combine<A>(kKind, InitialValue<A>(kKind), static_cast<A>(in[i])));
+      for (int64_t i = 0; i < n; ++i)
+        o[i] = finish(Combine<A>(kKind, InitialValue<A>(kKind), static_cast<A>(in[i])));
       return;
     }
     if (groups.size() == 1) {  // everything reduced
@@ -122,8 +137,9 @@ class ReductionOp : public OpKernel {
       return;
     }
     // Sums and means (maxima keep the scalar walk: its NaN handling is the documented one).
-    constexpr bool kVectorized = std::is_same_v<A, T> && (std::is_same_v<T, float> || std::is_same_v<T, double>) &&
-                                 (kKind == ReduceKind::kSum || kKind == ReduceKind::kMean);
+    constexpr bool kVectorized =
+        std::is_same_v<A, T> && (std::is_same_v<T, float> || std::is_same_v<T, double>)&&(
+                                    kKind == ReduceKind::kSum || kKind == ReduceKind::kMean);
     if (groups.size() == 2 && groups[0].reduced && kVectorized) {  // [R, inner]: rows of Eigen arrays
       const int64_t r = groups[0].size, inner = groups[1].size;
       using Row = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
@@ -242,7 +258,8 @@ class ArgOp : public OpKernel {
           int64_t best = 0;
           for (int64_t j = 1; j < length; ++j) {
             // Strict comparison keeps the first index on ties, as TF.
-            if (kMax ? column[j * inner] > column[best * inner] : column[j * inner] < column[best * inner]) best = j;
+            if (kMax ? column[j * inner] > column[best * inner] : column[j * inner] < column[best * inner])
+              best = j;
           }
           if (out->dtype() == DT_INT32) {
             out->flat<int32_t>()[o * inner + i] = static_cast<int32_t>(best);

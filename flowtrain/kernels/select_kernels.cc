@@ -18,8 +18,8 @@ class SelectOp : public OpKernel {
     const Tensor& then_t = ctx->input(1);
     const Tensor& else_t = ctx->input(2);
     if (then_t.shape() != else_t.shape()) {
-      InvalidArgument("'then' and 'else' must have the same size.  but received: ", then_t.shape().DebugString(),
-                      " vs. ", else_t.shape().DebugString());
+      InvalidArgument("'then' and 'else' must have the same size.  but received: ",
+                      then_t.shape().DebugString(), " vs. ", else_t.shape().DebugString());
     }
     const bool* c = cond.data<bool>();
     if (cond.dims() == 0) {
@@ -29,15 +29,15 @@ class SelectOp : public OpKernel {
     int64_t rows, row_size;
     if (cond.dims() == 1 && then_t.dims() > 1) {
       if (cond.dim_size(0) != then_t.dim_size(0)) {
-        InvalidArgument("Number of batches of 'then' must match size of 'cond', but saw: ", then_t.dim_size(0),
-                        " vs. ", cond.dim_size(0));
+        InvalidArgument("Number of batches of 'then' must match size of 'cond', but saw: ",
+                        then_t.dim_size(0), " vs. ", cond.dim_size(0));
       }
       rows = cond.dim_size(0);
       row_size = rows == 0 ? 0 : then_t.NumElements() / rows;
     } else {
       if (cond.shape() != then_t.shape()) {
-        InvalidArgument("'cond' and 'then' must have the same size.  but received: ", cond.shape().DebugString(),
-                        " vs. ", then_t.shape().DebugString());
+        InvalidArgument("'cond' and 'then' must have the same size.  but received: ",
+                        cond.shape().DebugString(), " vs. ", then_t.shape().DebugString());
       }
       rows = cond.NumElements();
       row_size = 1;
@@ -63,8 +63,8 @@ class SelectV2Op : public OpKernel {
     const Tensor& cond = ctx->input(0);
     const Tensor& then_t = ctx->input(1);
     const Tensor& else_t = ctx->input(2);
-    const TensorShape out_shape =
-        BroadcastOutputShape(cond.shape(), BroadcastOutputShape(then_t.shape(), else_t.shape(), name()), name());
+    const TensorShape out_shape = BroadcastOutputShape(
+        cond.shape(), BroadcastOutputShape(then_t.shape(), else_t.shape(), name()), name());
     Tensor* out = ctx->allocate_output(0, out_shape);
     const int64_t n = out_shape.num_elements();
     if (n == 0) return;
@@ -109,7 +109,8 @@ class OneHotOp : public OpKernel {
     const Tensor& depth_tensor = ctx->input(1);
     const Tensor& on = ctx->input(2);
     const Tensor& off = ctx->input(3);
-    if (depth_tensor.dims() != 0) InvalidArgument("depth must be a scalar, but got: ", depth_tensor.shape().DebugString());
+    if (depth_tensor.dims() != 0)
+      InvalidArgument("depth must be a scalar, but got: ", depth_tensor.shape().DebugString());
     if (on.dims() != 0) InvalidArgument("on_value must be a scalar, but got: ", on.shape().DebugString());
     if (off.dims() != 0) InvalidArgument("off_value must be a scalar, but got: ", off.shape().DebugString());
     const int64_t depth = depth_tensor.scalar<int32_t>();
@@ -154,14 +155,15 @@ class UnsortedSegmentSumOp : public OpKernel {
     const Tensor& data = ctx->input(0);
     const Tensor& ids = ctx->input(1);
     const Tensor& num_tensor = ctx->input(2);
-    if (num_tensor.dims() != 0) InvalidArgument("num_segments should be a scalar, not shape ", num_tensor.shape().DebugString());
+    if (num_tensor.dims() != 0)
+      InvalidArgument("num_segments should be a scalar, not shape ", num_tensor.shape().DebugString());
     const int64_t num = ReadIndex(num_tensor, 0);
     if (num < 0) InvalidArgument("Input num_segments == ", num, " must not be negative.");
     bool prefix = ids.dims() <= data.dims();
     for (int d = 0; prefix && d < ids.dims(); ++d) prefix = ids.dim_size(d) == data.dim_size(d);
     if (!prefix) {
-      InvalidArgument("data.shape = ", data.shape().DebugString(), " does not start with segment_ids.shape = ",
-                      ids.shape().DebugString());
+      InvalidArgument("data.shape = ", data.shape().DebugString(),
+                      " does not start with segment_ids.shape = ", ids.shape().DebugString());
     }
     TensorShape out_shape({num});
     for (int d = ids.dims(); d < data.dims(); ++d) out_shape.AddDim(data.dim_size(d));

@@ -97,8 +97,9 @@ void CheckSpecVectors(OpKernelContext* ctx, int first) {
   for (int i = first; i < first + 3; ++i) {
     if (ctx->input(i).dims() != 1) {
       InvalidArgument("Expected begin, end, and strides to be 1D equal size tensors, but got shapes ",
-                      ctx->input(first).shape().DebugString(), ", ", ctx->input(first + 1).shape().DebugString(),
-                      ", and ", ctx->input(first + 2).shape().DebugString(), " instead.");
+                      ctx->input(first).shape().DebugString(), ", ",
+                      ctx->input(first + 1).shape().DebugString(), ", and ",
+                      ctx->input(first + 2).shape().DebugString(), " instead.");
     }
   }
 }
@@ -109,9 +110,9 @@ class StridedSliceOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& input = ctx->input(0);
     CheckSpecVectors(ctx, 1);
-    const StridedSliceSpec spec = ResolveStridedSlice(input.shape(), ReadIndices(ctx->input(1)),
-                                                      ReadIndices(ctx->input(2)), ReadIndices(ctx->input(3)),
-                                                      masks_);
+    const StridedSliceSpec spec =
+        ResolveStridedSlice(input.shape(), ReadIndices(ctx->input(1)), ReadIndices(ctx->input(2)),
+                            ReadIndices(ctx->input(3)), masks_);
     const TensorShape out_shape = spec.final_shape.AsTensorShape();
     if (spec.is_identity) {
       ctx->set_output(0, input.Reshaped(out_shape));
@@ -138,9 +139,8 @@ class StridedSliceGradOp : public OpKernel {
     const TensorShape shape(dims);
     const Tensor& dy = ctx->input(4);
     CheckSpecVectors(ctx, 1);
-    const StridedSliceSpec spec = ResolveStridedSlice(shape, ReadIndices(ctx->input(1)),
-                                                      ReadIndices(ctx->input(2)), ReadIndices(ctx->input(3)),
-                                                      masks_);
+    const StridedSliceSpec spec = ResolveStridedSlice(
+        shape, ReadIndices(ctx->input(1)), ReadIndices(ctx->input(2)), ReadIndices(ctx->input(3)), masks_);
     if (!spec.final_shape.IsIdenticalTo(dy.shape())) {
       InvalidArgument("shape of dy was ", dy.shape().DebugString(), " instead of ",
                       spec.final_shape.DebugString());
@@ -181,7 +181,8 @@ class ConcatV2Op : public OpKernel {
     const int n = ctx->num_inputs() - 1;
     const Tensor& axis_tensor = ctx->input(n);
     if (axis_tensor.NumElements() != 1) {
-      InvalidArgument("Concat dim tensor should be a scalar integer, but got shape ", axis_tensor.shape().DebugString());
+      InvalidArgument("Concat dim tensor should be a scalar integer, but got shape ",
+                      axis_tensor.shape().DebugString());
     }
     const TensorShape& first = ctx->input(0).shape();
     if (first.dims() == 0) InvalidArgument("Can't concatenate scalars (use tf.stack instead)");
@@ -282,9 +283,11 @@ class SplitVOp : public OpKernel {
       }
     }
     if ((unknown < 0 && known != dim) || (unknown >= 0 && known > dim)) {
-      InvalidArgument("Determined shape must either match input shape along split_dim exactly if fully "
-                      "specified, or be less than the size of the input along split_dim if not fully "
-                      "specified.  Got: ", known);
+      InvalidArgument(
+          "Determined shape must either match input shape along split_dim exactly if fully "
+          "specified, or be less than the size of the input along split_dim if not fully "
+          "specified.  Got: ",
+          known);
     }
     if (unknown >= 0) sizes[unknown] = dim - known;
     SplitAlong(ctx, value, axis, sizes);
@@ -301,7 +304,8 @@ class UnpackOp : public OpKernel {
     const int64_t axis = CanonicalAxis(axis_, value.dims(), "Unpack");
     const int64_t n = ctx->num_outputs();
     if (value.dim_size(static_cast<int>(axis)) != n) {
-      InvalidArgument("Input shape axis ", axis, " must equal ", n, ", got shape ", value.shape().DebugString());
+      InvalidArgument("Input shape axis ", axis, " must equal ", n, ", got shape ",
+                      value.shape().DebugString());
     }
     TensorShape shape = value.shape();
     shape.RemoveDim(static_cast<int>(axis));

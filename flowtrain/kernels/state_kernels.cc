@@ -24,8 +24,8 @@ class VariableOp : public OpKernel {
     absl::MutexLock lock(&mu_);
     if (var_ == nullptr) {
       const std::string var_name = name();
-      var_ = ctx->resource_manager()->LookupOrCreate<Var>(
-          container_, shared_name_, [&] { return std::make_shared<Var>(var_name); });
+      var_ = ctx->resource_manager()->LookupOrCreate<Var>(container_, shared_name_,
+                                                          [&] { return std::make_shared<Var>(var_name); });
     }
     ctx->set_output_ref(0, var_.get());
   }

@@ -41,8 +41,7 @@ class ScalarSummaryOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& tags = ctx->input(0);
     const Tensor& values = ctx->input(1);
-    if (tags.shape() != values.shape() &&
-        !(IsLegacyScalar(tags.shape()) && IsLegacyScalar(values.shape()))) {
+    if (tags.shape() != values.shape() && !(IsLegacyScalar(tags.shape()) && IsLegacyScalar(values.shape()))) {
       const std::string single_tag =
           tags.NumElements() == 1 ? StrCat(" (tag '", tags.flat<std::string>()[0], "')") : "";
       InvalidArgument("tags and values not the same shape: ", tags.shape().DebugString(),
@@ -201,8 +200,8 @@ bool EncodePng(const uint8_t* pixels, int width, int height, int channels, std::
   png_set_write_fn(png, out, AppendPngBytes, FlushPng);
   png_set_compression_level(png, -1);  // Z_DEFAULT_COMPRESSION
   png_set_compression_mem_level(png, 9);
-  png_set_IHDR(png, info, width, height, 8, color_type, PNG_INTERLACE_NONE,
-               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  png_set_IHDR(png, info, width, height, 8, color_type, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+               PNG_FILTER_TYPE_DEFAULT);
   png_write_info(png, info);
   const size_t row_bytes = static_cast<size_t>(width) * channels;
   for (int row = 0; row < height; ++row) {
@@ -234,8 +233,7 @@ class ImageSummaryOp : public OpKernel {
     if (!IsLegacyScalar(tag.shape())) InvalidArgument("Tags must be a scalar");
     if (images.dims() != 4 ||
         (images.dim_size(3) != 1 && images.dim_size(3) != 3 && images.dim_size(3) != 4)) {
-      InvalidArgument("Tensor must be 4-D with last dim 1, 3, or 4, not ",
-                      images.shape().DebugString());
+      InvalidArgument("Tensor must be 4-D with last dim 1, 3, or 4, not ", images.shape().DebugString());
     }
     if (images.dim_size(0) >= (int64_t{1} << 31) || images.dim_size(1) >= (int64_t{1} << 31) ||
         images.dim_size(2) >= (int64_t{1} << 31) ||
@@ -248,8 +246,8 @@ class ImageSummaryOp : public OpKernel {
     const int depth = static_cast<int>(images.dim_size(3));
     const size_t pixels = static_cast<size_t>(height) * width;
     if (pixels == 0) {
-      InvalidArgument("input tensor must have non-zero dims. Found: [", batch, ", ", height,
-                      ", ", width, ", ", depth, "].");
+      InvalidArgument("input tensor must have non-zero dims. Found: [", batch, ", ", height, ", ", width,
+                      ", ", depth, "].");
     }
     if (images.dtype() != DT_UINT8 && bad_color_.dim_size(0) < depth) {
       InvalidArgument("expected depth <= bad_color.size, got depth = ", depth,
@@ -267,8 +265,7 @@ class ImageSummaryOp : public OpKernel {
         image = images.data<uint8_t>() + i * image_size;
       } else {
         DispatchNumericType(images.dtype(), "ImageSummary", [&]<typename T>() {
-          if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> ||
-                        std::is_same_v<T, half>) {
+          if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, half>) {
             NormalizeImage<T>(images.data<T>() + i * image_size, pixels, depth, scratch.data());
           } else {
             InvalidArgument("ImageSummary does not support ", DataTypeString(images.dtype()));
@@ -284,8 +281,7 @@ class ImageSummaryOp : public OpKernel {
       encoded->set_width(width);
       encoded->set_colorspace(depth);
       std::string png_error;
-      if (!EncodePng(image, width, height, depth, encoded->mutable_encoded_image_string(),
-                     &png_error)) {
+      if (!EncodePng(image, width, height, depth, encoded->mutable_encoded_image_string(), &png_error)) {
         Internal("PNG encoding failed", png_error.empty() ? "" : ": ", png_error);
       }
     }
@@ -329,9 +325,9 @@ class ImageSummaryOp : public OpKernel {
     for (size_t p = 0; p < pixels; ++p) {
       const bool finite = finite_pixel(p);
       for (int c = 0; c < depth; ++c) {
-        out[p * depth + c] = finite ? static_cast<uint8_t>(static_cast<float>(
-                                          values[p * depth + c] * scale + offset))
-                                    : bad[c];
+        out[p * depth + c] =
+            finite ? static_cast<uint8_t>(static_cast<float>(values[p * depth + c] * scale + offset))
+                   : bad[c];
       }
     }
   }
@@ -349,8 +345,7 @@ void PutLE(std::string& out, size_t offset, uint32_t value, int bytes) {
 
 // A 44-byte RIFF/WAVE header (PCM, 16 bits) followed by the interleaved samples, each
 // round(x * 32768) clamped to int16 (TF's EncodeAudioAsS16LEWav).
-std::string EncodeWav(const float* samples, uint32_t sample_rate, uint32_t channels,
-                      uint64_t frames) {
+std::string EncodeWav(const float* samples, uint32_t sample_rate, uint32_t channels, uint64_t frames) {
   constexpr size_t kHeaderSize = 44;
   const uint64_t data_size = frames * channels * 2;
   if (kHeaderSize + data_size > std::numeric_limits<uint32_t>::max()) {
@@ -361,13 +356,13 @@ std::string EncodeWav(const float* samples, uint32_t sample_rate, uint32_t chann
   PutLE(wav, 4, static_cast<uint32_t>(wav.size() - 8), 4);
   std::memcpy(&wav[8], "WAVE", 4);
   std::memcpy(&wav[12], "fmt ", 4);
-  PutLE(wav, 16, 16, 4);                         // format chunk size
-  PutLE(wav, 20, 1, 2);                          // PCM
+  PutLE(wav, 16, 16, 4);  // format chunk size
+  PutLE(wav, 20, 1, 2);   // PCM
   PutLE(wav, 22, channels, 2);
   PutLE(wav, 24, sample_rate, 4);
   PutLE(wav, 28, sample_rate * channels * 2, 4);  // bytes per second
-  PutLE(wav, 32, channels * 2, 2);               // bytes per frame
-  PutLE(wav, 34, 16, 2);                         // bits per sample
+  PutLE(wav, 32, channels * 2, 2);                // bytes per frame
+  PutLE(wav, 34, 16, 2);                          // bits per sample
   std::memcpy(&wav[36], "data", 4);
   PutLE(wav, 40, static_cast<uint32_t>(data_size), 4);
   for (uint64_t i = 0; i < frames * channels; ++i) {
@@ -423,8 +418,8 @@ class AudioSummaryOp : public OpKernel {
       clip->set_num_channels(channels);
       clip->set_length_frames(frames);
       clip->set_content_type("audio/wav");
-      clip->set_encoded_audio_string(EncodeWav(audio.data<float>() + i * frames * channels,
-                                               wav_rate, static_cast<uint32_t>(channels),
+      clip->set_encoded_audio_string(EncodeWav(audio.data<float>() + i * frames * channels, wav_rate,
+                                               static_cast<uint32_t>(channels),
                                                static_cast<uint64_t>(frames)));
     }
     OutputSummary(ctx, summary);

@@ -79,8 +79,8 @@ class ApplyKernel : public OpKernel {
  private:
   // Called with every vars[i]->mu held (by a VarsLock). The analysis cannot follow a lock
   // per element of an array, so this and Run are not checked.
-  void CheckAndApply(OpKernelContext* ctx, const Derived& self, const std::array<Var*, kVars>& vars)
-      ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  void CheckAndApply(OpKernelContext* ctx, const Derived& self,
+                     const std::array<Var*, kVars>& vars) ABSL_NO_THREAD_SAFETY_ANALYSIS {
     for (Var* var : vars) {
       if (!var->initialized) FailedPrecondition("Attempting to use uninitialized value ", var->name);
     }
@@ -94,8 +94,8 @@ class ApplyKernel : public OpKernel {
     }
     const Tensor& grad = ctx->input(Derived::kGradInput);
     if (grad.shape() != shape) {
-      InvalidArgument(type_string(), ": var and grad do not have the same shape",
-                      shape.DebugString(), " ", grad.shape().DebugString());
+      InvalidArgument(type_string(), ": var and grad do not have the same shape", shape.DebugString(), " ",
+                      grad.shape().DebugString());
     }
     for (int i = 0; i < kScalars; ++i) {
       const Tensor& s = ctx->input(Derived::kScalarInputs[i]);
@@ -106,22 +106,26 @@ class ApplyKernel : public OpKernel {
     }
     for (Var* var : vars) var->PrepareForInPlaceUpdate();
     switch (grad.dtype()) {
-      case DT_FLOAT: Run<float>(ctx, self, vars, grad); break;
-      case DT_DOUBLE: Run<double>(ctx, self, vars, grad); break;
-      default: ThrowUnsupportedType(grad.dtype(), type_string());
+      case DT_FLOAT:
+        Run<float>(ctx, self, vars, grad);
+        break;
+      case DT_DOUBLE:
+        Run<double>(ctx, self, vars, grad);
+        break;
+      default:
+        ThrowUnsupportedType(grad.dtype(), type_string());
     }
   }
 
-  std::string InputName(int i) const {
-    return node().op_def().input_arg(i).name();
-  }
+  std::string InputName(int i) const { return node().op_def().input_arg(i).name(); }
 
   // Called with every vars[i]->mu held.
   template <typename T>
   void Run(OpKernelContext* ctx, const Derived& self, const std::array<Var*, kVars>& vars,
            const Tensor& grad) ABSL_NO_THREAD_SAFETY_ANALYSIS {
     std::array<T, kScalars> scalars;
-    for (int i = 0; i < kScalars; ++i) scalars[i] = ctx->input(Derived::kScalarInputs[i]).template scalar<T>();
+    for (int i = 0; i < kScalars; ++i)
+      scalars[i] = ctx->input(Derived::kScalarInputs[i]).template scalar<T>();
     std::array<T*, kVars> data;
     for (int i = 0; i < kVars; ++i) data[i] = vars[i]->tensor.template data<T>();
     const T* g = grad.data<T>();
@@ -150,8 +154,7 @@ class ApplyGradientDescentOp : public ApplyKernel<ApplyGradientDescentOp, 1, 1> 
   static constexpr std::array<int, 1> kScalarInputs{1};
   static constexpr int kGradInput = 2;
   template <typename T>
-  void Update(std::array<ArrayMap<T>*, 1> v, ConstArrayMap<T>& grad,
-              const std::array<T, 1>& s) const {
+  void Update(std::array<ArrayMap<T>*, 1> v, ConstArrayMap<T>& grad, const std::array<T, 1>& s) const {
     *v[0] -= grad * s[0];
   }
 };
@@ -165,8 +168,7 @@ class ApplyMomentumOp : public ApplyKernel<ApplyMomentumOp, 2, 2> {
   static constexpr std::array<int, 2> kScalarInputs{2, 4};  // lr, momentum
   static constexpr int kGradInput = 3;
   template <typename T>
-  void Update(std::array<ArrayMap<T>*, 2> v, ConstArrayMap<T>& grad,
-              const std::array<T, 2>& s) const {
+  void Update(std::array<ArrayMap<T>*, 2> v, ConstArrayMap<T>& grad, const std::array<T, 2>& s) const {
     auto& var = *v[0];
     auto& accum = *v[1];
     const T lr = s[0], momentum = s[1];
@@ -192,13 +194,11 @@ class ApplyAdamOp : public ApplyKernel<ApplyAdamOp, 3, 6> {
   static constexpr std::array<int, 6> kScalarInputs{3, 4, 5, 6, 7, 8};
   static constexpr int kGradInput = 9;
   template <typename T>
-  void Update(std::array<ArrayMap<T>*, 3> v, ConstArrayMap<T>& grad,
-              const std::array<T, 6>& s) const {
+  void Update(std::array<ArrayMap<T>*, 3> v, ConstArrayMap<T>& grad, const std::array<T, 6>& s) const {
     auto& var = *v[0];
     auto& m = *v[1];
     auto& vv = *v[2];
-    const T beta1_power = s[0], beta2_power = s[1], lr = s[2], beta1 = s[3], beta2 = s[4],
-            epsilon = s[5];
+    const T beta1_power = s[0], beta2_power = s[1], lr = s[2], beta1 = s[3], beta2 = s[4], epsilon = s[5];
     const T lr_t = lr * std::sqrt(T(1) - beta2_power) / (T(1) - beta1_power);
     m += (grad - m) * (T(1) - beta1);
     vv += (grad.square() - vv) * (T(1) - beta2);
@@ -222,8 +222,7 @@ class ApplyAdagradOp : public ApplyKernel<ApplyAdagradOp, 2, 1> {
   static constexpr std::array<int, 1> kScalarInputs{2};
   static constexpr int kGradInput = 3;
   template <typename T>
-  void Update(std::array<ArrayMap<T>*, 2> v, ConstArrayMap<T>& grad,
-              const std::array<T, 1>& s) const {
+  void Update(std::array<ArrayMap<T>*, 2> v, ConstArrayMap<T>& grad, const std::array<T, 1>& s) const {
     auto& var = *v[0];
     auto& accum = *v[1];
     if (update_slots_) accum += grad.square();
@@ -250,8 +249,8 @@ class SparseApplyAdagradOp : public OpKernel {
     if (!accum->initialized) FailedPrecondition("Attempting to use uninitialized value ", accum->name);
     const TensorShape& shape = var->tensor.shape();
     if (accum->tensor.shape() != shape) {
-      InvalidArgument("SparseApplyAdagrad: var and accum do not have the same shape",
-                      shape.DebugString(), " ", accum->tensor.shape().DebugString());
+      InvalidArgument("SparseApplyAdagrad: var and accum do not have the same shape", shape.DebugString(),
+                      " ", accum->tensor.shape().DebugString());
     }
     if (shape.dims() < 1) InvalidArgument("SparseApplyAdagrad: var must be at least 1 dimensional");
     const Tensor& lr = ctx->input(2);
@@ -259,7 +258,8 @@ class SparseApplyAdagradOp : public OpKernel {
     const Tensor& indices = ctx->input(4);
     if (lr.dims() != 0) InvalidArgument("SparseApplyAdagrad: lr is not a scalar: ", lr.shape().DebugString());
     if (indices.dims() != 1) {
-      InvalidArgument("SparseApplyAdagrad: indices must be one-dimensional, got ", indices.shape().DebugString());
+      InvalidArgument("SparseApplyAdagrad: indices must be one-dimensional, got ",
+                      indices.shape().DebugString());
     }
     const int64_t n = indices.NumElements();
     bool grad_ok = grad.dims() == shape.dims() && grad.dims() >= 1 && grad.dim_size(0) == n;
@@ -295,9 +295,14 @@ class SparseApplyAdagradOp : public OpKernel {
       }
     };
     switch (grad.dtype()) {
-      case DT_FLOAT: run.template operator()<float>(); break;
-      case DT_DOUBLE: run.template operator()<double>(); break;
-      default: ThrowUnsupportedType(grad.dtype(), type_string());
+      case DT_FLOAT:
+        run.template operator()<float>();
+        break;
+      case DT_DOUBLE:
+        run.template operator()<double>();
+        break;
+      default:
+        ThrowUnsupportedType(grad.dtype(), type_string());
     }
     ctx->set_output_ref(0, var);
   }
@@ -315,8 +320,7 @@ class ApplyRMSPropOp : public ApplyKernel<ApplyRMSPropOp, 3, 4> {
   static constexpr std::array<int, 4> kScalarInputs{3, 4, 5, 6};  // lr, rho, momentum, epsilon
   static constexpr int kGradInput = 7;
   template <typename T>
-  void Update(std::array<ArrayMap<T>*, 3> v, ConstArrayMap<T>& grad,
-              const std::array<T, 4>& s) const {
+  void Update(std::array<ArrayMap<T>*, 3> v, ConstArrayMap<T>& grad, const std::array<T, 4>& s) const {
     auto& var = *v[0];
     auto& ms = *v[1];
     auto& mom = *v[2];
@@ -331,12 +335,11 @@ FT_REGISTER_KERNEL("ApplyRMSProp", ApplyRMSPropOp);
 class ApplyCenteredRMSPropOp : public ApplyKernel<ApplyCenteredRMSPropOp, 4, 4> {
  public:
   using ApplyKernel::ApplyKernel;
-  static constexpr std::array<int, 4> kVarInputs{0, 1, 2, 3};      // var, mg, ms, mom
+  static constexpr std::array<int, 4> kVarInputs{0, 1, 2, 3};     // var, mg, ms, mom
   static constexpr std::array<int, 4> kScalarInputs{4, 5, 6, 7};  // lr, rho, momentum, epsilon
   static constexpr int kGradInput = 8;
   template <typename T>
-  void Update(std::array<ArrayMap<T>*, 4> v, ConstArrayMap<T>& grad,
-              const std::array<T, 4>& s) const {
+  void Update(std::array<ArrayMap<T>*, 4> v, ConstArrayMap<T>& grad, const std::array<T, 4>& s) const {
     auto& var = *v[0];
     auto& mg = *v[1];
     auto& ms = *v[2];

@@ -33,11 +33,13 @@ class TransposeOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& input = ctx->input(0);
     const Tensor& perm_tensor = ctx->input(1);
-    if (perm_tensor.dims() != 1) InvalidArgument("perm must be a vector, not ", perm_tensor.shape().DebugString());
+    if (perm_tensor.dims() != 1)
+      InvalidArgument("perm must be a vector, not ", perm_tensor.shape().DebugString());
     const std::vector<int64_t> perm = ReadIndices(perm_tensor);
     const int rank = input.dims();
     if (static_cast<int>(perm.size()) != rank) {
-      InvalidArgument("transpose expects a vector of size ", rank, ". But input(1) is a vector of size ", perm.size());
+      InvalidArgument("transpose expects a vector of size ", rank, ". But input(1) is a vector of size ",
+                      perm.size());
     }
     std::vector<bool> seen(rank, false);
     bool identity = true;
@@ -80,7 +82,8 @@ class InvertPermutationOp : public OpKernel {
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
-    if (x.dims() != 1) InvalidArgument("invert_permutation expects a 1D vector, got ", x.shape().DebugString());
+    if (x.dims() != 1)
+      InvalidArgument("invert_permutation expects a 1D vector, got ", x.shape().DebugString());
     const std::vector<int64_t> perm = ReadIndices(x);
     const int64_t n = static_cast<int64_t>(perm.size());
     std::vector<int64_t> inverse(n, -1);

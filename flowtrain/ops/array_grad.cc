@@ -25,9 +25,7 @@ Grads BroadcastToGrad(const Operation& op, const Grads& dy) {
   return {ops::Reshape(ops::Sum(dy[0], args.output(0), /*keep_dims=*/true), input_shape), Output()};
 }
 
-Grads FillGrad(const Operation&, const Grads& dy) {
-  return {Output(), ops::ReduceSum(dy[0], {}, false)};
-}
+Grads FillGrad(const Operation&, const Grads& dy) { return {Output(), ops::ReduceSum(dy[0], {}, false)}; }
 
 }  // namespace
 
@@ -91,7 +89,8 @@ Grads ConcatGrad(const Operation& op, const Grads& dy) {
   const int n = op.num_inputs() - 1;
   Output axis = NonNegativeAxis(op.input(n), op.input(0));
   std::vector<Output> sizes;
-  for (int i = 0; i < n; ++i) sizes.push_back(ops::GatherV2(ops::Shape(op.input(i)), axis, ops::Const(int32_t{0})));
+  for (int i = 0; i < n; ++i)
+    sizes.push_back(ops::GatherV2(ops::Shape(op.input(i)), axis, ops::Const(int32_t{0})));
   Grads grads = ops::SplitV(dy[0], ops::Pack(sizes), axis, n);
   grads.push_back(Output());
   return grads;
@@ -107,9 +106,9 @@ Grads TileGrad(const Operation& op, const Grads& dy) {
   if (shape.unknown_rank()) Unimplemented("Gradient of Tile '", op.name(), "' needs an input of known rank");
   // Viewing dy as [m0, s0, m1, s1, ...] and summing over the m's folds every copy back.
   Output multiples = op.input(1);
-  Output split_shape = ops::Reshape(ops::Transpose(ops::Pack({multiples, ops::Shape(x, multiples.dtype())}),
-                                                   std::vector<int64_t>{1, 0}),
-                                    {-1});
+  Output split_shape = ops::Reshape(
+      ops::Transpose(ops::Pack({multiples, ops::Shape(x, multiples.dtype())}), std::vector<int64_t>{1, 0}),
+      {-1});
   std::vector<int64_t> axes;
   for (int d = 0; d < shape.dims(); ++d) axes.push_back(2 * d);
   if (axes.empty()) return {dy[0], Output()};
@@ -163,7 +162,8 @@ Grads GatherV2Grad(const Operation& op, const Grads& dy) {
   const Output indices = op.input(1);
   const Tensor* axis_tensor = op.input(2).node()->constant_value();
   if (axis_tensor == nullptr) Unimplemented("Gradient of GatherV2 '", op.name(), "' needs a constant axis");
-  int64_t axis = axis_tensor->dtype() == DT_INT32 ? axis_tensor->scalar<int32_t>() : axis_tensor->scalar<int64_t>();
+  int64_t axis =
+      axis_tensor->dtype() == DT_INT32 ? axis_tensor->scalar<int32_t>() : axis_tensor->scalar<int64_t>();
   Output params_shape = ops::Shape(params);
   Output flat_indices = ops::Reshape(indices, {-1});
   Output minus_one = ops::Const(Tensor::FromVector<int32_t>({-1}));

@@ -14,9 +14,7 @@
 namespace flowtrain {
 namespace {
 
-void ConstShape(InferenceContext& c) {
-  c.set_output(0, c.node().constant_value()->shape());
-}
+void ConstShape(InferenceContext& c) { c.set_output(0, c.node().constant_value()->shape()); }
 
 void PlaceholderShape(InferenceContext& c) { shape_fns::ShapeFromShapeAttr(c); }
 
@@ -129,8 +127,8 @@ void GatherV2Shape(InferenceContext& c) {
     c.set_output(0, PartialTensorShape::Unknown());
     return;
   }
-  int64_t axis = axis_tensor->dtype() == DT_INT32 ? axis_tensor->scalar<int32_t>()
-                                                  : axis_tensor->scalar<int64_t>();
+  int64_t axis =
+      axis_tensor->dtype() == DT_INT32 ? axis_tensor->scalar<int32_t>() : axis_tensor->scalar<int64_t>();
   if (axis < -params.dims() || axis >= params.dims()) {
     InvalidArgument("Shape must be at least rank ", axis + 1, " but is rank ", params.dims());
   }
@@ -232,8 +230,7 @@ Output Placeholder(DataType dtype, const PartialTensorShape& shape, std::string_
   return NodeBuilder("Placeholder", name).Attr("dtype", dtype).Attr("shape", shape).Finalize();
 }
 
-Output PlaceholderWithDefault(Output input, const PartialTensorShape& shape,
-                              std::string_view name) {
+Output PlaceholderWithDefault(Output input, const PartialTensorShape& shape, std::string_view name) {
   return NodeBuilder("PlaceholderWithDefault", name)
       .Input(input)
       .Attr("dtype", input.dtype())
@@ -302,11 +299,16 @@ void FillShape(InferenceContext& c) { c.set_output(0, c.InputAsShape(0)); }
 
 double ScalarAsDouble(const Tensor& t) {
   switch (t.dtype()) {
-    case DT_INT32: return t.scalar<int32_t>();
-    case DT_INT64: return static_cast<double>(t.scalar<int64_t>());
-    case DT_FLOAT: return t.scalar<float>();
-    case DT_DOUBLE: return t.scalar<double>();
-    default: InvalidArgument("Range: unsupported dtype ", DataTypeString(t.dtype()));
+    case DT_INT32:
+      return t.scalar<int32_t>();
+    case DT_INT64:
+      return static_cast<double>(t.scalar<int64_t>());
+    case DT_FLOAT:
+      return t.scalar<float>();
+    case DT_DOUBLE:
+      return t.scalar<double>();
+    default:
+      InvalidArgument("Range: unsupported dtype ", DataTypeString(t.dtype()));
   }
 }
 
@@ -324,8 +326,8 @@ void RangeShape(InferenceContext& c) {
   const double s = ScalarAsDouble(*start), l = ScalarAsDouble(*limit), d = ScalarAsDouble(*delta);
   if (d == 0) InvalidArgument("Requires delta != 0: ", d);
   if (d > 0 ? s > l : s < l) {
-    InvalidArgument("Requires start ", d > 0 ? "<=" : ">=", " limit when delta ",
-                    d > 0 ? "> 0" : "< 0", ": ", s, "/", l);
+    InvalidArgument("Requires start ", d > 0 ? "<=" : ">=", " limit when delta ", d > 0 ? "> 0" : "< 0", ": ",
+                    s, "/", l);
   }
   int64_t n = 0;
   if (start->dtype() == DT_INT32 || start->dtype() == DT_INT64) {
@@ -450,7 +452,11 @@ FT_REGISTER_OP("Fill")
     .Attr("index_type: {int32, int64} = DT_INT32")
     .SetShapeFn(FillShape);
 
-FT_REGISTER_OP("ZerosLike").Input("x: T").Output("y: T").Attr("T: type").SetShapeFn(shape_fns::UnchangedShape);
+FT_REGISTER_OP("ZerosLike")
+    .Input("x: T")
+    .Output("y: T")
+    .Attr("T: type")
+    .SetShapeFn(shape_fns::UnchangedShape);
 FT_REGISTER_OP("OnesLike").Input("x: T").Output("y: T").Attr("T: type").SetShapeFn(shape_fns::UnchangedShape);
 
 FT_REGISTER_OP("BroadcastTo")
@@ -481,8 +487,7 @@ Output DynamicStitch(const std::vector<Output>& indices, const std::vector<Outpu
 Output Range(Output start, Output limit, Output delta, std::string_view name) {
   return NodeBuilder("Range", name).Input(start).Input(limit).Input(delta).Finalize();
 }
-std::vector<Output> ShapeN(const std::vector<Output>& inputs, DataType out_type,
-                           std::string_view name) {
+std::vector<Output> ShapeN(const std::vector<Output>& inputs, DataType out_type, std::string_view name) {
   Node* node = NodeBuilder("ShapeN", name).Input(inputs).Attr("out_type", out_type).Finalize().node();
   std::vector<Output> outs;
   for (int i = 0; i < node->num_outputs(); ++i) outs.emplace_back(node, i);
@@ -498,9 +503,7 @@ std::vector<Output> ConcatOffset(Output concat_dim, const std::vector<Output>& s
 Output ZerosLike(Output x, std::string_view name) {
   return NodeBuilder("ZerosLike", name).Input(x).Finalize();
 }
-Output OnesLike(Output x, std::string_view name) {
-  return NodeBuilder("OnesLike", name).Input(x).Finalize();
-}
+Output OnesLike(Output x, std::string_view name) { return NodeBuilder("OnesLike", name).Input(x).Finalize(); }
 Output BroadcastTo(Output input, Output shape, std::string_view name) {
   return NodeBuilder("BroadcastTo", name).Input(input).Input(shape).Finalize();
 }
@@ -519,8 +522,9 @@ std::optional<std::vector<int64_t>> ConstIntInput(InferenceContext& c, int i) {
   if (t == nullptr) return std::nullopt;
   std::vector<int64_t> v(t->NumElements());
   for (int64_t k = 0; k < t->NumElements(); ++k) {
-    v[k] = t->dtype() == DT_INT32 ? t->flat<int32_t>()[k]
-           : t->dtype() == DT_UINT8 ? t->flat<uint8_t>()[k] : t->flat<int64_t>()[k];
+    v[k] = t->dtype() == DT_INT32   ? t->flat<int32_t>()[k]
+           : t->dtype() == DT_UINT8 ? t->flat<uint8_t>()[k]
+                                    : t->flat<int64_t>()[k];
   }
   return v;
 }
@@ -569,8 +573,9 @@ void TransposeShape(InferenceContext& c) {
   const auto perm = ConstIntInput(c, 1);
   if (in.unknown_rank()) {
     const PartialTensorShape& perm_shape = c.input(1);
-    c.set_output(0, perm && perm_shape.dims() == 1 ? PartialTensorShape::UnknownOfRank(static_cast<int>(perm->size()))
-                                                   : PartialTensorShape::Unknown());
+    c.set_output(0, perm && perm_shape.dims() == 1
+                        ? PartialTensorShape::UnknownOfRank(static_cast<int>(perm->size()))
+                        : PartialTensorShape::Unknown());
     return;
   }
   if (!perm) {
@@ -602,9 +607,10 @@ void TileShape(InferenceContext& c) {
   for (int d = 0; d < in.dims(); ++d) {
     const int64_t m = (*multiples)[d];
     if (m < 0) InvalidArgument("Expected multiples[", d, "] >= 0, but got ", m);
-    dims.push_back(in.dim_size(d) < 0 ? (m == 0 ? 0 : -1)
-                                      : CheckedMultiplySizes(in.dim_size(d), m, "Tile",
-                                                             StrCat("input dimension ", d, " times multiples[", d, "]")));
+    dims.push_back(in.dim_size(d) < 0
+                       ? (m == 0 ? 0 : -1)
+                       : CheckedMultiplySizes(in.dim_size(d), m, "Tile",
+                                              StrCat("input dimension ", d, " times multiples[", d, "]")));
   }
   if (std::find(dims.begin(), dims.end(), -1) == dims.end()) CheckedNumElements(dims, "Tile");
   c.set_output(0, ShapeOf(dims));
@@ -613,7 +619,8 @@ void TileShape(InferenceContext& c) {
 void OneHotShape(InferenceContext& c) {
   const PartialTensorShape& indices = c.input(0);
   const int64_t axis = c.GetAttr<int64_t>("axis");
-  if (axis < -1) InvalidArgument("Expected axis to be -1 or between [0, rank(indices)]. But received: ", axis);
+  if (axis < -1)
+    InvalidArgument("Expected axis to be -1 or between [0, rank(indices)]. But received: ", axis);
   const auto depth = ConstIntInput(c, 1);
   if (depth && (*depth)[0] < 0) InvalidArgument("depth must be non-negative, got: ", (*depth)[0]);
   c.WithRank(c.input(2), 0);
@@ -664,8 +671,8 @@ void UnsortedSegmentSumShape(InferenceContext& c) {
     prefix = ids.dim_size(d) < 0 || data.dim_size(d) < 0 || ids.dim_size(d) == data.dim_size(d);
   }
   if (!prefix) {
-    InvalidArgument("data.shape = ", data.DebugString(), " does not start with segment_ids.shape = ",
-                    ids.DebugString());
+    InvalidArgument("data.shape = ", data.DebugString(),
+                    " does not start with segment_ids.shape = ", ids.DebugString());
   }
   DimVector dims{num ? (*num)[0] : -1};
   for (int d = ids.dims(); d < data.dims(); ++d) dims.push_back(data.dim_size(d));
@@ -674,7 +681,11 @@ void UnsortedSegmentSumShape(InferenceContext& c) {
 
 }  // namespace
 
-FT_REGISTER_OP("StopGradient").Input("input: T").Output("output: T").Attr("T: type").SetShapeFn(shape_fns::UnchangedShape);
+FT_REGISTER_OP("StopGradient")
+    .Input("input: T")
+    .Output("output: T")
+    .Attr("T: type")
+    .SetShapeFn(shape_fns::UnchangedShape);
 
 FT_REGISTER_OP("Size")
     .Input("input: T")
@@ -683,7 +694,11 @@ FT_REGISTER_OP("Size")
     .Attr("out_type: {int32, int64} = DT_INT32")
     .SetShapeFn(shape_fns::ScalarShape);
 
-FT_REGISTER_OP("Rank").Input("input: T").Output("output: int32").Attr("T: type").SetShapeFn(shape_fns::ScalarShape);
+FT_REGISTER_OP("Rank")
+    .Input("input: T")
+    .Output("output: int32")
+    .Attr("T: type")
+    .SetShapeFn(shape_fns::ScalarShape);
 
 FT_REGISTER_OP("ExpandDims")
     .Input("input: T")
@@ -762,9 +777,7 @@ Output Size(Output input, DataType out_type, std::string_view name) {
   return NodeBuilder("Size", name).Input(input).Attr("out_type", out_type).Finalize();
 }
 
-Output Rank(Output input, std::string_view name) {
-  return NodeBuilder("Rank", name).Input(input).Finalize();
-}
+Output Rank(Output input, std::string_view name) { return NodeBuilder("Rank", name).Input(input).Finalize(); }
 
 Output ExpandDims(Output input, Output axis, std::string_view name) {
   return NodeBuilder("ExpandDims", name).Input(input).Input(axis).Finalize();
@@ -845,14 +858,23 @@ Output SelectV2(Output condition, Output x, Output y, std::string_view name) {
 }
 
 Output UnsortedSegmentSum(Output data, Output segment_ids, Output num_segments, std::string_view name) {
-  return NodeBuilder("UnsortedSegmentSum", name).Input(data).Input(segment_ids).Input(num_segments).Finalize();
+  return NodeBuilder("UnsortedSegmentSum", name)
+      .Input(data)
+      .Input(segment_ids)
+      .Input(num_segments)
+      .Finalize();
 }
 
 Output Gather(Output params, Output indices, int64_t axis, std::string_view name) {
   OpNameScope scope(*params.graph(), name);
   Output a = Const(static_cast<int32_t>(axis), "axis");
   scope.Exit();
-  return NodeBuilder("GatherV2", scope.op_name()).ExactName().Input(params).Input(indices).Input(a).Finalize();
+  return NodeBuilder("GatherV2", scope.op_name())
+      .ExactName()
+      .Input(params)
+      .Input(indices)
+      .Input(a)
+      .Finalize();
 }
 
 }  // namespace ops

@@ -25,8 +25,8 @@ Output Const(const Tensor& value, std::string_view name = "Const");
 Tensor IndexVector(const std::vector<int64_t>& values);
 
 template <typename T>
-  requires(std::is_arithmetic_v<T> || std::is_same_v<T, std::string>)
-Output Const(const T& value, std::string_view name = "Const") {
+requires(std::is_arithmetic_v<T> || std::is_same_v<T, std::string>) Output
+    Const(const T& value, std::string_view name = "Const") {
   return Const(Tensor::Scalar<T>(value), name);
 }
 inline Output Const(const char* value, std::string_view name = "Const") {
@@ -37,8 +37,7 @@ Output Const(std::initializer_list<T> values, std::string_view name = "Const") {
   return Const(Tensor::FromVector<T>(std::vector<T>(values)), name);
 }
 template <typename T>
-Output Const(const std::vector<T>& values, const TensorShape& shape,
-             std::string_view name = "Const") {
+Output Const(const std::vector<T>& values, const TensorShape& shape, std::string_view name = "Const") {
   return Const(Tensor::FromVector<T>(values, shape), name);
 }
 
@@ -96,8 +95,7 @@ Output ExpandDims(Output input, int64_t axis, std::string_view name = "ExpandDim
 //   Output row = ops::StridedSlice(x, {1}, {2}, {1}, {.shrink_axis_mask = 1});   // x[1]
 Output Concat(const std::vector<Output>& values, int64_t axis, std::string_view name = "concat");
 Output ConcatV2(const std::vector<Output>& values, Output axis, std::string_view name = "ConcatV2");
-std::vector<Output> Split(Output value, int64_t num_split, int64_t axis = 0,
-                          std::string_view name = "split");
+std::vector<Output> Split(Output value, int64_t num_split, int64_t axis = 0, std::string_view name = "split");
 std::vector<Output> Split(Output axis, Output value, int64_t num_split, std::string_view name = "Split");
 // Parts of the given sizes along `axis`; one size may be -1 (the rest).
 std::vector<Output> SplitV(Output value, const std::vector<int64_t>& size_splits, int64_t axis = 0,

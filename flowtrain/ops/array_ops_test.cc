@@ -52,7 +52,9 @@ TEST_F(ArrayOpsTest, BroadcastToOfOneValue) {
   const Tensor f = ops::BroadcastTo(ops::Const(7.5f), ops::Const<int32_t>({3, 7, 5})).Eval(sess);
   ASSERT_EQ(f.shape(), TensorShape({3, 7, 5}));
   for (float v : f.flat<float>()) ASSERT_EQ(v, 7.5f);
-  const Tensor i = ops::BroadcastTo(ops::Const<int64_t>({-4}, TensorShape({1, 1})), ops::Const<int32_t>({5, 1})).Eval(sess);
+  const Tensor i =
+      ops::BroadcastTo(ops::Const<int64_t>({-4}, TensorShape({1, 1})), ops::Const<int32_t>({5, 1}))
+          .Eval(sess);
   ASSERT_EQ(i.shape(), TensorShape({5, 1}));
   for (int64_t v : i.flat<int64_t>()) ASSERT_EQ(v, -4);
   const Tensor s = ops::BroadcastTo(ops::Const(std::string("ab")), ops::Const<int32_t>({2, 3})).Eval(sess);
@@ -76,8 +78,11 @@ TEST_F(ArrayOpsTest, RangeShapeNConcatOffset) {
   EXPECT_EQ(Values<int64_t>(down.Eval(sess)), (std::vector<int64_t>{5, 3, 1}));
   EXPECT_EQ(Values<float>(f.Eval(sess)), (std::vector<float>{0.5f, 1.0f, 1.5f}));
   EXPECT_EQ(sess.Run({{n, Tensor::Scalar<int32_t>(0)}}, {dynamic})[0].NumElements(), 0);
-  ExpectInvalidArgument([&] { sess.Run({{n, Tensor::Scalar<int32_t>(-1)}}, {dynamic}); },
-                        {"Requires start <= limit when delta > 0"});
+  ExpectInvalidArgument(
+      [&] {
+        sess.Run({{n, Tensor::Scalar<int32_t>(-1)}}, {dynamic});
+      },
+      {"Requires start <= limit when delta > 0"});
   ExpectInvalidArgument([&] { ops::Range(ops::Const(1), ops::Const(2), ops::Const(0)); },
                         {"Requires delta != 0"});
 
@@ -91,17 +96,17 @@ TEST_F(ArrayOpsTest, RangeShapeNConcatOffset) {
   EXPECT_EQ(Values<int64_t>(s64[0].Eval(sess)), (std::vector<int64_t>{5, 1}));
 
   const std::vector<Output> offsets = ops::ConcatOffset(
-      ops::Const(int32_t{1}), {ops::Const<int32_t>({2, 3, 5}), ops::Const<int32_t>({2, 4, 5}),
-                               ops::Const<int32_t>({2, 1, 5})});
+      ops::Const(int32_t{1}),
+      {ops::Const<int32_t>({2, 3, 5}), ops::Const<int32_t>({2, 4, 5}), ops::Const<int32_t>({2, 1, 5})});
   const std::vector<Tensor> ov = sess.Run({}, offsets);
   EXPECT_EQ(Values<int32_t>(ov[0]), (std::vector<int32_t>{0, 0, 0}));
   EXPECT_EQ(Values<int32_t>(ov[1]), (std::vector<int32_t>{0, 3, 0}));
   EXPECT_EQ(Values<int32_t>(ov[2]), (std::vector<int32_t>{0, 7, 0}));
-  const std::vector<Output> negative_axis = ops::ConcatOffset(
-      ops::Const(int32_t{-1}), {ops::Const<int32_t>({2, 3}), ops::Const<int32_t>({2, 4})});
+  const std::vector<Output> negative_axis =
+      ops::ConcatOffset(ops::Const(int32_t{-1}), {ops::Const<int32_t>({2, 3}), ops::Const<int32_t>({2, 4})});
   EXPECT_EQ(Values<int32_t>(negative_axis[1].Eval(sess)), (std::vector<int32_t>{0, 3}));
-  const std::vector<Output> mismatch = ops::ConcatOffset(
-      ops::Const(int32_t{0}), {ops::Const<int32_t>({2, 3}), ops::Const<int32_t>({2, 4})});
+  const std::vector<Output> mismatch =
+      ops::ConcatOffset(ops::Const(int32_t{0}), {ops::Const<int32_t>({2, 3}), ops::Const<int32_t>({2, 4})});
   ExpectInvalidArgument([&] { mismatch[1].Eval(sess); }, {"mismatch"});
 }
 
@@ -119,8 +124,9 @@ TEST_F(ArrayOpsTest, UniqueAndDynamicStitch) {
   Output merged = ops::DynamicStitch({ops::Const<int32_t>({0, 1, 2}), ops::Const<int32_t>({1})},
                                      {ops::Const<int32_t>({2, 3, 4}), ops::Const<int32_t>({1})});
   EXPECT_EQ(Values<int32_t>(merged.Eval(sess)), (std::vector<int32_t>{2, 1, 4}));
-  Output rows = ops::DynamicStitch({ops::Const<int32_t>({{2}, {0}}, TensorShape({2, 1})), ops::Const<int32_t>({3})},
-                                   {Iota({2, 1, 2}), ops::Const<float>({9, 9}, TensorShape({1, 2}))});
+  Output rows =
+      ops::DynamicStitch({ops::Const<int32_t>({{2}, {0}}, TensorShape({2, 1})), ops::Const<int32_t>({3})},
+                         {Iota({2, 1, 2}), ops::Const<float>({9, 9}, TensorShape({1, 2}))});
   const Tensor r = rows.Eval(sess);
   EXPECT_EQ(r.shape().DebugString(), "[4,2]");
   EXPECT_EQ(Values<float>(r), (std::vector<float>{2, 3, 0, 0, 0, 1, 9, 9}));
@@ -163,12 +169,16 @@ TEST_F(ArrayOpsTest, StopGradientSizeRankExpandDims) {
   EXPECT_EQ(e0.shape().DebugString(), "[1,2,3]");
   EXPECT_EQ(e_last.shape().DebugString(), "[2,3,1]");
   EXPECT_EQ(e_last.Eval(sess, FeedList{{x, xv}}).shape(), TensorShape({2, 3, 1}));
-  ExpectInvalidArgument([&] { ops::ExpandDims(x, 4); }, "Tried to expand dim index 4 for tensor with 2 dimensions.");
+  ExpectInvalidArgument([&] { ops::ExpandDims(x, 4); },
+                        "Tried to expand dim index 4 for tensor with 2 dimensions.");
   Output axis = ops::Placeholder(DT_INT32, PartialTensorShape({}), "axis");
   Output dynamic = ops::ExpandDims(x, axis);
   EXPECT_EQ(dynamic.shape().DebugString(), "[?,?,?]");
-  ExpectInvalidArgument([&] { sess.Run({{x, xv}, {axis, Tensor::Scalar<int32_t>(-4)}}, {dynamic}); },
-                        "Tried to expand dim index -4 for tensor with 2 dimensions.");
+  ExpectInvalidArgument(
+      [&] {
+        sess.Run({{x, xv}, {axis, Tensor::Scalar<int32_t>(-4)}}, {dynamic});
+      },
+      "Tried to expand dim index -4 for tensor with 2 dimensions.");
   EXPECT_LT(ComputeGradientError({x}, {xv}, ops::ExpandDims(x, 1) * ops::Const(2.0)), 1e-8);
 }
 
@@ -187,7 +197,11 @@ TEST_F(ArrayOpsTest, ConcatValuesShapesAndErrors) {
   EXPECT_EQ(ops::Concat({a}, 0).op().type(), "Identity");
   Output strings = ops::Concat({ops::Const<std::string>({"a"}), ops::Const<std::string>({"b", "c"})}, 0);
   EXPECT_EQ(Values<std::string>(strings.Eval(sess)), (std::vector<std::string>{"a", "b", "c"}));
-  ExpectInvalidArgument([&] { ops::Concat({a, b}, 0); }, "Dimension 1 in both shapes must be equal, but are 2 and 3");
+  ExpectInvalidArgument(
+      [&] {
+        ops::Concat({a, b}, 0);
+      },
+      "Dimension 1 in both shapes must be equal, but are 2 and 3");
   ExpectInvalidArgument([&] { ops::Concat({a, b}, 2); }, "Expected axis in the range [-2, 2), but got 2");
   ExpectInvalidArgument([&] { ops::Concat({a, Iota({4})}, 0); }, "Shape must be rank 2 but is rank 1");
   // Partial shapes: the concatenated dimension is unknown if any part is.
@@ -196,8 +210,11 @@ TEST_F(ArrayOpsTest, ConcatValuesShapesAndErrors) {
   EXPECT_EQ(ops::Concat({a, p}, 0).shape().DebugString(), "[4,2]");
   Output q = ops::Placeholder(DT_FLOAT, PartialTensorShape::Unknown(), "q");
   Output runtime_concat = ops::Concat({a, q}, 0);
-  ExpectInvalidArgument([&] { sess.Run({{q, Tensor(DT_FLOAT, TensorShape({1, 3}))}}, {runtime_concat}); },
-                        "ConcatOp : Dimensions of inputs should match: shape[0] = [2,2] vs. shape[1] = [1,3]");
+  ExpectInvalidArgument(
+      [&] {
+        sess.Run({{q, Tensor(DT_FLOAT, TensorShape({1, 3}))}}, {runtime_concat});
+      },
+      "ConcatOp : Dimensions of inputs should match: shape[0] = [2,2] vs. shape[1] = [1,3]");
 }
 
 TEST_F(ArrayOpsTest, SplitAndSplitV) {
@@ -212,13 +229,17 @@ TEST_F(ArrayOpsTest, SplitAndSplitV) {
   EXPECT_EQ(v[1].shape().DebugString(), "[2,3]");
   EXPECT_EQ(Values<float>(v[1].Eval(sess)), (std::vector<float>{1, 2, 3, 7, 8, 9}));
   EXPECT_EQ(Values<float>(v[2].Eval(sess)), (std::vector<float>{4, 5, 10, 11}));
-  ExpectInvalidArgument([&] { ops::Split(x, 4, 1); }, "Dimension size must be evenly divisible by 4 but is 6");
+  ExpectInvalidArgument([&] { ops::Split(x, 4, 1); },
+                        "Dimension size must be evenly divisible by 4 but is 6");
   ExpectInvalidArgument([&] { ops::SplitV(x, {1, 2}, 1); }, "Determined shape must either match input shape");
   ExpectInvalidArgument([&] { ops::SplitV(x, {-1, -1}, 1); }, "Only one dimensions can have a value of -1");
   Output p = ops::Placeholder(DT_FLOAT, PartialTensorShape::Unknown(), "p");
   std::vector<Output> runtime_parts = ops::Split(p, 4, 0);
-  ExpectInvalidArgument([&] { sess.Run({{p, Tensor(DT_FLOAT, TensorShape({6}))}}, {runtime_parts[0]}); },
-                        "Number of ways to split should evenly divide the split dimension");
+  ExpectInvalidArgument(
+      [&] {
+        sess.Run({{p, Tensor(DT_FLOAT, TensorShape({6}))}}, {runtime_parts[0]});
+      },
+      "Number of ways to split should evenly divide the split dimension");
 }
 
 TEST_F(ArrayOpsTest, ConcatAndSplitGradients) {
@@ -236,7 +257,8 @@ TEST_F(ArrayOpsTest, ConcatAndSplitGradients) {
   // Only two of the three parts are used: the third gets a zero gradient.
   EXPECT_LT(ComputeGradientError({x}, {RandomDoubles({2, 6}, 5)}, parts[0] * parts[2]), 1e-8);
   std::vector<Output> v = ops::SplitV(x, {4, 2}, 1);
-  EXPECT_LT(ComputeGradientError({x}, {RandomDoubles({2, 6}, 6)}, ops::ReduceSum(v[0], {1}) * ops::ReduceSum(v[1], {1})),
+  EXPECT_LT(ComputeGradientError({x}, {RandomDoubles({2, 6}, 6)},
+                                 ops::ReduceSum(v[0], {1}) * ops::ReduceSum(v[1], {1})),
             1e-8);
 }
 
@@ -256,8 +278,11 @@ TEST_F(ArrayOpsTest, SliceValuesAndErrors) {
   EXPECT_EQ(dynamic.shape().DebugString(), "[2,2]");
   EXPECT_EQ(Values<float>(dynamic.Eval(sess, FeedList{{begin, Tensor::FromVector<int32_t>({0, 2})}})),
             (std::vector<float>{2, 3, 6, 7}));
-  ExpectInvalidArgument([&] { dynamic.Eval(sess, FeedList{{begin, Tensor::FromVector<int32_t>({2, 0})}}); },
-                        "Expected size[0] in [0, 1], but got 2");
+  ExpectInvalidArgument(
+      [&] {
+        dynamic.Eval(sess, FeedList{{begin, Tensor::FromVector<int32_t>({2, 0})}});
+      },
+      "Expected size[0] in [0, 1], but got 2");
   Output xd = In({3, 4});
   EXPECT_LT(ComputeGradientError({xd}, {RandomDoubles({3, 4}, 7)}, ops::Slice(xd, {1, 0}, {-1, 3})), 1e-8);
 }
@@ -275,7 +300,8 @@ TEST_F(ArrayOpsTest, StridedSliceLikePythonIndexing) {
   EXPECT_EQ(b.shape().DebugString(), "[2,2,4]");
   EXPECT_EQ(Values<float>(b.Eval(sess))[8], 16);
   // x[..., ::-2]
-  Output c = ops::StridedSlice(x, {0, 0}, {0, 0}, {1, -2}, {.begin_mask = 2, .end_mask = 2, .ellipsis_mask = 1});
+  Output c =
+      ops::StridedSlice(x, {0, 0}, {0, 0}, {1, -2}, {.begin_mask = 2, .end_mask = 2, .ellipsis_mask = 1});
   EXPECT_EQ(c.shape().DebugString(), "[2,3,2]");
   const std::vector<float> cv = Values<float>(c.Eval(sess));
   EXPECT_EQ(cv[0], 3);
@@ -293,10 +319,13 @@ TEST_F(ArrayOpsTest, StridedSliceLikePythonIndexing) {
   // x[0:10] clamps; x[:] is the input itself.
   EXPECT_EQ(ops::StridedSlice(x, {0}, {10}).shape().DebugString(), "[2,3,4]");
   EXPECT_EQ(ops::StridedSlice(x, {2}, {10}).shape().DebugString(), "[0,3,4]");
-  EXPECT_EQ(ops::StridedSlice(x, {0}, {0}, {1}, {.begin_mask = 1, .end_mask = 1}).Eval(sess).NumElements(), 24);
+  EXPECT_EQ(ops::StridedSlice(x, {0}, {0}, {1}, {.begin_mask = 1, .end_mask = 1}).Eval(sess).NumElements(),
+            24);
   // Partial shapes: unknown dimensions stay unknown unless shrunk.
   Output p = ops::Placeholder(DT_FLOAT, PartialTensorShape({-1, 4}), "p");
-  EXPECT_EQ(ops::StridedSlice(p, {0, 1}, {0, 3}, {1, 1}, {.begin_mask = 1, .end_mask = 1}).shape().DebugString(), "[?,2]");
+  EXPECT_EQ(
+      ops::StridedSlice(p, {0, 1}, {0, 3}, {1, 1}, {.begin_mask = 1, .end_mask = 1}).shape().DebugString(),
+      "[?,2]");
   EXPECT_EQ(ops::StridedSlice(p, {0}, {1}, {1}, {.shrink_axis_mask = 1}).shape().DebugString(), "[4]");
 }
 
@@ -305,9 +334,16 @@ TEST_F(ArrayOpsTest, StridedSliceErrors) {
   ExpectInvalidArgument([&] { ops::StridedSlice(x, {5}, {6}, {1}, {.shrink_axis_mask = 1}); },
                         "slice index 5 of dimension 0 out of bounds.");
   ExpectInvalidArgument([&] { ops::StridedSlice(x, {0}, {1}, {0}); }, "strides[0] must be non-zero");
-  ExpectInvalidArgument([&] { ops::StridedSlice(x, {0, 0, 0}, {1, 1, 1}); }, "Index out of range using input dim 2");
-  ExpectInvalidArgument([&] { ops::StridedSlice(x, {0, 0}, {1, 1}, {1, 1}, {.ellipsis_mask = 3}); },
-                        "Multiple ellipses in slice spec not allowed");
+  ExpectInvalidArgument(
+      [&] {
+        ops::StridedSlice(x, {0, 0, 0}, {1, 1, 1});
+      },
+      "Index out of range using input dim 2");
+  ExpectInvalidArgument(
+      [&] {
+        ops::StridedSlice(x, {0, 0}, {1, 1}, {1, 1}, {.ellipsis_mask = 3});
+      },
+      "Multiple ellipses in slice spec not allowed");
   Output begin = ops::Placeholder(DT_INT32, PartialTensorShape({1}), "begin");
   Output dynamic = ops::StridedSlice(x, begin, ops::Const<int32_t>({1}), ops::Const<int32_t>({1}),
                                      {.shrink_axis_mask = 1});
@@ -315,26 +351,32 @@ TEST_F(ArrayOpsTest, StridedSliceErrors) {
   Session sess(g_);
   EXPECT_EQ(Values<float>(dynamic.Eval(sess, FeedList{{begin, Tensor::FromVector<int32_t>({-1})}})),
             (std::vector<float>{3, 4, 5}));
-  ExpectInvalidArgument([&] { dynamic.Eval(sess, FeedList{{begin, Tensor::FromVector<int32_t>({-3})}}); },
-                        "slice index -3 of dimension 0 out of bounds.");
+  ExpectInvalidArgument(
+      [&] {
+        dynamic.Eval(sess, FeedList{{begin, Tensor::FromVector<int32_t>({-3})}});
+      },
+      "slice index -3 of dimension 0 out of bounds.");
 }
 
 TEST_F(ArrayOpsTest, StridedSliceGradients) {
   Output x = In({3, 4, 2});
   const Tensor v = RandomDoubles({3, 4, 2}, 8);
-  EXPECT_LT(ComputeGradientError({x}, {v}, ops::StridedSlice(x, {1}, {2}, {1}, {.shrink_axis_mask = 1})), 1e-8);
-  EXPECT_LT(ComputeGradientError({x}, {v}, ops::StridedSlice(x, {0, 3}, {0, 0}, {1, -2}, {.begin_mask = 1, .end_mask = 3})),
+  EXPECT_LT(ComputeGradientError({x}, {v}, ops::StridedSlice(x, {1}, {2}, {1}, {.shrink_axis_mask = 1})),
             1e-8);
-  EXPECT_LT(ComputeGradientError({x}, {v},
-                                 ops::StridedSlice(x, {0, -1}, {0, 0}, {1, 1},
-                                                   {.end_mask = 0, .ellipsis_mask = 1, .new_axis_mask = 0,
-                                                    .shrink_axis_mask = 2})),
+  EXPECT_LT(ComputeGradientError(
+                {x}, {v}, ops::StridedSlice(x, {0, 3}, {0, 0}, {1, -2}, {.begin_mask = 1, .end_mask = 3})),
             1e-8);
+  EXPECT_LT(
+      ComputeGradientError(
+          {x}, {v},
+          ops::StridedSlice(x, {0, -1}, {0, 0}, {1, 1},
+                            {.end_mask = 0, .ellipsis_mask = 1, .new_axis_mask = 0, .shrink_axis_mask = 2})),
+      1e-8);
   // The gradient op's own gradient (second derivatives through a slice).
   Output dy = In({4, 2}, "dy");
-  Output scattered = ops::StridedSliceGrad(ops::Const<int32_t>({3, 4, 2}), ops::Const<int32_t>({1}),
-                                           ops::Const<int32_t>({2}), ops::Const<int32_t>({1}), dy,
-                                           {.shrink_axis_mask = 1});
+  Output scattered =
+      ops::StridedSliceGrad(ops::Const<int32_t>({3, 4, 2}), ops::Const<int32_t>({1}),
+                            ops::Const<int32_t>({2}), ops::Const<int32_t>({1}), dy, {.shrink_axis_mask = 1});
   EXPECT_EQ(scattered.shape().DebugString(), "[3,4,2]");
   EXPECT_LT(ComputeGradientError({dy}, {RandomDoubles({4, 2}, 9)}, scattered), 1e-8);
 }
@@ -379,12 +421,19 @@ TEST_F(ArrayOpsTest, TransposeAndTile) {
   const std::vector<float> tl = Values<float>(tile.Eval(sess));
   EXPECT_EQ((std::vector<float>(tl.begin(), tl.begin() + 6)), (std::vector<float>{0, 1, 0, 1, 0, 1}));
   EXPECT_EQ(tl[18], 2);
-  ExpectInvalidArgument([&] { ops::Tile(x, {2, 2}); }, "Expected multiples argument to be a vector of length 3 but got length 2");
+  ExpectInvalidArgument(
+      [&] {
+        ops::Tile(x, {2, 2});
+      },
+      "Expected multiples argument to be a vector of length 3 but got length 2");
   Output perm = ops::Placeholder(DT_INT32, PartialTensorShape({3}), "perm");
   Output dynamic = ops::Transpose(x, perm);
   EXPECT_EQ(dynamic.shape().DebugString(), "[?,?,?]");
-  ExpectInvalidArgument([&] { dynamic.Eval(sess, FeedList{{perm, Tensor::FromVector<int32_t>({0, 3, 1})}}); },
-                        "3 is out of range [0 .. 3)");
+  ExpectInvalidArgument(
+      [&] {
+        dynamic.Eval(sess, FeedList{{perm, Tensor::FromVector<int32_t>({0, 3, 1})}});
+      },
+      "3 is out of range [0 .. 3)");
   Output xd = In({2, 3, 2});
   const Tensor v = RandomDoubles({2, 3, 2}, 13);
   EXPECT_LT(ComputeGradientError({xd}, {v}, ops::Transpose(xd, {1, 2, 0}) * ops::Const(2.0)), 1e-8);
@@ -406,32 +455,51 @@ TEST_F(ArrayOpsTest, ShapesFromValuesThatOverflowInt64AreRejected) {
   Output multiples = ops::Placeholder(DT_INT64, PartialTensorShape({2}), "multiples");
   Output tiled = ops::Tile(x, multiples);
   Session sess(g_);
-  ExpectInvalidArgument([&] { sess.Run({{multiples, Tensor::FromVector<int64_t>({k62, 4})}}, {tiled}); },
-                        {"Tile", "input dimension 0 times multiples[0]: 4 * 4611686018427387904 overflows int64"});
-  ExpectInvalidArgument([&] { sess.Run({{multiples, Tensor::FromVector<int64_t>({k62 / 4, k62 / 4})}}, {tiled}); },
-                        {"Tile: shape [4611686018427387904,4611686018427387904] has too many elements"});
-  EXPECT_EQ(sess.Run({{multiples, Tensor::FromVector<int64_t>({2, 1})}}, {tiled})[0].shape(), TensorShape({8, 4}));
+  ExpectInvalidArgument(
+      [&] {
+        sess.Run({{multiples, Tensor::FromVector<int64_t>({k62, 4})}}, {tiled});
+      },
+      {"Tile", "input dimension 0 times multiples[0]: 4 * 4611686018427387904 overflows int64"});
+  ExpectInvalidArgument(
+      [&] {
+        sess.Run({{multiples, Tensor::FromVector<int64_t>({k62 / 4, k62 / 4})}}, {tiled});
+      },
+      {"Tile: shape [4611686018427387904,4611686018427387904] has too many elements"});
+  EXPECT_EQ(sess.Run({{multiples, Tensor::FromVector<int64_t>({2, 1})}}, {tiled})[0].shape(),
+            TensorShape({8, 4}));
 
   // Fill and BroadcastTo: dims whose product overflows; Fill of [2^62] floats (2^64 bytes).
   Output dims = ops::Placeholder(DT_INT64, PartialTensorShape({-1}), "dims");
   Output filled = ops::Fill(dims, ops::Const(1.0f));
-  ExpectInvalidArgument([&] { sess.Run({{dims, Tensor::FromVector<int64_t>({k62, 4})}}, {filled}); },
-                        {"Fill: shape [4611686018427387904,4] has too many elements"});
+  ExpectInvalidArgument(
+      [&] {
+        sess.Run({{dims, Tensor::FromVector<int64_t>({k62, 4})}}, {filled});
+      },
+      {"Fill: shape [4611686018427387904,4] has too many elements"});
   EXPECT_THROW(sess.Run({{dims, Tensor::FromVector<int64_t>({k62})}}, {filled}), ResourceExhaustedError);
   EXPECT_EQ(Values<float>(sess.Run({{dims, Tensor::FromVector<int64_t>({2})}}, {filled})[0]),
             (std::vector<float>{1, 1}));
   Output broadcast = ops::BroadcastTo(ops::Const(1.0f), dims);
-  ExpectInvalidArgument([&] { sess.Run({{dims, Tensor::FromVector<int64_t>({4, k62})}}, {broadcast}); },
-                        {"BroadcastTo: shape [4,4611686018427387904] has too many elements"});
+  ExpectInvalidArgument(
+      [&] {
+        sess.Run({{dims, Tensor::FromVector<int64_t>({4, k62})}}, {broadcast});
+      },
+      {"BroadcastTo: shape [4,4611686018427387904] has too many elements"});
 
   // Reshape with -1: the known sizes' product (2^62 * 8 wrapped to 0, 3 * 6148914691236517206
   // to 2).
   Output to = ops::Placeholder(DT_INT64, PartialTensorShape({3}), "to");
   Output reshaped = ops::Reshape(x, to);
-  ExpectInvalidArgument([&] { sess.Run({{to, Tensor::FromVector<int64_t>({k62, 8, -1})}}, {reshaped}); },
-                        {"Reshape", "4611686018427387904 * 8 overflows int64"});
-  ExpectInvalidArgument([&] { sess.Run({{to, Tensor::FromVector<int64_t>({3, 6148914691236517206, -1})}}, {reshaped}); },
-                        {"Reshape", "overflows int64"});
+  ExpectInvalidArgument(
+      [&] {
+        sess.Run({{to, Tensor::FromVector<int64_t>({k62, 8, -1})}}, {reshaped});
+      },
+      {"Reshape", "4611686018427387904 * 8 overflows int64"});
+  ExpectInvalidArgument(
+      [&] {
+        sess.Run({{to, Tensor::FromVector<int64_t>({3, 6148914691236517206, -1})}}, {reshaped});
+      },
+      {"Reshape", "overflows int64"});
   ExpectInvalidArgument([&] { ops::Reshape(x, {k62, 8, -1}); }, {"Reshape", "overflows int64"});
 
   // Range: INT64_MIN to INT64_MAX (limit - start overflows), and a float size past 2^63.
@@ -440,20 +508,29 @@ TEST_F(ArrayOpsTest, ShapesFromValuesThatOverflowInt64AreRejected) {
                         {"Range: size of", "overflows int64"});
   Output start = ops::Placeholder(DT_INT64, PartialTensorShape({}), "start");
   Output range = ops::Range(start, ops::Const(kMax), ops::Const(int64_t{1}));
-  ExpectInvalidArgument([&] { sess.Run({{start, Tensor::Scalar<int64_t>(kMin)}}, {range}); },
-                        {"Range: size of (9223372036854775807 - -9223372036854775808) / 1", "overflows int64"});
+  ExpectInvalidArgument(
+      [&] {
+        sess.Run({{start, Tensor::Scalar<int64_t>(kMin)}}, {range});
+      },
+      {"Range: size of (9223372036854775807 - -9223372036854775808) / 1", "overflows int64"});
   EXPECT_EQ(Values<int64_t>(sess.Run({{start, Tensor::Scalar<int64_t>(kMax - 2)}}, {range})[0]),
             (std::vector<int64_t>{kMax - 2, kMax - 1}));
   Output fstart = ops::Placeholder(DT_FLOAT, PartialTensorShape({}), "fstart");
   Output frange = ops::Range(fstart, ops::Const(1e30f), ops::Const(1e-10f));
-  ExpectInvalidArgument([&] { sess.Run({{fstart, Tensor::Scalar<float>(0)}}, {frange}); },
-                        {"Range: size of", "overflows int64"});
+  ExpectInvalidArgument(
+      [&] {
+        sess.Run({{fstart, Tensor::Scalar<float>(0)}}, {frange});
+      },
+      {"Range: size of", "overflows int64"});
 
   // ConcatV2 of zero-element tensors whose sizes along the axis sum past int64.
   Output part = ops::Placeholder(DT_FLOAT, PartialTensorShape::Unknown(), "part");
   Output concat = ops::Concat({part, part}, 0);
-  ExpectInvalidArgument([&] { sess.Run({{part, Tensor(DT_FLOAT, TensorShape({kMax, 0}))}}, {concat}); },
-                        {"ConcatOp", "overflows int64"});
+  ExpectInvalidArgument(
+      [&] {
+        sess.Run({{part, Tensor(DT_FLOAT, TensorShape({kMax, 0}))}}, {concat});
+      },
+      {"ConcatOp", "overflows int64"});
 }
 
 TEST_F(ArrayOpsTest, OneHot) {
@@ -468,9 +545,10 @@ TEST_F(ArrayOpsTest, OneHot) {
                            ops::Const(int32_t{-1}), 0);
   EXPECT_EQ(oh0.shape().DebugString(), "[2,2]");
   EXPECT_EQ(Values<int32_t>(oh0.Eval(sess)), (std::vector<int32_t>{-1, 7, 7, -1}));
-  ExpectInvalidArgument([&] { ops::OneHot(indices, 3, DT_FLOAT, 2); }, "Expected axis to be -1 or between [0, 1]");
-  ExpectInvalidArgument([&] { ops::OneHot(indices, ops::Const(int32_t{3}), ops::Const(1.0f), ops::Const(0.0)); },
-                        "OneHot");
+  ExpectInvalidArgument([&] { ops::OneHot(indices, 3, DT_FLOAT, 2); },
+                        "Expected axis to be -1 or between [0, 1]");
+  ExpectInvalidArgument(
+      [&] { ops::OneHot(indices, ops::Const(int32_t{3}), ops::Const(1.0f), ops::Const(0.0)); }, "OneHot");
 }
 
 // ---- Select, SelectV2 ----
@@ -479,21 +557,28 @@ TEST_F(ArrayOpsTest, SelectAndSelectV2) {
   Output x = Iota({2, 3});
   Output y = Iota({2, 3}) * ops::Const(-1.0f);
   Session sess(g_);
-  Output same = ops::Select(ops::Const<bool>({true, false, true, false, true, false}, TensorShape({2, 3})), x, y);
+  Output same =
+      ops::Select(ops::Const<bool>({true, false, true, false, true, false}, TensorShape({2, 3})), x, y);
   EXPECT_EQ(Values<float>(same.Eval(sess)), (std::vector<float>{0, -1, 2, -3, 4, -5}));
   Output rows = ops::Select(ops::Const<bool>({false, true}), x, y);
   EXPECT_EQ(Values<float>(rows.Eval(sess)), (std::vector<float>{0, -1, -2, 3, 4, 5}));
   Output broadcast = ops::SelectV2(ops::Const<bool>({true, false, true}), x, ops::Const(9.0f));
   EXPECT_EQ(broadcast.shape().DebugString(), "[2,3]");
   EXPECT_EQ(Values<float>(broadcast.Eval(sess)), (std::vector<float>{0, 9, 2, 3, 9, 5}));
-  ExpectInvalidArgument([&] { ops::Select(ops::Const<bool>({true, false, true}), x, y); },
-                        "Dimensions must be equal, but are 3 and 2 for 'Select");
+  ExpectInvalidArgument(
+      [&] {
+        ops::Select(ops::Const<bool>({true, false, true}), x, y);
+      },
+      "Dimensions must be equal, but are 3 and 2 for 'Select");
   ExpectInvalidArgument([&] { ops::Select(ops::Const<bool>({true, false}), x, Iota({3, 2})); }, "Select");
   ExpectInvalidArgument([&] { ops::SelectV2(ops::Const<bool>({true, false}), x, y); }, "SelectV2");
   Output c = ops::Placeholder(DT_BOOL, PartialTensorShape::Unknown(), "c");
   Output runtime_select = ops::Select(c, x, y);
-  ExpectInvalidArgument([&] { runtime_select.Eval(sess, FeedList{{c, Tensor::FromVector<bool>({true, false, true})}}); },
-                        "Number of batches of 'then' must match size of 'cond'");
+  ExpectInvalidArgument(
+      [&] {
+        runtime_select.Eval(sess, FeedList{{c, Tensor::FromVector<bool>({true, false, true})}});
+      },
+      "Number of batches of 'then' must match size of 'cond'");
   Output xd = In({2, 3}, "xd");
   Output yd = In({2, 3}, "yd");
   Output cond = ops::Const<bool>({true, false, false, true, true, false}, TensorShape({2, 3}));
@@ -501,9 +586,10 @@ TEST_F(ArrayOpsTest, SelectAndSelectV2) {
                                  ops::Select(cond, xd, yd * yd)),
             1e-8);
   Output row = In({3}, "row");
-  EXPECT_LT(ComputeGradientError({xd, row}, {RandomDoubles({2, 3}, 16), RandomDoubles({3}, 17)},
-                                 ops::SelectV2(ops::Const<bool>({true, false}, TensorShape({2, 1})), xd, row)),
-            1e-8);
+  EXPECT_LT(
+      ComputeGradientError({xd, row}, {RandomDoubles({2, 3}, 16), RandomDoubles({3}, 17)},
+                           ops::SelectV2(ops::Const<bool>({true, false}, TensorShape({2, 1})), xd, row)),
+      1e-8);
 }
 
 // ---- GatherV2 gradient, UnsortedSegmentSum ----
@@ -524,9 +610,11 @@ TEST_F(ArrayOpsTest, GatherGradients) {
   ExpectInvalidArgument([&] { ops::Gather(params, idx, 2); }, "GatherV2");
   Output i = ops::Placeholder(DT_INT32, PartialTensorShape({-1}), "i");
   Session sess(g_);
-  ExpectInvalidArgument([&] { sess.Run({{params, v}, {i, Tensor::FromVector<int32_t>({1, 4})}},
-                                       {ops::Gather(params, i)}); },
-                        "indices[1] = 4 is not in [0, 4)");
+  ExpectInvalidArgument(
+      [&] {
+        sess.Run({{params, v}, {i, Tensor::FromVector<int32_t>({1, 4})}}, {ops::Gather(params, i)});
+      },
+      "indices[1] = 4 is not in [0, 4)");
 }
 
 TEST_F(ArrayOpsTest, UnsortedSegmentSum) {
@@ -537,8 +625,11 @@ TEST_F(ArrayOpsTest, UnsortedSegmentSum) {
   Session sess(g_);
   // Row 3 has a negative id and is dropped.
   EXPECT_EQ(Values<float>(sum.Eval(sess)), (std::vector<float>{2, 3, 4, 6, 0, 0}));
-  ExpectInvalidArgument([&] { ops::UnsortedSegmentSum(data, ops::Const<int32_t>({0, 1, 2}), ops::Const(int32_t{3})); },
-                        "does not start with segment_ids.shape");
+  ExpectInvalidArgument(
+      [&] {
+        ops::UnsortedSegmentSum(data, ops::Const<int32_t>({0, 1, 2}), ops::Const(int32_t{3}));
+      },
+      "does not start with segment_ids.shape");
   Output bad = ops::UnsortedSegmentSum(data, ops::Const<int32_t>({0, 1, 3, 0}), ops::Const(int32_t{3}));
   ExpectInvalidArgument([&] { bad.Eval(sess); }, "segment_ids[2] = 3 is out of range [0, 3)");
   Output xd = In({4, 2});

@@ -28,8 +28,8 @@ Output GlobalNorm(const std::vector<Output>& tensors, std::string_view name) {
     if (!t) continue;
     if (dtype == DT_INVALID) dtype = t.dtype();
     if (t.dtype() != dtype) {
-      InvalidArgument("global_norm: all tensors need one dtype, got ", DataTypeString(dtype),
-                      " and ", DataTypeString(t.dtype()));
+      InvalidArgument("global_norm: all tensors need one dtype, got ", DataTypeString(dtype), " and ",
+                      DataTypeString(t.dtype()));
     }
     squared_sums.push_back(ReduceSum(Square(t)));
   }
@@ -38,8 +38,8 @@ Output GlobalNorm(const std::vector<Output>& tensors, std::string_view name) {
   return NodeBuilder("Sqrt", scope.op_name()).ExactName().Input(total).Finalize();
 }
 
-std::pair<std::vector<Output>, Output> ClipByGlobalNorm(const std::vector<Output>& tensors,
-                                                        Output clip_norm, std::string_view name) {
+std::pair<std::vector<Output>, Output> ClipByGlobalNorm(const std::vector<Output>& tensors, Output clip_norm,
+                                                        std::string_view name) {
   Graph& graph = GraphOfList(tensors, "clip_by_global_norm");
   auto as_default = graph.AsDefault();
   auto scope = graph.NameScope(name);
@@ -67,8 +67,8 @@ std::pair<std::vector<Output>, Output> ClipByGlobalNorm(const std::vector<Output
   return {clipped, norm};
 }
 
-std::pair<std::vector<Output>, Output> ClipByGlobalNorm(const std::vector<Output>& tensors,
-                                                        float clip_norm, std::string_view name) {
+std::pair<std::vector<Output>, Output> ClipByGlobalNorm(const std::vector<Output>& tensors, float clip_norm,
+                                                        std::string_view name) {
   Graph& graph = GraphOfList(tensors, "clip_by_global_norm");
   auto as_default = graph.AsDefault();
   return ClipByGlobalNorm(tensors, Const(clip_norm, "clip_norm"), name);

@@ -21,11 +21,9 @@ Output GlobalNorm(const std::vector<Output>& tensors, std::string_view name = "g
 
 // Returns (t_i * clip_norm / max(global_norm, clip_norm) for every t_i, global_norm). Empty
 // Outputs stay empty. A non-finite norm makes every value NaN, as in TF.
-std::pair<std::vector<Output>, Output> ClipByGlobalNorm(const std::vector<Output>& tensors,
-                                                        Output clip_norm,
+std::pair<std::vector<Output>, Output> ClipByGlobalNorm(const std::vector<Output>& tensors, Output clip_norm,
                                                         std::string_view name = "clip_by_global_norm");
-std::pair<std::vector<Output>, Output> ClipByGlobalNorm(const std::vector<Output>& tensors,
-                                                        float clip_norm,
+std::pair<std::vector<Output>, Output> ClipByGlobalNorm(const std::vector<Output>& tensors, float clip_norm,
                                                         std::string_view name = "clip_by_global_norm");
 
 }  // namespace flowtrain::ops

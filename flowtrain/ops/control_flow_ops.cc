@@ -22,8 +22,7 @@ Operation Group(const std::vector<Operation>& inputs, std::string_view name) {
   return builder.Finalize();
 }
 
-Output WithDependencies(const std::vector<Operation>& dependencies, Output output,
-                        std::string_view name) {
+Output WithDependencies(const std::vector<Operation>& dependencies, Output output, std::string_view name) {
   return NodeBuilder("Identity", name).Input(output).ControlInputs(dependencies).Finalize();
 }
 
@@ -34,9 +33,8 @@ std::vector<Output> Tuple(const std::vector<Output>& tensors, std::string_view n
   }
   if (gating_ops.empty()) InvalidArgument("Must have at least one Tensor: ", name);
   // Unique ops in creation order, as TF sorts them by id.
-  std::sort(gating_ops.begin(), gating_ops.end(), [](const Operation& a, const Operation& b) {
-    return a.node()->id() < b.node()->id();
-  });
+  std::sort(gating_ops.begin(), gating_ops.end(),
+            [](const Operation& a, const Operation& b) { return a.node()->id() < b.node()->id(); });
   gating_ops.erase(std::unique(gating_ops.begin(), gating_ops.end()), gating_ops.end());
   Graph& graph = *gating_ops.front().graph();
   auto as_default = graph.AsDefault();

@@ -47,23 +47,20 @@ void DequeueManyShape(InferenceContext& c, bool up_to) {
 
 }  // namespace
 
-#define FT_QUEUE_OP_COMMON                          \
-  .Output("handle: resource")                       \
-      .Attr("component_types: list(type) >= 1")     \
-      .Attr("shapes: list(shape) >= 0 = []")        \
-      .Attr("capacity: int = -1")                   \
-      .Attr("container: string = ''")               \
-      .Attr("shared_name: string = ''")             \
-      .SetIsStateful()                              \
+#define FT_QUEUE_OP_COMMON                      \
+  .Output("handle: resource")                   \
+      .Attr("component_types: list(type) >= 1") \
+      .Attr("shapes: list(shape) >= 0 = []")    \
+      .Attr("capacity: int = -1")               \
+      .Attr("container: string = ''")           \
+      .Attr("shared_name: string = ''")         \
+      .SetIsStateful()                          \
       .SetShapeFn(shape_fns::ScalarShape)
 
 FT_REGISTER_OP("FIFOQueueV2") FT_QUEUE_OP_COMMON;
 FT_REGISTER_OP("PaddingFIFOQueueV2") FT_QUEUE_OP_COMMON;
 FT_REGISTER_OP("RandomShuffleQueueV2")
-    FT_QUEUE_OP_COMMON
-    .Attr("min_after_dequeue: int = 0")
-    .Attr("seed: int = 0")
-    .Attr("seed2: int = 0");
+FT_QUEUE_OP_COMMON.Attr("min_after_dequeue: int = 0").Attr("seed: int = 0").Attr("seed2: int = 0");
 #undef FT_QUEUE_OP_COMMON
 
 FT_REGISTER_OP("QueueEnqueueV2")
@@ -140,8 +137,7 @@ std::vector<Output> Outputs(const Operation& op) {
 }
 
 Output BuildQueue(std::string_view op_type, std::string_view default_name,
-                  const std::vector<DataType>& dtypes, int64_t capacity,
-                  const QueueOptions& options,
+                  const std::vector<DataType>& dtypes, int64_t capacity, const QueueOptions& options,
                   const std::function<void(NodeBuilder&)>& extra = nullptr) {
   NodeBuilder builder(op_type, options.name.empty() ? default_name : std::string_view(options.name));
   builder.Attr("component_types", dtypes)
@@ -164,8 +160,7 @@ std::pair<int64_t, int64_t> GetSeeds(Graph& graph, std::optional<int64_t> op_see
   return {0, 0};
 }
 
-QueueBase::QueueBase(Output handle, std::vector<DataType> dtypes,
-                     std::vector<PartialTensorShape> shapes)
+QueueBase::QueueBase(Output handle, std::vector<DataType> dtypes, std::vector<PartialTensorShape> shapes)
     : handle_(handle), dtypes_(std::move(dtypes)), shapes_(std::move(shapes)) {}
 
 QueueBase QueueBase::FromHandle(Output handle) {
@@ -202,10 +197,7 @@ std::vector<Output> QueueBase::DequeueN(std::string_view op, Output n, std::stri
                                         std::string_view default_suffix, bool exact_name) const {
   NodeBuilder builder(op, OpName(name, *this, default_suffix));
   if (exact_name) builder.ExactName();
-  return Outputs(builder.Input(handle_)
-                     .Input(n)
-                     .Attr("component_types", dtypes_)
-                     .Finalize());
+  return Outputs(builder.Input(handle_).Input(n).Attr("component_types", dtypes_).Finalize());
 }
 
 std::vector<Output> QueueBase::DequeueMany(Output n, std::string_view name) const {
@@ -242,30 +234,27 @@ Output QueueBase::Size(std::string_view name) const {
 }
 
 FIFOQueue::FIFOQueue(int64_t capacity, std::vector<DataType> dtypes, const QueueOptions& options)
-    : QueueBase(BuildQueue("FIFOQueueV2", "fifo_queue", dtypes, capacity, options), dtypes,
-                options.shapes) {}
+    : QueueBase(BuildQueue("FIFOQueueV2", "fifo_queue", dtypes, capacity, options), dtypes, options.shapes) {}
 
 PaddingFIFOQueue::PaddingFIFOQueue(int64_t capacity, std::vector<DataType> dtypes,
                                    const QueueOptions& options)
-    : QueueBase(BuildQueue("PaddingFIFOQueueV2", "padding_fifo_queue", dtypes, capacity, options),
-                dtypes, options.shapes) {
+    : QueueBase(BuildQueue("PaddingFIFOQueueV2", "padding_fifo_queue", dtypes, capacity, options), dtypes,
+                options.shapes) {
   if (options.shapes.size() != dtypes.size()) {
-    InvalidArgument("Shapes must be provided for all components, but received ",
-                    options.shapes.size(), " shapes for ", dtypes.size(), " dtypes.");
+    InvalidArgument("Shapes must be provided for all components, but received ", options.shapes.size(),
+                    " shapes for ", dtypes.size(), " dtypes.");
   }
 }
 
 RandomShuffleQueue::RandomShuffleQueue(int64_t capacity, int64_t min_after_dequeue,
                                        std::vector<DataType> dtypes, const QueueOptions& options)
-    : QueueBase(BuildQueue("RandomShuffleQueueV2", "random_shuffle_queue", dtypes, capacity,
-                           options,
-                           [&](NodeBuilder& b) {
-                             const auto [seed, seed2] = GetSeeds(GetDefaultGraph(), options.seed);
-                             b.Attr("min_after_dequeue", min_after_dequeue)
-                                 .Attr("seed", seed)
-                                 .Attr("seed2", seed2);
-                           }),
-                dtypes, options.shapes) {}
+    : QueueBase(
+          BuildQueue("RandomShuffleQueueV2", "random_shuffle_queue", dtypes, capacity, options,
+                     [&](NodeBuilder& b) {
+                       const auto [seed, seed2] = GetSeeds(GetDefaultGraph(), options.seed);
+                       b.Attr("min_after_dequeue", min_after_dequeue).Attr("seed", seed).Attr("seed2", seed2);
+                     }),
+          dtypes, options.shapes) {}
 
 }  // namespace ops
 }  // namespace flowtrain

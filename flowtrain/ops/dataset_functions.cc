@@ -63,7 +63,9 @@ std::string DescribeOrigins(const RecordOrigins& origins) {
 }
 
 std::string RegisterMapFunction(std::string_view hint, MapFunction fn) {
-  auto ignoring_origins = [fn = std::move(fn)](const std::vector<Tensor>& in, const RecordOrigins&) { return fn(in); };
+  auto ignoring_origins = [fn = std::move(fn)](const std::vector<Tensor>& in, const RecordOrigins&) {
+    return fn(in);
+  };
   return MapRegistry().Add(hint, {.fn = std::move(ignoring_origins), .names_records = false});
 }
 

@@ -50,7 +50,8 @@ std::string DescribeOrigins(const RecordOrigins& origins);
 using MapFunction = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 // A map function that is also given the element's origins (empty when unknown) and names the
 // offending record in its errors itself.
-using OriginAwareMapFunction = std::function<std::vector<Tensor>(const std::vector<Tensor>&, const RecordOrigins&)>;
+using OriginAwareMapFunction =
+    std::function<std::vector<Tensor>(const std::vector<Tensor>&, const RecordOrigins&)>;
 // What the registry holds for either kind.
 struct RegisteredMapFunction {
   OriginAwareMapFunction fn;

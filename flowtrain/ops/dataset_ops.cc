@@ -19,10 +19,10 @@ void GetNextShape(InferenceContext& c) {
 
 }  // namespace
 
-#define FT_DATASET_OUTPUT                          \
-  .Output("handle: variant")                       \
-      .Attr("output_types: list(type) >= 1")       \
-      .Attr("output_shapes: list(shape) >= 1")     \
+#define FT_DATASET_OUTPUT                      \
+  .Output("handle: variant")                   \
+      .Attr("output_types: list(type) >= 1")   \
+      .Attr("output_shapes: list(shape) >= 1") \
       .SetShapeFn(shape_fns::ScalarShape)
 
 FT_REGISTER_OP("TensorSliceDataset")
@@ -43,8 +43,7 @@ FT_REGISTER_OP("MapDataset")
     .Input("input_dataset: variant")
     .Attr("f: func")
     .Attr("use_inter_op_parallelism: bool = true")
-    .Attr("preserve_cardinality: bool = false")
-    FT_DATASET_OUTPUT;
+    .Attr("preserve_cardinality: bool = false") FT_DATASET_OUTPUT;
 
 FT_REGISTER_OP("ParallelMapDataset")
     .Input("input_dataset: variant")
@@ -52,21 +51,16 @@ FT_REGISTER_OP("ParallelMapDataset")
     .Attr("f: func")
     .Attr("use_inter_op_parallelism: bool = true")
     .Attr("sloppy: bool = false")
-    .Attr("preserve_cardinality: bool = false")
-    FT_DATASET_OUTPUT;
+    .Attr("preserve_cardinality: bool = false") FT_DATASET_OUTPUT;
 
-FT_REGISTER_OP("FilterDataset")
-    .Input("input_dataset: variant")
-    .Attr("predicate: func")
-    FT_DATASET_OUTPUT;
+FT_REGISTER_OP("FilterDataset").Input("input_dataset: variant").Attr("predicate: func") FT_DATASET_OUTPUT;
 
 FT_REGISTER_OP("ShuffleDataset")
     .Input("input_dataset: variant")
     .Input("buffer_size: int64")
     .Input("seed: int64")
     .Input("seed2: int64")
-    .Attr("reshuffle_each_iteration: bool = true")
-    FT_DATASET_OUTPUT;
+    .Attr("reshuffle_each_iteration: bool = true") FT_DATASET_OUTPUT;
 
 FT_REGISTER_OP("RepeatDataset").Input("input_dataset: variant").Input("count: int64") FT_DATASET_OUTPUT;
 
@@ -74,14 +68,12 @@ FT_REGISTER_OP("BatchDatasetV2")
     .Input("input_dataset: variant")
     .Input("batch_size: int64")
     .Input("drop_remainder: bool")
-    .Attr("parallel_copy: bool = false")
-    FT_DATASET_OUTPUT;
+    .Attr("parallel_copy: bool = false") FT_DATASET_OUTPUT;
 
 FT_REGISTER_OP("PrefetchDataset")
     .Input("input_dataset: variant")
     .Input("buffer_size: int64")
-    .Attr("slack_period: int = 0")
-    FT_DATASET_OUTPUT;
+    .Attr("slack_period: int = 0") FT_DATASET_OUTPUT;
 
 FT_REGISTER_OP("TakeDataset").Input("input_dataset: variant").Input("count: int64") FT_DATASET_OUTPUT;
 FT_REGISTER_OP("SkipDataset").Input("input_dataset: variant").Input("count: int64") FT_DATASET_OUTPUT;
@@ -221,26 +213,27 @@ Dataset Dataset::MapRegistered(const MapOptions& options, RegisterFn register_fn
   const std::string op_type = parallel ? "ParallelMapDataset" : "MapDataset";
   const std::string function_name = register_fn(options.name.empty() ? op_type : options.name);
   std::vector<std::pair<std::string, Tensor>> arguments;
-  if (parallel) arguments.emplace_back("num_parallel_calls", Tensor::Scalar<int32_t>(options.num_parallel_calls));
-  Output variant = UnaryDataset(*this, op_type, arguments, types, shapes, [&](NodeBuilder& b) {
-    b.SetAttr("f", FuncAttr(function_name));
-  });
+  if (parallel)
+    arguments.emplace_back("num_parallel_calls", Tensor::Scalar<int32_t>(options.num_parallel_calls));
+  Output variant = UnaryDataset(*this, op_type, arguments, types, shapes,
+                                [&](NodeBuilder& b) { b.SetAttr("f", FuncAttr(function_name)); });
   return Dataset(variant, types, shapes);
 }
 
 Dataset Dataset::Map(MapFunction fn, const MapOptions& options) const {
-  return MapRegistered(options, [&](const std::string& hint) { return RegisterMapFunction(hint, std::move(fn)); });
+  return MapRegistered(options,
+                       [&](const std::string& hint) { return RegisterMapFunction(hint, std::move(fn)); });
 }
 
 Dataset Dataset::Map(OriginAwareMapFunction fn, const MapOptions& options) const {
-  return MapRegistered(options, [&](const std::string& hint) { return RegisterMapFunction(hint, std::move(fn)); });
+  return MapRegistered(options,
+                       [&](const std::string& hint) { return RegisterMapFunction(hint, std::move(fn)); });
 }
 
 Dataset Dataset::Filter(PredicateFunction predicate, std::string_view name) const {
   const std::string function_name = RegisterPredicateFunction(name, std::move(predicate));
-  Output variant = UnaryDataset(*this, "FilterDataset", {}, types_, shapes_, [&](NodeBuilder& b) {
-    b.SetAttr("predicate", FuncAttr(function_name));
-  });
+  Output variant = UnaryDataset(*this, "FilterDataset", {}, types_, shapes_,
+                                [&](NodeBuilder& b) { b.SetAttr("predicate", FuncAttr(function_name)); });
   return Dataset(variant, types_, shapes_);
 }
 
@@ -248,19 +241,19 @@ Dataset Dataset::Shuffle(int64_t buffer_size, std::optional<int64_t> seed,
                          bool reshuffle_each_iteration) const {
   if (buffer_size < 1) InvalidArgument("Shuffle buffer_size must be at least 1, got ", buffer_size);
   const auto [seed1, seed2] = ops::GetSeeds(*variant_.graph(), seed);
-  Output variant = UnaryDataset(*this, "ShuffleDataset",
-                                {{"buffer_size", Tensor::Scalar<int64_t>(buffer_size)},
-                                 {"seed", Tensor::Scalar<int64_t>(seed1)},
-                                 {"seed2", Tensor::Scalar<int64_t>(seed2)}},
-                                types_, shapes_, [&](NodeBuilder& b) {
-                                  b.Attr("reshuffle_each_iteration", reshuffle_each_iteration);
-                                });
+  Output variant = UnaryDataset(
+      *this, "ShuffleDataset",
+      {{"buffer_size", Tensor::Scalar<int64_t>(buffer_size)},
+       {"seed", Tensor::Scalar<int64_t>(seed1)},
+       {"seed2", Tensor::Scalar<int64_t>(seed2)}},
+      types_, shapes_, [&](NodeBuilder& b) { b.Attr("reshuffle_each_iteration", reshuffle_each_iteration); });
   return Dataset(variant, types_, shapes_);
 }
 
 Dataset Dataset::Repeat(int64_t count) const {
-  return Dataset(UnaryDataset(*this, "RepeatDataset", {{"count", Tensor::Scalar<int64_t>(count)}}, types_, shapes_),
-                 types_, shapes_);
+  return Dataset(
+      UnaryDataset(*this, "RepeatDataset", {{"count", Tensor::Scalar<int64_t>(count)}}, types_, shapes_),
+      types_, shapes_);
 }
 
 Dataset Dataset::Batch(int64_t batch_size, bool drop_remainder) const {
@@ -275,19 +268,21 @@ Dataset Dataset::Batch(int64_t batch_size, bool drop_remainder) const {
 }
 
 Dataset Dataset::Prefetch(int64_t buffer_size) const {
-  return Dataset(UnaryDataset(*this, "PrefetchDataset", {{"buffer_size", Tensor::Scalar<int64_t>(buffer_size)}},
-                              types_, shapes_),
+  return Dataset(UnaryDataset(*this, "PrefetchDataset",
+                              {{"buffer_size", Tensor::Scalar<int64_t>(buffer_size)}}, types_, shapes_),
                  types_, shapes_);
 }
 
 Dataset Dataset::Take(int64_t count) const {
-  return Dataset(UnaryDataset(*this, "TakeDataset", {{"count", Tensor::Scalar<int64_t>(count)}}, types_, shapes_),
-                 types_, shapes_);
+  return Dataset(
+      UnaryDataset(*this, "TakeDataset", {{"count", Tensor::Scalar<int64_t>(count)}}, types_, shapes_),
+      types_, shapes_);
 }
 
 Dataset Dataset::Skip(int64_t count) const {
-  return Dataset(UnaryDataset(*this, "SkipDataset", {{"count", Tensor::Scalar<int64_t>(count)}}, types_, shapes_),
-                 types_, shapes_);
+  return Dataset(
+      UnaryDataset(*this, "SkipDataset", {{"count", Tensor::Scalar<int64_t>(count)}}, types_, shapes_),
+      types_, shapes_);
 }
 
 Iterator Dataset::MakeInitializableIterator(const std::string& shared_name) const {

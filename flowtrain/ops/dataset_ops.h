@@ -54,8 +54,8 @@ class Dataset {
   static Dataset FromTensorSlices(const std::vector<Tensor>& components);
   // Records of TFRecord files, as scalar strings, file after file. A corrupt record is
   // DataLossError naming the file and the record's index.
-  static Dataset TFRecord(const std::vector<std::string>& filenames,
-                          const std::string& compression_type = "", int64_t buffer_size = 256 * 1024);
+  static Dataset TFRecord(const std::vector<std::string>& filenames, const std::string& compression_type = "",
+                          int64_t buffer_size = 256 * 1024);
   static Dataset TFRecord(Output filenames, const std::string& compression_type = "",
                           int64_t buffer_size = 256 * 1024);
 

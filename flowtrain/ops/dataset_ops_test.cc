@@ -43,13 +43,15 @@ TEST(Dataset, SlicesMapsFiltersBatchesAndEnds) {
   Tensor labels = Range(10);
   Tensor features(DT_FLOAT, TensorShape({10, 3}));
   for (int i = 0; i < 30; ++i) features.flat<float>()[i] = static_cast<float>(i);
-  Dataset ds = Dataset::FromTensorSlices(std::vector<Tensor>{labels, features})
-                   .Filter([](const std::vector<Tensor>& e) { return e[0].scalar<int64_t>() % 2 == 0; })
-                   .Map([](const std::vector<Tensor>& e) {
-                          return std::vector<Tensor>{Tensor::Scalar<int64_t>(e[0].scalar<int64_t>() * 10), e[1]};
-                        },
-                        {.output_shapes = {PartialTensorShape({}), PartialTensorShape({3})}})
-                   .Batch(2);
+  Dataset ds =
+      Dataset::FromTensorSlices(std::vector<Tensor>{labels, features})
+          .Filter([](const std::vector<Tensor>& e) { return e[0].scalar<int64_t>() % 2 == 0; })
+          .Map(
+              [](const std::vector<Tensor>& e) {
+                return std::vector<Tensor>{Tensor::Scalar<int64_t>(e[0].scalar<int64_t>() * 10), e[1]};
+              },
+              {.output_shapes = {PartialTensorShape({}), PartialTensorShape({3})}})
+          .Batch(2);
   EXPECT_EQ(ds.variant().op().type(), "BatchDatasetV2");
   EXPECT_EQ(ds.output_shapes()[1].DebugString(), "[?,3]");
   Iterator it = ds.MakeInitializableIterator();
@@ -60,7 +62,7 @@ TEST(Dataset, SlicesMapsFiltersBatchesAndEnds) {
   sess.Run({}, {}, {it.initializer()});
   std::vector<Tensor> first = sess.Run({}, next);
   EXPECT_EQ(first[1].shape(), TensorShape({2, 3}));
-  EXPECT_EQ(first[1].flat<float>()[3], 6.0f);  // element 2's first feature
+  EXPECT_EQ(first[1].flat<float>()[3], 6.0f);                        // element 2's first feature
   EXPECT_EQ(Drain(sess, next), (std::vector<int64_t>{40, 60, 80}));  // last batch has 1
   // Re-running the initializer starts over.
   sess.Run({}, {}, {it.initializer()});
@@ -166,7 +168,9 @@ TEST(Dataset, AutotunedPrefetchKeepsOrderAndBadBufferSizesAreRejected) {
   for (int64_t buffer_size : {kAutotune, int64_t{0}}) {
     Graph g;
     auto as_default = g.AsDefault();
-    Iterator it = Dataset::FromTensorSlices(std::vector<Tensor>{Range(50)}).Batch(4).Prefetch(buffer_size)
+    Iterator it = Dataset::FromTensorSlices(std::vector<Tensor>{Range(50)})
+                      .Batch(4)
+                      .Prefetch(buffer_size)
                       .MakeInitializableIterator();
     auto next = it.GetNext();
     Session sess(g);
@@ -177,7 +181,8 @@ TEST(Dataset, AutotunedPrefetchKeepsOrderAndBadBufferSizesAreRejected) {
   }
   Graph g;
   auto as_default = g.AsDefault();
-  Iterator it = Dataset::FromTensorSlices(std::vector<Tensor>{Range(5)}).Prefetch(-2).MakeInitializableIterator();
+  Iterator it =
+      Dataset::FromTensorSlices(std::vector<Tensor>{Range(5)}).Prefetch(-2).MakeInitializableIterator();
   Session sess(g);
   try {
     sess.Run({}, {}, {it.initializer()});
@@ -217,8 +222,9 @@ TEST(Dataset, MapExceptionReachesSessionRunThroughPrefetch) {
 TEST(Dataset, MapOutputOfTheWrongTypeIsAnError) {
   Graph g;
   auto as_default = g.AsDefault();
-  Dataset ds = Dataset::FromTensorSlices(std::vector<Tensor>{Range(3)}).Map(
-      [](const std::vector<Tensor>&) { return std::vector<Tensor>{Tensor::Scalar<float>(1)}; });
+  Dataset ds = Dataset::FromTensorSlices(std::vector<Tensor>{Range(3)}).Map([](const std::vector<Tensor>&) {
+    return std::vector<Tensor>{Tensor::Scalar<float>(1)};
+  });
   Iterator it = ds.MakeInitializableIterator();
   auto next = it.GetNext();
   Session sess(g);
@@ -327,7 +333,8 @@ TEST(Dataset, MapErrorOverFileRecordsNamesFileAndRecordIndex) {
       }
     };
     const std::string single_error = first_error(single_next);
-    EXPECT_NE(single_error.find("In record 2 of " + b + ": cannot map record-2"), std::string::npos) << single_error;
+    EXPECT_NE(single_error.find("In record 2 of " + b + ": cannot map record-2"), std::string::npos)
+        << single_error;
     // Batches: a0 a1 a2 b0 | b1 b2 b3 b4.
     const std::string batch_error = first_error(batched_next);
     EXPECT_NE(batch_error.find("In a batch of 4 records, the first record 1 of " + b +
@@ -432,9 +439,10 @@ TEST(Dataset, IteratorFromStructureSwitchesDatasets) {
   Graph g;
   auto as_default = g.AsDefault();
   Dataset train = Dataset::FromTensorSlices(std::vector<Tensor>{Range(4)});
-  Dataset eval = Dataset::FromTensorSlices(std::vector<Tensor>{Range(2)}).Map([](const std::vector<Tensor>& e) {
-    return std::vector<Tensor>{Tensor::Scalar<int64_t>(-e[0].scalar<int64_t>())};
-  });
+  Dataset eval =
+      Dataset::FromTensorSlices(std::vector<Tensor>{Range(2)}).Map([](const std::vector<Tensor>& e) {
+        return std::vector<Tensor>{Tensor::Scalar<int64_t>(-e[0].scalar<int64_t>())};
+      });
   Iterator it = Iterator::FromStructure({DT_INT64}, {PartialTensorShape({})});
   Operation use_train = it.MakeInitializer(train);
   Operation use_eval = it.MakeInitializer(eval);

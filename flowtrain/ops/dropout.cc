@@ -36,8 +36,7 @@ Output DropoutInScope(Output x, Output rate, std::optional<int64_t> seed) {
 
 Output Dropout(Output x, float rate, std::optional<int64_t> seed, std::string_view name) {
   if (!(rate >= 0.0f && rate < 1.0f)) {
-    InvalidArgument("rate must be a scalar tensor or a float in the range [0, 1), got ", rate,
-                    " in ", name);
+    InvalidArgument("rate must be a scalar tensor or a float in the range [0, 1), got ", rate, " in ", name);
   }
   CheckDropoutInput(x, name);
   auto scope = x.graph()->NameScope(name);

@@ -167,7 +167,8 @@ std::vector<Output> Gradients(const std::vector<Output>& ys, const std::vector<O
             for (size_t i = 0; i < in_grads.size(); ++i) {
               if (between.count(node->input(static_cast<int>(i)).node)) used[i] = in_grads[i];
             }
-            if (std::count_if(used.begin(), used.end(), [](const Output& g) { return static_cast<bool>(g); }) > 1) {
+            if (std::count_if(used.begin(), used.end(),
+                              [](const Output& g) { return static_cast<bool>(g); }) > 1) {
               in_grads = ops::Tuple(used);
             }
           }
@@ -195,11 +196,10 @@ std::vector<Output> Gradients(const std::vector<Output>& ys, const std::vector<O
   return result;
 }
 
-std::pair<Output, Output> ReduceBroadcastGradients(const Output& x, const Output& y,
-                                                   const Output& grad_x, const Output& grad_y) {
+std::pair<Output, Output> ReduceBroadcastGradients(const Output& x, const Output& y, const Output& grad_x,
+                                                   const Output& grad_y) {
   // When both shapes are known and equal, nothing was broadcast.
-  if (x.shape().IsFullyDefined() && y.shape().IsFullyDefined() &&
-      x.shape().IsIdenticalTo(y.shape())) {
+  if (x.shape().IsFullyDefined() && y.shape().IsFullyDefined() && x.shape().IsIdenticalTo(y.shape())) {
     return {grad_x, grad_y};
   }
   Output sx = ops::Shape(x);

@@ -55,16 +55,14 @@ struct GradientRegistrar {
   GradientRegistrar(const char* op_type, GradientFunction fn) {
     GradientRegistry::Global()->Register(op_type, std::move(fn));
   }
-  explicit GradientRegistrar(const char* op_type) {
-    GradientRegistry::Global()->RegisterNoGradient(op_type);
-  }
+  explicit GradientRegistrar(const char* op_type) { GradientRegistry::Global()->RegisterNoGradient(op_type); }
 };
 }  // namespace gradient_registry_internal
 
 #define FT_GRADIENT_UNIQ_HELPER(ctr, ...) FT_GRADIENT_UNIQ(ctr, __VA_ARGS__)
-#define FT_GRADIENT_UNIQ(ctr, ...)                                                          \
-  static const ::flowtrain::gradient_registry_internal::GradientRegistrar                   \
-      ft_gradient_registrar_##ctr [[maybe_unused]](__VA_ARGS__)
+#define FT_GRADIENT_UNIQ(ctr, ...)                                                                    \
+  static const ::flowtrain::gradient_registry_internal::GradientRegistrar ft_gradient_registrar_##ctr \
+      [[maybe_unused]] (__VA_ARGS__)
 #define FT_REGISTER_GRADIENT(op_type, ...) FT_GRADIENT_UNIQ_HELPER(__COUNTER__, op_type, __VA_ARGS__)
 #define FT_REGISTER_NO_GRADIENT(op_type) FT_GRADIENT_UNIQ_HELPER(__COUNTER__, op_type)
 
@@ -79,14 +77,14 @@ namespace ops {
 // the gate an optimizer could update a weight while the gradient of another input of the
 // same op still reads it.
 std::vector<Output> Gradients(const std::vector<Output>& ys, const std::vector<Output>& xs,
-                              const std::vector<Output>& grad_ys = {},
-                              std::string_view name = "gradients", bool gate_gradients = false);
+                              const std::vector<Output>& grad_ys = {}, std::string_view name = "gradients",
+                              bool gate_gradients = false);
 
 // Helpers for gradient functions.
 // The gradient of an op that broadcast `x` and `y` into its output, summed back to each
 // input's shape (TF's BroadcastGradientArgs + Sum + Reshape pattern).
-std::pair<Output, Output> ReduceBroadcastGradients(const Output& x, const Output& y,
-                                                   const Output& grad_x, const Output& grad_y);
+std::pair<Output, Output> ReduceBroadcastGradients(const Output& x, const Output& y, const Output& grad_x,
+                                                   const Output& grad_y);
 
 }  // namespace ops
 }  // namespace flowtrain

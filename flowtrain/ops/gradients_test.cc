@@ -29,7 +29,9 @@ TEST_F(GradientTest, AddSubMulWithBroadcasting) {
   Output b = In({3}, "b");
   Output s = In({}, "s");
   Output y = ops::Mul(ops::Sub(ops::Add(x, b), s), b);
-  EXPECT_LT(ComputeGradientError({x, b, s}, {RandomDoubles({2, 3}), RandomDoubles({3}, 2), RandomDoubles({}, 3)}, y), 1e-8);
+  EXPECT_LT(ComputeGradientError({x, b, s},
+                                 {RandomDoubles({2, 3}), RandomDoubles({3}, 2), RandomDoubles({}, 3)}, y),
+            1e-8);
   Output col = In({2, 1}, "col");
   Output y2 = ops::AddV2(x, col) * x;
   EXPECT_LT(ComputeGradientError({x, col}, {RandomDoubles({2, 3}), RandomDoubles({2, 1}, 4)}, y2), 1e-8);
@@ -118,14 +120,14 @@ TEST_F(GradientTest, FloorModGradientIsTensorFlows) {
 TEST_F(GradientTest, KernelsOfTheHelperOps) {
   Output x = ops::Const<float>({1, 2, 3, 4, 5, 6}, TensorShape({2, 3}));
   Session sess(g_);
-  auto out = sess.Run({}, {ops::ReduceSum(x, {0}), ops::ReduceMax(x, {1}), ops::ReduceMin(x),
-                           ops::ReduceProd(x, {1}, true), ops::ReduceMean(x),
-                           ops::FloorDiv(ops::Const<int32_t>({-7, 7}), ops::Const(int32_t{2})),
-                           ops::Cast(x, DT_INT32), ops::Fill(ops::Const<int32_t>({2}), ops::Const(7.0f)),
-                           ops::Maximum(x, ops::Const(3.5f)),
-                           // TF's FloorMod: the remainder takes the divisor's sign.
-                           ops::FloorMod(ops::Const<int32_t>({-7, 7, 7, -7, 6}), ops::Const<int32_t>({2, -2, 2, -2, 3})),
-                           ops::FloorMod(ops::Const<float>({-7.5f, 7.5f, 3.0f}), ops::Const<float>({2.0f, -2.0f, 1.5f}))});
+  auto out = sess.Run(
+      {}, {ops::ReduceSum(x, {0}), ops::ReduceMax(x, {1}), ops::ReduceMin(x), ops::ReduceProd(x, {1}, true),
+           ops::ReduceMean(x), ops::FloorDiv(ops::Const<int32_t>({-7, 7}), ops::Const(int32_t{2})),
+           ops::Cast(x, DT_INT32), ops::Fill(ops::Const<int32_t>({2}), ops::Const(7.0f)),
+           ops::Maximum(x, ops::Const(3.5f)),
+           // TF's FloorMod: the remainder takes the divisor's sign.
+           ops::FloorMod(ops::Const<int32_t>({-7, 7, 7, -7, 6}), ops::Const<int32_t>({2, -2, 2, -2, 3})),
+           ops::FloorMod(ops::Const<float>({-7.5f, 7.5f, 3.0f}), ops::Const<float>({2.0f, -2.0f, 1.5f}))});
   EXPECT_EQ(out[0].flat<float>()[2], 9.0f);
   EXPECT_EQ(out[1].flat<float>()[1], 6.0f);
   EXPECT_EQ(out[2].scalar<float>(), 1.0f);

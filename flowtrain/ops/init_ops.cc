@@ -60,15 +60,11 @@ std::pair<double, double> ComputeFans(const TensorShape& shape) {
 }
 
 Initializer ZerosInitializer() {
-  return [](const TensorShape& shape, DataType dtype) {
-    return FilledValue(shape, dtype, 0.0, "zeros");
-  };
+  return [](const TensorShape& shape, DataType dtype) { return FilledValue(shape, dtype, 0.0, "zeros"); };
 }
 
 Initializer OnesInitializer() {
-  return [](const TensorShape& shape, DataType dtype) {
-    return FilledValue(shape, dtype, 1.0, "ones");
-  };
+  return [](const TensorShape& shape, DataType dtype) { return FilledValue(shape, dtype, 1.0, "ones"); };
 }
 
 Initializer ConstantInitializer(double value) {
@@ -81,8 +77,8 @@ Initializer ConstantInitializer(const Tensor& value) {
   return [value](const TensorShape& shape, DataType dtype) {
     if (value.shape() != shape || value.dtype() != dtype) {
       InvalidArgument("constant_initializer: value has shape ", value.shape().DebugString(), " and type ",
-                      DataTypeString(value.dtype()), ", the variable needs ", shape.DebugString(),
-                      " and ", DataTypeString(dtype));
+                      DataTypeString(value.dtype()), ", the variable needs ", shape.DebugString(), " and ",
+                      DataTypeString(dtype));
     }
     return Const(value, "Const");
   };
@@ -110,8 +106,7 @@ Initializer RandomUniformInitializer(double minval, double maxval, std::optional
 
 Initializer VarianceScalingInitializer(const VarianceScalingOptions& options) {
   if (options.scale <= 0.0) {
-    InvalidArgument("variance_scaling_initializer: `scale` must be positive float, got ",
-                    options.scale);
+    InvalidArgument("variance_scaling_initializer: `scale` must be positive float, got ", options.scale);
   }
   return [options](const TensorShape& shape, DataType dtype) {
     RequireFloating(dtype, "variance_scaling_initializer");
@@ -124,8 +119,8 @@ Initializer VarianceScalingInitializer(const VarianceScalingOptions& options) {
     switch (options.distribution) {
       case Dist::kTruncatedNormal:
         // The stddev of a unit normal truncated at ±2, so the result has variance `scale`.
-        return random::TruncatedNormal(Dims(shape), 0.0, std::sqrt(scale) / 0.87962566103423978,
-                                       dtype, options.seed);
+        return random::TruncatedNormal(Dims(shape), 0.0, std::sqrt(scale) / 0.87962566103423978, dtype,
+                                       options.seed);
       case Dist::kUntruncatedNormal:
         return random::Normal(Dims(shape), 0.0, std::sqrt(scale), dtype, options.seed);
       case Dist::kUniform:
@@ -145,19 +140,17 @@ Initializer GlorotUniformInitializer(std::optional<int64_t> seed) {
 }
 
 Initializer GlorotNormalInitializer(std::optional<int64_t> seed) {
-  return VarianceScalingInitializer(
-      {.scale = 1.0,
-       .mode = VarianceScalingOptions::Mode::kFanAvg,
-       .distribution = VarianceScalingOptions::Distribution::kTruncatedNormal,
-       .seed = seed});
+  return VarianceScalingInitializer({.scale = 1.0,
+                                     .mode = VarianceScalingOptions::Mode::kFanAvg,
+                                     .distribution = VarianceScalingOptions::Distribution::kTruncatedNormal,
+                                     .seed = seed});
 }
 
 Initializer HeNormalInitializer(std::optional<int64_t> seed) {
-  return VarianceScalingInitializer(
-      {.scale = 2.0,
-       .mode = VarianceScalingOptions::Mode::kFanIn,
-       .distribution = VarianceScalingOptions::Distribution::kTruncatedNormal,
-       .seed = seed});
+  return VarianceScalingInitializer({.scale = 2.0,
+                                     .mode = VarianceScalingOptions::Mode::kFanIn,
+                                     .distribution = VarianceScalingOptions::Distribution::kTruncatedNormal,
+                                     .seed = seed});
 }
 
 Initializer HeUniformInitializer(std::optional<int64_t> seed) {

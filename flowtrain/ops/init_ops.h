@@ -42,8 +42,11 @@ struct VarianceScalingOptions {
   double scale = 1.0;
   enum class Mode { kFanIn, kFanOut, kFanAvg } mode = Mode::kFanIn;
   // kTruncatedNormal (TF1's "normal"), kUntruncatedNormal or kUniform.
-  enum class Distribution { kTruncatedNormal, kUntruncatedNormal, kUniform } distribution =
-      Distribution::kTruncatedNormal;
+  enum class Distribution {
+    kTruncatedNormal,
+    kUntruncatedNormal,
+    kUniform
+  } distribution = Distribution::kTruncatedNormal;
   std::optional<int64_t> seed;
 };
 Initializer VarianceScalingInitializer(const VarianceScalingOptions& options = {});

@@ -88,7 +88,12 @@ Output StaticRegexFullMatch(Output input, const std::string& pattern, std::strin
 
 Operation SaveV2(Output prefix, Output tensor_names, Output shape_and_slices,
                  const std::vector<Output>& tensors, std::string_view name) {
-  return NodeBuilder("SaveV2", name).Input(prefix).Input(tensor_names).Input(shape_and_slices).Input(tensors).Finalize();
+  return NodeBuilder("SaveV2", name)
+      .Input(prefix)
+      .Input(tensor_names)
+      .Input(shape_and_slices)
+      .Input(tensors)
+      .Finalize();
 }
 
 Operation SaveV2(Output prefix, const std::vector<std::string>& tensor_names,

@@ -22,8 +22,8 @@ Operation SaveV2(Output prefix, Output tensor_names, Output shape_and_slices,
                  const std::vector<Output>& tensors, std::string_view name = "SaveV2");
 // Names and slices become Consts "<op>/tensor_names" and "<op>/shape_and_slices".
 Operation SaveV2(Output prefix, const std::vector<std::string>& tensor_names,
-                 const std::vector<std::string>& shape_and_slices,
-                 const std::vector<Output>& tensors, std::string_view name = "SaveV2");
+                 const std::vector<std::string>& shape_and_slices, const std::vector<Output>& tensors,
+                 std::string_view name = "SaveV2");
 
 std::vector<Output> RestoreV2(Output prefix, Output tensor_names, Output shape_and_slices,
                               const std::vector<DataType>& dtypes, std::string_view name = "RestoreV2");

@@ -66,9 +66,9 @@ Output BiasAndActivation(Output outputs, bool use_bias, int64_t units,
                          const ops::Initializer& bias_initializer, bool trainable,
                          const Activation& activation) {
   if (use_bias) {
-    Variable bias = ops::GetVariable(
-        "bias", TensorShape({units}), outputs.dtype(),
-        bias_initializer ? bias_initializer : ops::ZerosInitializer(), {.trainable = trainable});
+    Variable bias = ops::GetVariable("bias", TensorShape({units}), outputs.dtype(),
+                                     bias_initializer ? bias_initializer : ops::ZerosInitializer(),
+                                     {.trainable = trainable});
     outputs = ops::BiasAdd(outputs, bias);
   }
   if (activation) outputs = activation(outputs, {});
@@ -101,8 +101,8 @@ Output Dense(Output inputs, int64_t units, Activation activation, const DenseOpt
   Variable kernel = ops::GetVariable("kernel", TensorShape({in, units}), inputs.dtype(),
                                      options.kernel_initializer, {.trainable = options.trainable});
   Output outputs = ops::MatMul(inputs, kernel);
-  return BiasAndActivation(outputs, options.use_bias, units, options.bias_initializer,
-                           options.trainable, activation);
+  return BiasAndActivation(outputs, options.use_bias, units, options.bias_initializer, options.trainable,
+                           activation);
 }
 
 Output Conv2D(Output inputs, int64_t filters, std::array<int64_t, 2> kernel_size,
@@ -110,11 +110,9 @@ Output Conv2D(Output inputs, int64_t filters, std::array<int64_t, 2> kernel_size
               const Conv2DOptions& options) {
   if (!inputs) InvalidArgument("conv2d: the inputs are empty");
   if (inputs.shape().dims() != 4) {
-    InvalidArgument("conv2d: inputs must have rank 4 (NHWC), got shape ",
-                    inputs.shape().DebugString());
+    InvalidArgument("conv2d: inputs must have rank 4 (NHWC), got shape ", inputs.shape().DebugString());
   }
-  if (filters <= 0 || kernel_size[0] <= 0 || kernel_size[1] <= 0 || strides[0] <= 0 ||
-      strides[1] <= 0) {
+  if (filters <= 0 || kernel_size[0] <= 0 || kernel_size[1] <= 0 || strides[0] <= 0 || strides[1] <= 0) {
     InvalidArgument("conv2d: filters, kernel_size and strides must be positive");
   }
   const std::string padding_attr = PaddingAttr(padding, "conv2d");
@@ -124,12 +122,12 @@ Output Conv2D(Output inputs, int64_t filters, std::array<int64_t, 2> kernel_size
   const std::string name = LayerName(graph, options.name, "conv2d");
   ops::VariableScope var_scope(name, {.auxiliary_name_scope = false});
   auto name_scope = graph.NameScope(name);
-  Variable kernel = ops::GetVariable(
-      "kernel", TensorShape({kernel_size[0], kernel_size[1], in_channels, filters}),
-      inputs.dtype(), options.kernel_initializer, {.trainable = options.trainable});
+  Variable kernel =
+      ops::GetVariable("kernel", TensorShape({kernel_size[0], kernel_size[1], in_channels, filters}),
+                       inputs.dtype(), options.kernel_initializer, {.trainable = options.trainable});
   Output outputs = ops::Conv2D(inputs, kernel, {1, strides[0], strides[1], 1}, padding_attr);
-  return BiasAndActivation(outputs, options.use_bias, filters, options.bias_initializer,
-                           options.trainable, activation);
+  return BiasAndActivation(outputs, options.use_bias, filters, options.bias_initializer, options.trainable,
+                           activation);
 }
 
 Output MaxPooling2D(Output inputs, std::array<int64_t, 2> pool_size, std::array<int64_t, 2> strides,
@@ -179,9 +177,8 @@ Output Dropout(Output inputs, double rate, bool training, std::optional<int64_t>
   auto scope = graph.NameScope("dropout");
   const DataType dtype = inputs.dtype();
   auto scalar = [&](double v, std::string_view n) {
-    return ops::Const(DispatchNumericType(dtype, "dropout", [&]<typename T>() {
-                        return Tensor::Scalar<T>(static_cast<T>(v));
-                      }),
+    return ops::Const(DispatchNumericType(dtype, "dropout",
+                                          [&]<typename T>() { return Tensor::Scalar<T>(static_cast<T>(v)); }),
                       n);
   };
   Output rate_t = scalar(rate, "rate");

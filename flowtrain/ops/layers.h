@@ -47,8 +47,7 @@ struct DenseOptions {
 
 // tf.layers.dense for inputs of rank 2 [batch, in]: activation(inputs @ kernel + bias) with
 // kernel [in, units] and bias [units].
-Output Dense(Output inputs, int64_t units, Activation activation = nullptr,
-             const DenseOptions& options = {});
+Output Dense(Output inputs, int64_t units, Activation activation = nullptr, const DenseOptions& options = {});
 
 struct Conv2DOptions {
   bool use_bias = true;

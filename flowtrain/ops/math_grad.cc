@@ -58,11 +58,10 @@ Output ExpandReducedGradient(const Operation& op, const Output& grad) {
     const Output shape = ops::Shape(input);
     const Output rank = ops::Size(shape);
     // A scalar input (rank 0) has no axes to wrap; Maximum keeps FloorMod's divisor non-zero.
-    const Output wrapped = ops::FloorMod(
-        ops::Reshape(ops::Cast(op.input(1), DT_INT32), std::vector<int64_t>{-1}),
-        ops::Maximum(rank, ops::Const(int32_t{1})));
-    const Output hits = ops::ReduceSum(
-        ops::OneHot(wrapped, rank, ops::Const(1.0f), ops::Const(0.0f)), {0});
+    const Output wrapped =
+        ops::FloorMod(ops::Reshape(ops::Cast(op.input(1), DT_INT32), std::vector<int64_t>{-1}),
+                      ops::Maximum(rank, ops::Const(int32_t{1})));
+    const Output hits = ops::ReduceSum(ops::OneHot(wrapped, rank, ops::Const(1.0f), ops::Const(0.0f)), {0});
     const Output mask = ops::Cast(ops::Minimum(hits, ops::Const(1.0f)), DT_INT32);
     const Output kept_shape = ops::Add(ops::Mul(shape, ops::Sub(ops::Const(int32_t{1}), mask)), mask);
     return ops::BroadcastTo(ops::Reshape(grad, kept_shape), shape);
@@ -79,18 +78,16 @@ Output ExpandReducedGradient(const Operation& op, const Output& grad) {
   return ops::BroadcastTo(ops::Reshape(grad, kept_shape), ops::Shape(input));
 }
 
-Grads SumGrad(const Operation& op, const Grads& dy) {
-  return {ExpandReducedGradient(op, dy[0]), Output()};
-}
+Grads SumGrad(const Operation& op, const Grads& dy) { return {ExpandReducedGradient(op, dy[0]), Output()}; }
 
 Grads MeanGrad(const Operation& op, const Grads& dy) {
   const Output input = op.input(0);
   Output expanded = ExpandReducedGradient(op, dy[0]);
   // Divide by the number of elements reduced into each output: size(input) / size(output).
-  Output count = ops::Cast(ops::FloorDiv(ops::ReduceProd(ops::Shape(input)),
-                                    ops::Maximum(ops::ReduceProd(ops::Shape(op.output(0))),
-                                                 ops::Const(int32_t{1}))),
-                           input.dtype());
+  Output count = ops::Cast(
+      ops::FloorDiv(ops::ReduceProd(ops::Shape(input)),
+                    ops::Maximum(ops::ReduceProd(ops::Shape(op.output(0))), ops::Const(int32_t{1}))),
+      input.dtype());
   return {ops::RealDiv(expanded, count), Output()};
 }
 
@@ -125,8 +122,7 @@ FT_REGISTER_NO_GRADIENT("FloorDiv");
 FT_REGISTER_GRADIENT("FloorMod", [](const Operation& op, const Grads& dy) {
   const Output x = op.input(0);
   const Output y = op.input(1);
-  auto [gx, gy] = ops::ReduceBroadcastGradients(x, y, dy[0],
-                                                ops::Mul(dy[0], ops::Neg(ops::FloorDiv(x, y))));
+  auto [gx, gy] = ops::ReduceBroadcastGradients(x, y, dy[0], ops::Mul(dy[0], ops::Neg(ops::FloorDiv(x, y))));
   return Grads{gx, gy};
 });
 // TF's _DivNoNanGrad: as RealDiv's, with DivNoNan for the divisions (0 where y == 0).
@@ -134,8 +130,7 @@ FT_REGISTER_GRADIENT("DivNoNan", [](const Operation& op, const Grads& dy) {
   const Output x = op.input(0);
   const Output y = op.input(1);
   auto [gx, gy] = ops::ReduceBroadcastGradients(
-      x, y, ops::DivNoNan(dy[0], y),
-      ops::Mul(dy[0], ops::DivNoNan(ops::DivNoNan(ops::Neg(x), y), y)));
+      x, y, ops::DivNoNan(dy[0], y), ops::Mul(dy[0], ops::DivNoNan(ops::DivNoNan(ops::Neg(x), y), y)));
   return Grads{gx, gy};
 });
 // Floor is flat almost everywhere: TF gives it no gradient.
@@ -155,9 +150,8 @@ using Grads = std::vector<Output>;
 
 // A scalar constant of `like`'s dtype.
 Output ScalarLike(double value, const Output& like) {
-  Tensor t = DispatchNumericType(like.dtype(), "gradient constant", [&]<typename T>() {
-    return Tensor::Scalar<T>(static_cast<T>(value));
-  });
+  Tensor t = DispatchNumericType(like.dtype(), "gradient constant",
+                                 [&]<typename T>() { return Tensor::Scalar<T>(static_cast<T>(value)); });
   return ops::Const(t);
 }
 
@@ -211,7 +205,8 @@ Grads ProdGrad(const Operation& op, const Grads& dy) {
   const Tensor* axes = op.input(1).node()->constant_value();
   const PartialTensorShape& shape = x.shape();
   if (axes == nullptr || shape.unknown_rank()) {
-    Unimplemented("Gradient of Prod '", op.name(), "' needs constant reduction axes and an input of known rank");
+    Unimplemented("Gradient of Prod '", op.name(),
+                  "' needs constant reduction axes and an input of known rank");
   }
   const int rank = shape.dims();
   std::vector<bool> reduced(rank, false);
@@ -237,7 +232,8 @@ Grads ProdGrad(const Operation& op, const Grads& dy) {
   for (int d = 0; d < rank; ++d) inverse[perm[d]] = d;
   Output g = ExpandReducedGradient(op, dy[0]);
   Output x_shape = ops::Shape(x);
-  Output reduced_num = ops::ReduceProd(ops::Gather(x_shape, ops::Const(Tensor::FromVector<int32_t>(reduced_dims))));
+  Output reduced_num =
+      ops::ReduceProd(ops::Gather(x_shape, ops::Const(Tensor::FromVector<int32_t>(reduced_dims))));
   Output permuted = ops::Transpose(x, perm);
   Output matrix = ops::Reshape(permuted, ops::Pack({reduced_num, ops::Const(int32_t{-1})}));
   Output zero = ops::Const(int32_t{0});
@@ -299,9 +295,7 @@ FT_REGISTER_GRADIENT("Rsqrt", [](const Operation& op, const Grads& dy) {
   const Output y = op.output(0);
   return Grads{dy[0] * (ScalarLike(-0.5, y) * ops::Square(y) * y)};
 });
-FT_REGISTER_GRADIENT("Exp", [](const Operation& op, const Grads& dy) {
-  return Grads{dy[0] * op.output(0)};
-});
+FT_REGISTER_GRADIENT("Exp", [](const Operation& op, const Grads& dy) { return Grads{dy[0] * op.output(0)}; });
 FT_REGISTER_GRADIENT("Log", [](const Operation& op, const Grads& dy) {
   return Grads{ops::RealDiv(dy[0], op.input(0))};
 });
@@ -342,22 +336,21 @@ FT_REGISTER_GRADIENT("Reciprocal", [](const Operation& op, const Grads& dy) {
   const Output y = op.output(0);
   return Grads{ops::Neg(dy[0]) * ops::Square(y)};
 });
-FT_REGISTER_GRADIENT("Sign", [](const Operation& op, const Grads&) {
-  return Grads{ops::ZerosLike(op.input(0))};
-});
+FT_REGISTER_GRADIENT("Sign",
+                     [](const Operation& op, const Grads&) { return Grads{ops::ZerosLike(op.input(0))}; });
 FT_REGISTER_GRADIENT("Pow", PowGrad);
 FT_REGISTER_GRADIENT("SquaredDifference", SquaredDifferenceGrad);
-FT_REGISTER_GRADIENT("Maximum", [](const Operation& op, const Grads& dy) { return MaxMinGrad(op, dy, true); });
-FT_REGISTER_GRADIENT("Minimum", [](const Operation& op, const Grads& dy) { return MaxMinGrad(op, dy, false); });
+FT_REGISTER_GRADIENT("Maximum",
+                     [](const Operation& op, const Grads& dy) { return MaxMinGrad(op, dy, true); });
+FT_REGISTER_GRADIENT("Minimum",
+                     [](const Operation& op, const Grads& dy) { return MaxMinGrad(op, dy, false); });
 FT_REGISTER_GRADIENT("Max", MaxMinReductionGrad);
 FT_REGISTER_GRADIENT("Min", MaxMinReductionGrad);
 FT_REGISTER_GRADIENT("Prod", ProdGrad);
-FT_REGISTER_GRADIENT("BatchMatMul", [](const Operation& op, const Grads& dy) {
-  return BatchMatMulGrad(op, dy, false);
-});
-FT_REGISTER_GRADIENT("BatchMatMulV2", [](const Operation& op, const Grads& dy) {
-  return BatchMatMulGrad(op, dy, true);
-});
+FT_REGISTER_GRADIENT("BatchMatMul",
+                     [](const Operation& op, const Grads& dy) { return BatchMatMulGrad(op, dy, false); });
+FT_REGISTER_GRADIENT("BatchMatMulV2",
+                     [](const Operation& op, const Grads& dy) { return BatchMatMulGrad(op, dy, true); });
 FT_REGISTER_GRADIENT("Cumsum", [](const Operation& op, const Grads& dy) {
   return Grads{ops::Cumsum(dy[0], op.input(1), op.GetAttr<bool>("exclusive"), !op.GetAttr<bool>("reverse")),
                Output()};

@@ -28,12 +28,12 @@ Output Binary(std::string_view op, Output x, Output y, std::string_view name) {
 
 }  // namespace
 
-#define FT_BINARY_CWISE_OP(Name, Types)                 \
-  FT_REGISTER_OP(Name)                                  \
-      .Input("x: T")                                    \
-      .Input("y: T")                                    \
-      .Output("z: T")                                   \
-      .Attr("T: " Types)                                \
+#define FT_BINARY_CWISE_OP(Name, Types) \
+  FT_REGISTER_OP(Name)                  \
+      .Input("x: T")                    \
+      .Input("y: T")                    \
+      .Output("z: T")                   \
+      .Attr("T: " Types)                \
       .SetShapeFn(shape_fns::BroadcastBinaryOpShape)
 
 #define FT_NUMBER_TYPES "{bfloat16, half, float, double, uint8, int8, int16, int32, int64}"
@@ -69,10 +69,7 @@ FT_REGISTER_OP("MatMul")
     .Attr("grad_b: bool = false")
     .SetShapeFn(MatMulShape);
 
-FT_REGISTER_OP("LogicalNot")
-    .Input("x: bool")
-    .Output("y: bool")
-    .SetShapeFn(shape_fns::UnchangedShape);
+FT_REGISTER_OP("LogicalNot").Input("x: bool").Output("y: bool").SetShapeFn(shape_fns::UnchangedShape);
 
 namespace ops {
 
@@ -87,9 +84,7 @@ Output Minimum(Output x, Output y, std::string_view name) { return Binary("Minim
 Output FloorMod(Output x, Output y, std::string_view name) { return Binary("FloorMod", x, y, name); }
 Output DivNoNan(Output x, Output y, std::string_view name) { return Binary("DivNoNan", x, y, name); }
 Output TanhGrad(Output y, Output dy, std::string_view name) { return Binary("TanhGrad", y, dy, name); }
-Output SigmoidGrad(Output y, Output dy, std::string_view name) {
-  return Binary("SigmoidGrad", y, dy, name);
-}
+Output SigmoidGrad(Output y, Output dy, std::string_view name) { return Binary("SigmoidGrad", y, dy, name); }
 Output Neg(Output x, std::string_view name) { return NodeBuilder("Neg", name).Input(x).Finalize(); }
 
 Output MatMul(Output a, Output b, bool transpose_a, bool transpose_b, std::string_view name) {
@@ -132,7 +127,7 @@ void ReductionShape(InferenceContext& c) {
   const Tensor* axes = c.input_tensor(1);
   if (in.unknown_rank() || axes == nullptr) {
     c.set_output(0, keep_dims && !in.unknown_rank() ? PartialTensorShape::UnknownOfRank(in.dims())
-                                                     : PartialTensorShape::Unknown());
+                                                    : PartialTensorShape::Unknown());
     return;
   }
   std::vector<bool> reduced(in.dims(), false);
@@ -204,14 +199,14 @@ FT_REGISTER_OP("Cast")
     .Attr("Truncate: bool = false")
     .SetShapeFn(shape_fns::UnchangedShape);
 
-#define FT_REDUCTION_OP(Name)                                                           \
-  FT_REGISTER_OP(Name)                                                                  \
-      .Input("input: T")                                                                \
-      .Input("reduction_indices: Tidx")                                                 \
-      .Output("output: T")                                                              \
-      .Attr("keep_dims: bool = false")                                                  \
-      .Attr("T: {bfloat16, half, float, double, uint8, int8, int16, int32, int64}")     \
-      .Attr("Tidx: {int32, int64} = DT_INT32")                                          \
+#define FT_REDUCTION_OP(Name)                                                       \
+  FT_REGISTER_OP(Name)                                                              \
+      .Input("input: T")                                                            \
+      .Input("reduction_indices: Tidx")                                             \
+      .Output("output: T")                                                          \
+      .Attr("keep_dims: bool = false")                                              \
+      .Attr("T: {bfloat16, half, float, double, uint8, int8, int16, int32, int64}") \
+      .Attr("Tidx: {int32, int64} = DT_INT32")                                      \
       .SetShapeFn(ReductionShape)
 FT_REDUCTION_OP("Sum");
 FT_REDUCTION_OP("Mean");
@@ -389,23 +384,23 @@ FT_REGISTER_OP("Softplus")
     .SetShapeFn(shape_fns::UnchangedShape);
 #undef FT_UNARY_CWISE_OP
 
-#define FT_BINARY_OP(Name, Types)                 \
-  FT_REGISTER_OP(Name)                                  \
-      .Input("x: T")                                    \
-      .Input("y: T")                                    \
-      .Output("z: T")                                   \
-      .Attr("T: " Types)                                \
+#define FT_BINARY_OP(Name, Types) \
+  FT_REGISTER_OP(Name)            \
+      .Input("x: T")              \
+      .Input("y: T")              \
+      .Output("z: T")             \
+      .Attr("T: " Types)          \
       .SetShapeFn(shape_fns::BroadcastBinaryOpShape)
 FT_BINARY_OP("Pow", "{bfloat16, half, float, double, int32, int64}");
 FT_BINARY_OP("SquaredDifference", "{bfloat16, half, float, double, int32, int64}").SetIsCommutative();
 #undef FT_BINARY_OP
 
-#define FT_COMPARISON_OP(Name, Types)                   \
-  FT_REGISTER_OP(Name)                                  \
-      .Input("x: T")                                    \
-      .Input("y: T")                                    \
-      .Output("z: bool")                                \
-      .Attr("T: " Types)                                \
+#define FT_COMPARISON_OP(Name, Types) \
+  FT_REGISTER_OP(Name)                \
+      .Input("x: T")                  \
+      .Input("y: T")                  \
+      .Output("z: bool")              \
+      .Attr("T: " Types)              \
       .SetShapeFn(shape_fns::BroadcastBinaryOpShape)
 #define FT_REAL_TYPES "{bfloat16, half, float, double, uint8, int8, int16, int32, int64}"
 FT_COMPARISON_OP("Less", FT_REAL_TYPES);
@@ -417,7 +412,8 @@ FT_COMPARISON_OP("GreaterEqual", FT_REAL_TYPES);
 FT_COMPARISON_OP("Equal", "{bfloat16, half, float, double, uint8, int8, int16, int32, int64, bool, string}")
     .Attr("incompatible_shape_error: bool = true")
     .SetIsCommutative();
-FT_COMPARISON_OP("NotEqual", "{bfloat16, half, float, double, uint8, int8, int16, int32, int64, bool, string}")
+FT_COMPARISON_OP("NotEqual",
+                 "{bfloat16, half, float, double, uint8, int8, int16, int32, int64, bool, string}")
     .Attr("incompatible_shape_error: bool = true")
     .SetIsCommutative();
 #undef FT_COMPARISON_OP
@@ -435,14 +431,14 @@ FT_REGISTER_OP("LogicalOr")
     .SetIsCommutative()
     .SetShapeFn(shape_fns::BroadcastBinaryOpShape);
 
-#define FT_ARG_OP(Name)                                  \
-  FT_REGISTER_OP(Name)                                   \
-      .Input("input: T")                                 \
-      .Input("dimension: Tidx")                          \
-      .Output("output: output_type")                     \
-      .Attr("T: " FT_REAL_TYPES)                         \
-      .Attr("Tidx: {int32, int64} = DT_INT32")           \
-      .Attr("output_type: {int32, int64} = DT_INT64")    \
+#define FT_ARG_OP(Name)                               \
+  FT_REGISTER_OP(Name)                                \
+      .Input("input: T")                              \
+      .Input("dimension: Tidx")                       \
+      .Output("output: output_type")                  \
+      .Attr("T: " FT_REAL_TYPES)                      \
+      .Attr("Tidx: {int32, int64} = DT_INT32")        \
+      .Attr("output_type: {int32, int64} = DT_INT64") \
       .SetShapeFn(ArgMinMaxShape)
 FT_ARG_OP("ArgMax");
 FT_ARG_OP("ArgMin");
@@ -467,15 +463,15 @@ FT_REGISTER_OP("BatchMatMulV2")
     .Attr("grad_y: bool = false")
     .SetShapeFn([](InferenceContext& c) { BatchMatMulShape(c, /*broadcast=*/true); });
 
-#define FT_SCAN_OP(Name)                                 \
-  FT_REGISTER_OP(Name)                                   \
-      .Input("x: T")                                     \
-      .Input("axis: Tidx")                               \
-      .Output("out: T")                                  \
-      .Attr("exclusive: bool = false")                   \
-      .Attr("reverse: bool = false")                     \
-      .Attr("T: " FT_REAL_TYPES)                         \
-      .Attr("Tidx: {int32, int64} = DT_INT32")           \
+#define FT_SCAN_OP(Name)                       \
+  FT_REGISTER_OP(Name)                         \
+      .Input("x: T")                           \
+      .Input("axis: Tidx")                     \
+      .Output("out: T")                        \
+      .Attr("exclusive: bool = false")         \
+      .Attr("reverse: bool = false")           \
+      .Attr("T: " FT_REAL_TYPES)               \
+      .Attr("Tidx: {int32, int64} = DT_INT32") \
       .SetShapeFn(ScanShape)
 FT_SCAN_OP("Cumsum");
 FT_SCAN_OP("Cumprod");
@@ -514,9 +510,7 @@ Output SquaredDifference(Output x, Output y, std::string_view name) {
 Output Less(Output x, Output y, std::string_view name) { return Binary("Less", x, y, name); }
 Output LessEqual(Output x, Output y, std::string_view name) { return Binary("LessEqual", x, y, name); }
 Output Greater(Output x, Output y, std::string_view name) { return Binary("Greater", x, y, name); }
-Output GreaterEqual(Output x, Output y, std::string_view name) {
-  return Binary("GreaterEqual", x, y, name);
-}
+Output GreaterEqual(Output x, Output y, std::string_view name) { return Binary("GreaterEqual", x, y, name); }
 Output Equal(Output x, Output y, std::string_view name) { return Binary("Equal", x, y, name); }
 Output NotEqual(Output x, Output y, std::string_view name) { return Binary("NotEqual", x, y, name); }
 Output LogicalAnd(Output x, Output y, std::string_view name) { return Binary("LogicalAnd", x, y, name); }
@@ -532,31 +526,57 @@ Output ArgMax(Output input, int64_t axis, DataType output_type, std::string_view
   OpNameScope scope(*input.graph(), name);
   Output a = Const(static_cast<int32_t>(axis), "dimension");
   scope.Exit();
-  return NodeBuilder("ArgMax", scope.op_name()).ExactName().Input(input).Input(a)
-      .Attr("output_type", output_type).Finalize();
+  return NodeBuilder("ArgMax", scope.op_name())
+      .ExactName()
+      .Input(input)
+      .Input(a)
+      .Attr("output_type", output_type)
+      .Finalize();
 }
 Output ArgMin(Output input, int64_t axis, DataType output_type, std::string_view name) {
   OpNameScope scope(*input.graph(), name);
   Output a = Const(static_cast<int32_t>(axis), "dimension");
   scope.Exit();
-  return NodeBuilder("ArgMin", scope.op_name()).ExactName().Input(input).Input(a)
-      .Attr("output_type", output_type).Finalize();
+  return NodeBuilder("ArgMin", scope.op_name())
+      .ExactName()
+      .Input(input)
+      .Input(a)
+      .Attr("output_type", output_type)
+      .Finalize();
 }
 
 Output BatchMatMul(Output x, Output y, bool adj_x, bool adj_y, std::string_view name) {
-  return NodeBuilder("BatchMatMul", name).Input(x).Input(y).Attr("adj_x", adj_x).Attr("adj_y", adj_y).Finalize();
+  return NodeBuilder("BatchMatMul", name)
+      .Input(x)
+      .Input(y)
+      .Attr("adj_x", adj_x)
+      .Attr("adj_y", adj_y)
+      .Finalize();
 }
 Output BatchMatMulV2(Output x, Output y, bool adj_x, bool adj_y, std::string_view name) {
-  return NodeBuilder("BatchMatMulV2", name).Input(x).Input(y).Attr("adj_x", adj_x).Attr("adj_y", adj_y).Finalize();
+  return NodeBuilder("BatchMatMulV2", name)
+      .Input(x)
+      .Input(y)
+      .Attr("adj_x", adj_x)
+      .Attr("adj_y", adj_y)
+      .Finalize();
 }
 
 Output Cumsum(Output x, Output axis, bool exclusive, bool reverse, std::string_view name) {
-  return NodeBuilder("Cumsum", name).Input(x).Input(axis).Attr("exclusive", exclusive)
-      .Attr("reverse", reverse).Finalize();
+  return NodeBuilder("Cumsum", name)
+      .Input(x)
+      .Input(axis)
+      .Attr("exclusive", exclusive)
+      .Attr("reverse", reverse)
+      .Finalize();
 }
 Output Cumprod(Output x, Output axis, bool exclusive, bool reverse, std::string_view name) {
-  return NodeBuilder("Cumprod", name).Input(x).Input(axis).Attr("exclusive", exclusive)
-      .Attr("reverse", reverse).Finalize();
+  return NodeBuilder("Cumprod", name)
+      .Input(x)
+      .Input(axis)
+      .Attr("exclusive", exclusive)
+      .Attr("reverse", reverse)
+      .Finalize();
 }
 
 }  // namespace ops

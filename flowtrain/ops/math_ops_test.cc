@@ -172,25 +172,28 @@ TEST_F(MathOpsTest, BinaryGradientsWithBroadcasting) {
 // DivNoNan is 0 where y is 0; TanhGrad/SigmoidGrad are the gradients TF's graphs use.
 TEST_F(MathOpsTest, FloorModFloorDivNoNanAndActivationGrads) {
   Session sess(g_);
-  EXPECT_EQ(Values<int32_t>(ops::FloorMod(ops::Const<int32_t>({7, -7, 7, -7, 0}),
-                                          ops::Const<int32_t>({3, 3, -3, -3, 5})).Eval(sess)),
+  EXPECT_EQ(Values<int32_t>(
+                ops::FloorMod(ops::Const<int32_t>({7, -7, 7, -7, 0}), ops::Const<int32_t>({3, 3, -3, -3, 5}))
+                    .Eval(sess)),
             (std::vector<int32_t>{1, 2, -2, -1, 0}));
   EXPECT_EQ(Values<int64_t>(ops::FloorMod(ops::Const<int64_t>({10, -1}), ops::Const(int64_t{4})).Eval(sess)),
             (std::vector<int64_t>{2, 3}));
-  EXPECT_EQ(Values<float>(ops::FloorMod(ops::Const<float>({5.5f, -5.5f, 5.5f}),
-                                        ops::Const<float>({2, 2, -2})).Eval(sess)),
-            (std::vector<float>{1.5f, 0.5f, -0.5f}));
+  EXPECT_EQ(
+      Values<float>(
+          ops::FloorMod(ops::Const<float>({5.5f, -5.5f, 5.5f}), ops::Const<float>({2, 2, -2})).Eval(sess)),
+      (std::vector<float>{1.5f, 0.5f, -0.5f}));
   ExpectInvalidArgument([&] { ops::FloorMod(ops::Const<int32_t>({1}), ops::Const<int32_t>({0})).Eval(sess); },
                         {"zero"});
   EXPECT_EQ(Values<float>(ops::Floor(ops::Const<float>({1.5f, -1.5f, 2.0f, -0.0f})).Eval(sess)),
             (std::vector<float>{1, -2, 2, -0.0f}));
-  EXPECT_EQ(Values<float>(ops::DivNoNan(ops::Const<float>({1, 0, -3, 6}),
-                                        ops::Const<float>({0, 0, 2, 3})).Eval(sess)),
+  EXPECT_EQ(Values<float>(
+                ops::DivNoNan(ops::Const<float>({1, 0, -3, 6}), ops::Const<float>({0, 0, 2, 3})).Eval(sess)),
             (std::vector<float>{0, 0, -1.5f, 2}));
   EXPECT_EQ(Values<float>(ops::TanhGrad(ops::Const<float>({0.5f, -1}), ops::Const<float>({2, 3})).Eval(sess)),
             (std::vector<float>{1.5f, 0}));
-  EXPECT_EQ(Values<float>(ops::SigmoidGrad(ops::Const<float>({0.5f, 0.25f}), ops::Const<float>({4, 2})).Eval(sess)),
-            (std::vector<float>{1, 0.375f}));
+  EXPECT_EQ(
+      Values<float>(ops::SigmoidGrad(ops::Const<float>({0.5f, 0.25f}), ops::Const<float>({4, 2})).Eval(sess)),
+      (std::vector<float>{1, 0.375f}));
 }
 
 // Integer division never traps: a zero divisor is TF's InvalidArgument on every path (same
@@ -204,26 +207,45 @@ void ExpectSafeIntegerDivision(Session& sess) {
       {ops::RealDiv, "RealDiv"}, {ops::FloorDiv, "FloorDiv"}, {ops::FloorMod, "FloorMod"}};
   for (const auto& [op, name] : divisions) {
     SCOPED_TRACE(name);
-    ExpectInvalidArgument([&] { op(ops::Const<T>({1, 2}), ops::Const<T>({1, 0}), name).Eval(sess); },
-                          {"Integer division by zero", name});
-    ExpectInvalidArgument([&] { op(ops::Const<T>({1, 2}), ops::Const<T>(T(0)), name).Eval(sess); },
-                          {"Integer division by zero"});
-    ExpectInvalidArgument([&] { op(ops::Const<T>(T(1)), ops::Const<T>({3, 0}), name).Eval(sess); },
-                          {"Integer division by zero"});
     ExpectInvalidArgument(
-        [&] { op(ops::Const<T>({1, 2, 3, 4}, TensorShape({2, 2})), ops::Const<T>({0, 1}, TensorShape({2, 1})), name).Eval(sess); },
+        [&] {
+          op(ops::Const<T>({1, 2}), ops::Const<T>({1, 0}), name).Eval(sess);
+        },
+        {"Integer division by zero", name});
+    ExpectInvalidArgument(
+        [&] {
+          op(ops::Const<T>({1, 2}), ops::Const<T>(T(0)), name).Eval(sess);
+        },
+        {"Integer division by zero"});
+    ExpectInvalidArgument(
+        [&] {
+          op(ops::Const<T>(T(1)), ops::Const<T>({3, 0}), name).Eval(sess);
+        },
+        {"Integer division by zero"});
+    ExpectInvalidArgument(
+        [&] {
+          op(ops::Const<T>({1, 2, 3, 4}, TensorShape({2, 2})), ops::Const<T>({0, 1}, TensorShape({2, 1})),
+             name)
+              .Eval(sess);
+        },
         {"Integer division by zero"});
   }
   if constexpr (std::is_signed_v<T>) {
     // Same shape, scalar divisor, scalar dividend and a broadcast (including its strided loop).
     const std::vector<T> x = {kMin, kMin, 7, -7};
     const std::vector<T> y = {-1, 2, -1, 2};
-    EXPECT_EQ(Values<T>(ops::RealDiv(ops::Const<T>(x, TensorShape({4})), ops::Const<T>(y, TensorShape({4}))).Eval(sess)),
-              (std::vector<T>{kMin, static_cast<T>(kMin / 2), -7, -3}));
-    EXPECT_EQ(Values<T>(ops::FloorDiv(ops::Const<T>(x, TensorShape({4})), ops::Const<T>(y, TensorShape({4}))).Eval(sess)),
-              (std::vector<T>{kMin, static_cast<T>(kMin / 2), -7, -4}));
-    EXPECT_EQ(Values<T>(ops::FloorMod(ops::Const<T>(x, TensorShape({4})), ops::Const<T>(y, TensorShape({4}))).Eval(sess)),
-              (std::vector<T>{0, 0, 0, 1}));
+    EXPECT_EQ(
+        Values<T>(
+            ops::RealDiv(ops::Const<T>(x, TensorShape({4})), ops::Const<T>(y, TensorShape({4}))).Eval(sess)),
+        (std::vector<T>{kMin, static_cast<T>(kMin / 2), -7, -3}));
+    EXPECT_EQ(
+        Values<T>(
+            ops::FloorDiv(ops::Const<T>(x, TensorShape({4})), ops::Const<T>(y, TensorShape({4}))).Eval(sess)),
+        (std::vector<T>{kMin, static_cast<T>(kMin / 2), -7, -4}));
+    EXPECT_EQ(
+        Values<T>(
+            ops::FloorMod(ops::Const<T>(x, TensorShape({4})), ops::Const<T>(y, TensorShape({4}))).Eval(sess)),
+        (std::vector<T>{0, 0, 0, 1}));
     EXPECT_EQ(Values<T>(ops::FloorDiv(ops::Const<T>({kMin, 6}), ops::Const<T>(T(-1))).Eval(sess)),
               (std::vector<T>{kMin, -6}));
     EXPECT_EQ(Values<T>(ops::FloorMod(ops::Const<T>({kMin, 6}), ops::Const<T>(T(-1))).Eval(sess)),
@@ -231,13 +253,16 @@ void ExpectSafeIntegerDivision(Session& sess) {
     EXPECT_EQ(Values<T>(ops::RealDiv(ops::Const<T>(kMin), ops::Const<T>({-1, 1})).Eval(sess)),
               (std::vector<T>{kMin, kMin}));
     EXPECT_EQ(Values<T>(ops::FloorDiv(ops::Const<T>({kMin, 5, kMin, 5}, TensorShape({2, 2})),
-                                      ops::Const<T>({-1, 2}, TensorShape({1, 2}))).Eval(sess)),
+                                      ops::Const<T>({-1, 2}, TensorShape({1, 2})))
+                            .Eval(sess)),
               (std::vector<T>{kMin, 2, kMin, 2}));
     EXPECT_EQ(Values<T>(ops::FloorMod(ops::Const<T>({kMin, kMin, 5, 5}, TensorShape({2, 2})),
-                                      ops::Const<T>({-1, 3}, TensorShape({2, 1}))).Eval(sess)),
+                                      ops::Const<T>({-1, 3}, TensorShape({2, 1})))
+                            .Eval(sess)),
               (std::vector<T>{0, 0, 2, 2}));
     EXPECT_EQ(Values<T>(ops::FloorDiv(ops::Const<T>({kMin, 5}, TensorShape({2, 1, 1})),
-                                      ops::Const<T>({-1, -1}, TensorShape({1, 2, 1}))).Eval(sess)),
+                                      ops::Const<T>({-1, -1}, TensorShape({1, 2, 1})))
+                            .Eval(sess)),
               (std::vector<T>{kMin, kMin, -5, -5}));
   }
 }
@@ -319,7 +344,8 @@ TEST_F(MathOpsTest, ComparisonsBroadcastToBool) {
     EXPECT_EQ(y.dtype(), DT_BOOL);
     const Tensor t = y.Eval(sess);
     ASSERT_EQ(t.NumElements(), static_cast<int64_t>(expected.size())) << y.op().type();
-    for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(t.flat<bool>()[i], expected[i]) << y.op().type() << " " << i;
+    for (size_t i = 0; i < expected.size(); ++i)
+      EXPECT_EQ(t.flat<bool>()[i], expected[i]) << y.op().type() << " " << i;
   };
   check(ops::Less(x, row), {true, false, true, false, false, false});
   check(ops::LessEqual(x, row), {true, true, true, false, false, true});
@@ -342,7 +368,7 @@ TEST_F(MathOpsTest, ComparisonsBroadcastToBool) {
 TEST_F(MathOpsTest, OperatorsFollowTheTfPythonOverloads) {
   Output x = ops::Const<float>({1, 2, 3});
   Output y = ops::Const<float>({2, 2, 2});
-  Output lt = x < y, le = x <= y, gt = x > y, ge = x >= y;
+  Output lt = x<y, le = x <= y, gt = x> y, ge = x >= y;
   EXPECT_EQ(lt.op().type(), "Less");
   EXPECT_EQ(le.op().type(), "LessEqual");
   EXPECT_EQ(gt.op().type(), "Greater");
@@ -366,8 +392,11 @@ TEST_F(MathOpsTest, OperatorsFollowTheTfPythonOverloads) {
 
 TEST_F(MathOpsTest, ComparisonsAndLogicalOpsRejectBadInputs) {
   Output f = ops::Const<float>({1, 2, 3});
-  ExpectInvalidArgument([&] { ops::Less(f, ops::Const<float>({1, 2})); },
-                        "Dimensions must be equal, but are 3 and 2 for 'Less' (op: 'Less')");
+  ExpectInvalidArgument(
+      [&] {
+        ops::Less(f, ops::Const<float>({1, 2}));
+      },
+      "Dimensions must be equal, but are 3 and 2 for 'Less' (op: 'Less')");
   ExpectInvalidArgument([&] { ops::Less(f, ops::Const<int32_t>({1, 2, 3})); }, "Less");
   ExpectInvalidArgument([&] { ops::LogicalAnd(f, f); }, "LogicalAnd");
   ExpectInvalidArgument([&] { ops::Less(ops::Const<bool>({true}), ops::Const<bool>({false})); },
@@ -377,9 +406,11 @@ TEST_F(MathOpsTest, ComparisonsAndLogicalOpsRejectBadInputs) {
   Output q = ops::Placeholder(DT_FLOAT, PartialTensorShape::Unknown(), "q");
   Output less = ops::Less(p, q);
   Session sess(g_);
-  ExpectInvalidArgument([&] { sess.Run({{p, Tensor::FromVector<float>({1, 2, 3})}, {q, Tensor::FromVector<float>({1, 2})}},
-                                       {less}); },
-                        "Incompatible shapes: [3] vs. [2]");
+  ExpectInvalidArgument(
+      [&] {
+        sess.Run({{p, Tensor::FromVector<float>({1, 2, 3})}, {q, Tensor::FromVector<float>({1, 2})}}, {less});
+      },
+      "Incompatible shapes: [3] vs. [2]");
 }
 
 // ---- ArgMax / ArgMin ----
@@ -392,19 +423,24 @@ TEST_F(MathOpsTest, ArgMaxArgMin) {
   EXPECT_EQ(am0.shape().DebugString(), "[3]");
   EXPECT_EQ(Values<int64_t>(am0.Eval(sess)), (std::vector<int64_t>{1, 0, 0}));
   // Ties keep the first index.
-  EXPECT_EQ(Values<int64_t>(ops::ArgMax(ops::Const<float>({9, 1, 9}), 0).Eval(sess)), (std::vector<int64_t>{0}));
+  EXPECT_EQ(Values<int64_t>(ops::ArgMax(ops::Const<float>({9, 1, 9}), 0).Eval(sess)),
+            (std::vector<int64_t>{0}));
   Output am1 = ops::ArgMax(x, -1, DT_INT32);
   EXPECT_EQ(am1.dtype(), DT_INT32);
   EXPECT_EQ(Values<int32_t>(am1.Eval(sess)), (std::vector<int32_t>{1, 0}));
   EXPECT_EQ(Values<int64_t>(ops::ArgMin(x, 1).Eval(sess)), (std::vector<int64_t>{0, 1}));
-  EXPECT_EQ(Values<int64_t>(ops::ArgMin(ops::Const<int32_t>({5, -2, 7}), 0).Eval(sess)), (std::vector<int64_t>{1}));
+  EXPECT_EQ(Values<int64_t>(ops::ArgMin(ops::Const<int32_t>({5, -2, 7}), 0).Eval(sess)),
+            (std::vector<int64_t>{1}));
   ExpectInvalidArgument([&] { ops::ArgMax(x, 2); }, "Expected dimension in the range [-2, 2), but got 2");
   ExpectInvalidArgument([&] { ops::ArgMax(x, ops::Const(int32_t{0}), DT_FLOAT); }, "output_type");
   Output axis = ops::Placeholder(DT_INT32, PartialTensorShape({}), "axis");
   Output dynamic = ops::ArgMax(x, axis);
   EXPECT_EQ(dynamic.shape().DebugString(), "[?]");
-  ExpectInvalidArgument([&] { sess.Run({{axis, Tensor::Scalar<int32_t>(5)}}, {dynamic}); },
-                        "Expected dimension in the range [-2, 2), but got 5");
+  ExpectInvalidArgument(
+      [&] {
+        sess.Run({{axis, Tensor::Scalar<int32_t>(5)}}, {dynamic});
+      },
+      "Expected dimension in the range [-2, 2), but got 5");
   // No gradient flows through an index.
   Output xd = In({3});
   EXPECT_FALSE(ops::Gradients({ops::Cast(ops::ArgMax(xd, 0), DT_DOUBLE)}, {xd})[0]);
@@ -424,7 +460,8 @@ TEST_F(MathOpsTest, MatMulAcceptsTf2AttrsAndExportsThemOnlyWhenSet) {
   ops::MatMul(a, a, false, false, "plain");
   tensorflow::GraphDef def = g_.ToGraphDef();
   const tensorflow::NodeDef* plain = nullptr;
-  for (const auto& n : def.node()) if (n.name() == "plain") plain = &n;
+  for (const auto& n : def.node())
+    if (n.name() == "plain") plain = &n;
   ASSERT_NE(plain, nullptr);
   EXPECT_TRUE(plain->attr().contains("transpose_a"));
   EXPECT_FALSE(plain->attr().contains("grad_a"));
@@ -477,7 +514,8 @@ TEST_F(MathOpsTest, MatMulSplitOverThreadsMatchesReference) {
           for (int64_t j = 0; j < s.n; ++j) {
             double expected = 0;
             for (int64_t p = 0; p < s.k; ++p) {
-              expected += double(ta ? a[p * s.m + i] : a[i * s.k + p]) * (tb ? b[j * s.k + p] : b[p * s.n + j]);
+              expected +=
+                  double(ta ? a[p * s.m + i] : a[i * s.k + p]) * (tb ? b[j * s.k + p] : b[p * s.n + j]);
             }
             ASSERT_NEAR(out.flat<float>()[i * s.n + j], expected, 1e-4 * (1 + std::sqrt(double(s.k))))
                 << "at (" << i << ", " << j << ")";
@@ -537,14 +575,27 @@ TEST_F(MathOpsTest, BatchMatMulValuesAndShapes) {
 
 TEST_F(MathOpsTest, BatchMatMulErrors) {
   Output x = ops::Const<float>(std::vector<float>(12, 1), TensorShape({2, 2, 3}));
-  ExpectInvalidArgument([&] { ops::BatchMatMul(x, ops::Const<float>(std::vector<float>(16, 1), TensorShape({2, 4, 2}))); },
-                        "Dimensions must be equal, but are 3 and 4 for 'BatchMatMul'");
-  ExpectInvalidArgument([&] { ops::BatchMatMul(x, ops::Const<float>(std::vector<float>(18, 1), TensorShape({3, 3, 2}))); },
-                        "BatchMatMul");
-  ExpectInvalidArgument([&] { ops::BatchMatMul(ops::Const<float>({1, 2}), x); }, "Shape must be at least rank 2");
-  ExpectInvalidArgument([&] { ops::MatMul(ops::Const<float>({1, 2, 3, 4, 5, 6}, TensorShape({2, 3})),
-                                          ops::Const<float>({1, 2, 3, 4}, TensorShape({2, 2}))); },
-                        "Dimensions must be equal, but are 3 and 2 for 'MatMul'");
+  ExpectInvalidArgument(
+      [&] {
+        ops::BatchMatMul(x, ops::Const<float>(std::vector<float>(16, 1), TensorShape({2, 4, 2})));
+      },
+      "Dimensions must be equal, but are 3 and 4 for 'BatchMatMul'");
+  ExpectInvalidArgument(
+      [&] {
+        ops::BatchMatMul(x, ops::Const<float>(std::vector<float>(18, 1), TensorShape({3, 3, 2})));
+      },
+      "BatchMatMul");
+  ExpectInvalidArgument(
+      [&] {
+        ops::BatchMatMul(ops::Const<float>({1, 2}), x);
+      },
+      "Shape must be at least rank 2");
+  ExpectInvalidArgument(
+      [&] {
+        ops::MatMul(ops::Const<float>({1, 2, 3, 4, 5, 6}, TensorShape({2, 3})),
+                    ops::Const<float>({1, 2, 3, 4}, TensorShape({2, 2})));
+      },
+      "Dimensions must be equal, but are 3 and 2 for 'MatMul'");
   // Run-time: shapes unknown while building.
   Output p = ops::Placeholder(DT_FLOAT, PartialTensorShape::Unknown(), "p");
   Output q = ops::Placeholder(DT_FLOAT, PartialTensorShape::Unknown(), "q");
@@ -553,7 +604,11 @@ TEST_F(MathOpsTest, BatchMatMulErrors) {
   Session sess(g_);
   Tensor a(DT_FLOAT, TensorShape({2, 2, 3}));
   Tensor b(DT_FLOAT, TensorShape({2, 4, 2}));
-  ExpectInvalidArgument([&] { sess.Run({{p, a}, {q, b}}, {z}); }, "Matrix size-incompatible: In[0]: [2,2,3], In[1]: [2,4,2]");
+  ExpectInvalidArgument(
+      [&] {
+        sess.Run({{p, a}, {q, b}}, {z});
+      },
+      "Matrix size-incompatible: In[0]: [2,2,3], In[1]: [2,4,2]");
   Tensor c(DT_FLOAT, TensorShape({3, 3, 2}));
   ExpectInvalidArgument([&] { sess.Run({{p, a}, {q, c}}, {z}); }, "must have compatible batch dimensions");
   Tensor m1(DT_FLOAT, TensorShape({2, 3}));
@@ -601,7 +656,8 @@ TEST_F(MathOpsTest, ReductionsOverAxesWithKeepDims) {
   const Tensor pr = ops::ReduceProd(x, {1}).Eval(sess);
   EXPECT_EQ(Values<float>(pr), (std::vector<float>{4, 10, 18, 0, 88, 70}));
   EXPECT_EQ(ops::ReduceSum(x, {1}, true).shape().DebugString(), "[2,1,3]");
-  ExpectInvalidArgument([&] { ops::ReduceSum(x, {3}); }, "Invalid reduction dimension 3 for input with 3 dimensions");
+  ExpectInvalidArgument([&] { ops::ReduceSum(x, {3}); },
+                        "Invalid reduction dimension 3 for input with 3 dimensions");
 }
 
 // Sums and means over a leading or trailing block of axes (the vectorized layouts), float
@@ -669,10 +725,14 @@ TEST_F(MathOpsTest, CumulativeScans) {
   Session sess(g_);
   EXPECT_EQ(Values<float>(ops::Cumsum(x, one).Eval(sess)), (std::vector<float>{1, 3, 6, 4, 9, 15}));
   EXPECT_EQ(Values<float>(ops::Cumsum(x, one, true).Eval(sess)), (std::vector<float>{0, 1, 3, 0, 4, 9}));
-  EXPECT_EQ(Values<float>(ops::Cumsum(x, one, false, true).Eval(sess)), (std::vector<float>{6, 5, 3, 15, 11, 6}));
-  EXPECT_EQ(Values<float>(ops::Cumprod(x, ops::Const(int32_t{0})).Eval(sess)), (std::vector<float>{1, 2, 3, 4, 10, 18}));
-  EXPECT_EQ(Values<float>(ops::Cumprod(x, one, true, true).Eval(sess)), (std::vector<float>{6, 3, 1, 30, 6, 1}));
-  ExpectInvalidArgument([&] { ops::Cumsum(x, ops::Const(int32_t{2})); }, "axis must be in range [-2, 2), got 2");
+  EXPECT_EQ(Values<float>(ops::Cumsum(x, one, false, true).Eval(sess)),
+            (std::vector<float>{6, 5, 3, 15, 11, 6}));
+  EXPECT_EQ(Values<float>(ops::Cumprod(x, ops::Const(int32_t{0})).Eval(sess)),
+            (std::vector<float>{1, 2, 3, 4, 10, 18}));
+  EXPECT_EQ(Values<float>(ops::Cumprod(x, one, true, true).Eval(sess)),
+            (std::vector<float>{6, 3, 1, 30, 6, 1}));
+  ExpectInvalidArgument([&] { ops::Cumsum(x, ops::Const(int32_t{2})); },
+                        "axis must be in range [-2, 2), got 2");
   Output xd = In({2, 3});
   const Tensor v = RandomDoubles({2, 3}, 17, 0.5, 2.0);
   for (bool exclusive : {false, true}) {
@@ -687,15 +747,21 @@ TEST_F(MathOpsTest, CumulativeScans) {
 
 TEST_F(MathOpsTest, BinaryOpErrorsAtBuildAndRunTime) {
   Output a = ops::Const<float>({1, 2, 3});
-  ExpectInvalidArgument([&] { ops::Add(a, ops::Const<float>({1, 2})); },
-                        "Dimensions must be equal, but are 3 and 2 for 'Add' (op: 'Add') with input shapes: [3], [2].");
+  ExpectInvalidArgument(
+      [&] {
+        ops::Add(a, ops::Const<float>({1, 2}));
+      },
+      "Dimensions must be equal, but are 3 and 2 for 'Add' (op: 'Add') with input shapes: [3], [2].");
   ExpectInvalidArgument([&] { ops::Mul(a, ops::Const<int32_t>({1, 2, 3})); }, "Mul");
   Output p = ops::Placeholder(DT_FLOAT, PartialTensorShape({-1}), "p");
   Output sum = ops::SquaredDifference(a, p);
   EXPECT_EQ(sum.shape().DebugString(), "[3]");
   Session sess(g_);
-  ExpectInvalidArgument([&] { sess.Run({{p, Tensor::FromVector<float>({1, 2})}}, {sum}); },
-                        "Incompatible shapes: [3] vs. [2]");
+  ExpectInvalidArgument(
+      [&] {
+        sess.Run({{p, Tensor::FromVector<float>({1, 2})}}, {sum});
+      },
+      "Incompatible shapes: [3] vs. [2]");
 }
 
 }  // namespace

@@ -27,9 +27,7 @@ Output SoftmaxBackward(const Output& softmax, const Output& grad) {
   return ops::Mul(ops::Sub(grad, dot), softmax);
 }
 
-Grads SoftmaxGrad(const Operation& op, const Grads& dy) {
-  return {SoftmaxBackward(op.output(0), dy[0])};
-}
+Grads SoftmaxGrad(const Operation& op, const Grads& dy) { return {SoftmaxBackward(op.output(0), dy[0])}; }
 
 Grads LogSoftmaxGrad(const Operation& op, const Grads& dy) {
   // d(log softmax)ᵀ·g = g - sum(g, -1) * softmax; softmax computed from the logits.
@@ -79,16 +77,15 @@ Grads Conv2DBackpropInputGrad(const Operation& op, const Grads& dy) {
   // out = Conv2DBackpropInput(sizes, filter, g): linear in filter and in g.
   const auto strides = Ints(op, "strides");
   const std::string padding = Str(op, "padding");
-  return {Output(),
-          ops::Conv2DBackpropFilter(dy[0], ops::Shape(op.input(1)), op.input(2), strides, padding),
+  return {Output(), ops::Conv2DBackpropFilter(dy[0], ops::Shape(op.input(1)), op.input(2), strides, padding),
           ops::Conv2D(dy[0], op.input(1), strides, padding)};
 }
 
 Grads Conv2DBackpropFilterGrad(const Operation& op, const Grads& dy) {
   const auto strides = Ints(op, "strides");
   const std::string padding = Str(op, "padding");
-  return {ops::Conv2DBackpropInput(ops::Shape(op.input(0)), dy[0], op.input(2), strides, padding),
-          Output(), ops::Conv2D(op.input(0), dy[0], strides, padding)};
+  return {ops::Conv2DBackpropInput(ops::Shape(op.input(0)), dy[0], op.input(2), strides, padding), Output(),
+          ops::Conv2D(op.input(0), dy[0], strides, padding)};
 }
 
 Grads MaxPoolGrad(const Operation& op, const Grads& dy) {

@@ -56,13 +56,9 @@ namespace {
 
 // ---- Shape functions ----
 
-void MergeInputsShape(InferenceContext& c) {
-  c.set_output(0, c.Merge(c.input(0), c.input(1)));
-}
+void MergeInputsShape(InferenceContext& c) { c.set_output(0, c.Merge(c.input(0), c.input(1))); }
 
-void SoftmaxShape(InferenceContext& c) {
-  c.set_output(0, c.WithRankAtLeast(c.input(0), 1));
-}
+void SoftmaxShape(InferenceContext& c) { c.set_output(0, c.WithRankAtLeast(c.input(0), 1)); }
 
 void SoftmaxCrossEntropyShape(InferenceContext& c) {
   const PartialTensorShape logits = c.WithRank(c.input(0), 2);
@@ -116,10 +112,12 @@ PartialTensorShape WindowedOutputShape(InferenceContext& c, const PartialTensorS
                                        int64_t window_rows, int64_t window_cols, int64_t depth,
                                        Padding padding) {
   const std::vector<int64_t> strides = c.GetAttr<std::vector<int64_t>>("strides");
-  const WindowDim rows = window_rows < 0 ? WindowDim{-1, 0}
-                                         : ComputeWindowDim(input.dim_size(1), window_rows, strides[1], padding);
-  const WindowDim cols = window_cols < 0 ? WindowDim{-1, 0}
-                                         : ComputeWindowDim(input.dim_size(2), window_cols, strides[2], padding);
+  const WindowDim rows = window_rows < 0
+                             ? WindowDim{-1, 0}
+                             : ComputeWindowDim(input.dim_size(1), window_rows, strides[1], padding);
+  const WindowDim cols = window_cols < 0
+                             ? WindowDim{-1, 0}
+                             : ComputeWindowDim(input.dim_size(2), window_cols, strides[2], padding);
   return PartialTensorShape({input.dim_size(0), rows.output, cols.output, depth});
 }
 
@@ -131,8 +129,8 @@ void Conv2DShape(InferenceContext& c) {
     InvalidArgument("Depth of input (", input.dim_size(3), ") does not match the input depth of filter (",
                     filter.dim_size(2), ")");
   }
-  c.set_output(0, WindowedOutputShape(c, input, filter.dim_size(0), filter.dim_size(1),
-                                      filter.dim_size(3), padding));
+  c.set_output(
+      0, WindowedOutputShape(c, input, filter.dim_size(0), filter.dim_size(1), filter.dim_size(3), padding));
 }
 
 void Conv2DBackpropInputShape(InferenceContext& c) {
@@ -209,18 +207,18 @@ void FusedBatchNormGradShape(InferenceContext& c) {
 // ---- Op registrations (TF 1.15 signatures; float64 is added where TF lacks it so gradients
 // can be checked in double precision) ----
 
-#define FT_ACTIVATION_OP(Name, Types)                   \
-  FT_REGISTER_OP(Name)                                  \
-      .Input("features: T")                             \
-      .Output("activations: T")                         \
-      .Attr("T: " Types)                                \
+#define FT_ACTIVATION_OP(Name, Types) \
+  FT_REGISTER_OP(Name)                \
+      .Input("features: T")           \
+      .Output("activations: T")       \
+      .Attr("T: " Types)              \
       .SetShapeFn(shape_fns::UnchangedShape)
-#define FT_ACTIVATION_GRAD_OP(Name, Second, Types)      \
-  FT_REGISTER_OP(Name)                                  \
-      .Input("gradients: T")                            \
-      .Input(Second ": T")                              \
-      .Output("backprops: T")                           \
-      .Attr("T: " Types)                                \
+#define FT_ACTIVATION_GRAD_OP(Name, Second, Types) \
+  FT_REGISTER_OP(Name)                             \
+      .Input("gradients: T")                       \
+      .Input(Second ": T")                         \
+      .Output("backprops: T")                      \
+      .Attr("T: " Types)                           \
       .SetShapeFn(MergeInputsShape)
 #define FT_REAL_TYPES "{bfloat16, half, float, double, uint8, int8, int16, int32, int64}"
 #define FT_FLOAT_TYPES "{bfloat16, half, float, double}"
@@ -286,13 +284,13 @@ FT_REGISTER_OP("BiasAddGrad")
     .Attr("data_format: string = 'NHWC'")
     .SetShapeFn(BiasAddGradShape);
 
-#define FT_CONV_ATTRS                                   \
-  Attr("T: {half, bfloat16, float, double, int32}")     \
-      .Attr("strides: list(int)")                       \
-      .Attr("use_cudnn_on_gpu: bool = true")            \
-      .Attr("padding: string")                          \
-      .Attr("explicit_paddings: list(int) = []")        \
-      .Attr("data_format: string = 'NHWC'")             \
+#define FT_CONV_ATTRS                               \
+  Attr("T: {half, bfloat16, float, double, int32}") \
+      .Attr("strides: list(int)")                   \
+      .Attr("use_cudnn_on_gpu: bool = true")        \
+      .Attr("padding: string")                      \
+      .Attr("explicit_paddings: list(int) = []")    \
+      .Attr("data_format: string = 'NHWC'")         \
       .Attr("dilations: list(int) = [1, 1, 1, 1]")
 
 FT_REGISTER_OP("Conv2D")
@@ -316,10 +314,10 @@ FT_REGISTER_OP("Conv2DBackpropFilter")
     .FT_CONV_ATTRS.SetShapeFn(Conv2DBackpropFilterShape);
 #undef FT_CONV_ATTRS
 
-#define FT_POOL_ATTRS                                   \
-  Attr("ksize: list(int) >= 4")                         \
-      .Attr("strides: list(int) >= 4")                  \
-      .Attr("padding: string")                          \
+#define FT_POOL_ATTRS                  \
+  Attr("ksize: list(int) >= 4")        \
+      .Attr("strides: list(int) >= 4") \
+      .Attr("padding: string")         \
       .Attr("data_format: string = 'NHWC'")
 
 // TF's MaxPool and MaxPoolGrad (not AvgPool) have taken explicit_paddings since 2.x.
@@ -438,14 +436,12 @@ Output SparseSoftmaxCrossEntropyWithLogits(Output labels, Output logits, std::st
   const PartialTensorShape& logits_shape = logits.shape();
   const PartialTensorShape& labels_shape = labels.shape();
   if (!logits_shape.unknown_rank() && logits_shape.dims() == 0) {
-    InvalidArgument("Logits cannot be scalars - received shape ", logits_shape.DebugString(),
-                    " in ", name);
+    InvalidArgument("Logits cannot be scalars - received shape ", logits_shape.DebugString(), " in ", name);
   }
   if (!logits_shape.unknown_rank() && !labels_shape.unknown_rank() &&
       labels_shape.dims() != logits_shape.dims() - 1) {
     InvalidArgument("Rank mismatch: Rank of labels (received ", labels_shape.dims(),
-                    ") should equal rank of logits minus 1 (received ", logits_shape.dims(),
-                    ") in ", name);
+                    ") should equal rank of logits minus 1 (received ", logits_shape.dims(), ") in ", name);
   }
   const bool is_matrix = !logits_shape.unknown_rank() && logits_shape.dims() == 2;
   if (!is_matrix && (logits_shape.unknown_rank() || logits_shape.dim_size(logits_shape.dims() - 1) < 0)) {
@@ -460,9 +456,11 @@ Output SparseSoftmaxCrossEntropyWithLogits(Output labels, Output logits, std::st
   }
   // Any other rank: flatten to [batch, classes] and [batch], then restore labels' shape.
   Output labels_shape_tensor = Shape(labels);
-  Output flat_logits = Reshape(logits, std::vector<int64_t>{-1, logits_shape.dim_size(logits_shape.dims() - 1)});
+  Output flat_logits =
+      Reshape(logits, std::vector<int64_t>{-1, logits_shape.dim_size(logits_shape.dims() - 1)});
   Output flat_labels = Reshape(labels, std::vector<int64_t>{-1});
-  Operation op = NodeBuilder("SparseSoftmaxCrossEntropyWithLogits").Input(flat_logits).Input(flat_labels).Finalize();
+  Operation op =
+      NodeBuilder("SparseSoftmaxCrossEntropyWithLogits").Input(flat_logits).Input(flat_labels).Finalize();
   return Reshape(op.output(0), labels_shape_tensor);
 }
 
@@ -475,8 +473,8 @@ Output BiasAddGrad(Output out_backprop, std::string_view name) {
   return Unary("BiasAddGrad", out_backprop, name);
 }
 
-Output Conv2D(Output input, Output filter, const std::vector<int64_t>& strides,
-              std::string_view padding, std::string_view name) {
+Output Conv2D(Output input, Output filter, const std::vector<int64_t>& strides, std::string_view padding,
+              std::string_view name) {
   return NodeBuilder("Conv2D", name)
       .Input(input)
       .Input(filter)
@@ -522,9 +520,8 @@ Output MaxPool(Output value, const std::vector<int64_t>& ksize, const std::vecto
                std::string_view padding, std::string_view name) {
   return Pool("MaxPool", {value}, ksize, strides, padding, name);
 }
-Output MaxPoolGrad(Output orig_input, Output orig_output, Output grad,
-                   const std::vector<int64_t>& ksize, const std::vector<int64_t>& strides,
-                   std::string_view padding, std::string_view name) {
+Output MaxPoolGrad(Output orig_input, Output orig_output, Output grad, const std::vector<int64_t>& ksize,
+                   const std::vector<int64_t>& strides, std::string_view padding, std::string_view name) {
   return Pool("MaxPoolGrad", {orig_input, orig_output, grad}, ksize, strides, padding, name);
 }
 Output AvgPool(Output value, const std::vector<int64_t>& ksize, const std::vector<int64_t>& strides,
@@ -532,14 +529,12 @@ Output AvgPool(Output value, const std::vector<int64_t>& ksize, const std::vecto
   return Pool("AvgPool", {value}, ksize, strides, padding, name);
 }
 Output AvgPoolGrad(Output orig_input_shape, Output grad, const std::vector<int64_t>& ksize,
-                   const std::vector<int64_t>& strides, std::string_view padding,
-                   std::string_view name) {
+                   const std::vector<int64_t>& strides, std::string_view padding, std::string_view name) {
   return Pool("AvgPoolGrad", {orig_input_shape, grad}, ksize, strides, padding, name);
 }
 
-FusedBatchNormOutputs FusedBatchNorm(Output x, Output scale, Output offset, Output mean,
-                                     Output variance, const FusedBatchNormOptions& options,
-                                     std::string_view name) {
+FusedBatchNormOutputs FusedBatchNorm(Output x, Output scale, Output offset, Output mean, Output variance,
+                                     const FusedBatchNormOptions& options, std::string_view name) {
   if (!options.is_training && (!mean || !variance)) {
     InvalidArgument("FusedBatchNorm '", name, "' for inference needs a mean and a variance");
   }

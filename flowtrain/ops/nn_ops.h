@@ -63,8 +63,8 @@ SoftmaxCrossEntropyOutputs SoftmaxCrossEntropyWithLogits(
 // `labels` (int32 or int64, shape logits.shape[:-1]) and `logits` of rank >= 1. A label outside
 // [0, classes) is an InvalidArgument when run. The op node is
 // "<name>/SparseSoftmaxCrossEntropyWithLogits" as in TF.
-Output SparseSoftmaxCrossEntropyWithLogits(
-    Output labels, Output logits, std::string_view name = "SparseSoftmaxCrossEntropyWithLogits");
+Output SparseSoftmaxCrossEntropyWithLogits(Output labels, Output logits,
+                                           std::string_view name = "SparseSoftmaxCrossEntropyWithLogits");
 
 // sum(t ** 2) / 2, a scalar (weight decay).
 Output L2Loss(Output t, std::string_view name = "L2Loss");
@@ -79,8 +79,8 @@ Output BiasAddGrad(Output out_backprop, std::string_view name = "BiasAddGrad");
 // `strides` and `ksize` have four entries [1, rows, cols, 1]; `padding` is "SAME" (output
 // size ceil(in / stride), zero padding split evenly, extra at the end) or "VALID" (no
 // padding). Dilations are 1.
-Output Conv2D(Output input, Output filter, const std::vector<int64_t>& strides,
-              std::string_view padding, std::string_view name = "Conv2D");
+Output Conv2D(Output input, Output filter, const std::vector<int64_t>& strides, std::string_view padding,
+              std::string_view name = "Conv2D");
 // The gradient of Conv2D with respect to its input, whose shape `input_sizes` (int32 [4])
 // gives; also the transposed convolution.
 Output Conv2DBackpropInput(Output input_sizes, Output filter, Output out_backprop,
@@ -94,9 +94,9 @@ Output Conv2DBackpropFilter(Output input, Output filter_sizes, Output out_backpr
 Output MaxPool(Output value, const std::vector<int64_t>& ksize, const std::vector<int64_t>& strides,
                std::string_view padding, std::string_view name = "MaxPool");
 // Routes `grad` to the first maximum of each window of `orig_input`.
-Output MaxPoolGrad(Output orig_input, Output orig_output, Output grad,
-                   const std::vector<int64_t>& ksize, const std::vector<int64_t>& strides,
-                   std::string_view padding, std::string_view name = "MaxPoolGrad");
+Output MaxPoolGrad(Output orig_input, Output orig_output, Output grad, const std::vector<int64_t>& ksize,
+                   const std::vector<int64_t>& strides, std::string_view padding,
+                   std::string_view name = "MaxPoolGrad");
 // Averages over the window's elements inside the input (padding is not counted), as TF.
 Output AvgPool(Output value, const std::vector<int64_t>& ksize, const std::vector<int64_t>& strides,
                std::string_view padding, std::string_view name = "AvgPool");

@@ -120,12 +120,14 @@ TEST_F(NnOpsTest, ActivationKernelsMatchScalarFormulasOnLongInputs) {
     Output g = ops::Const(gv);
     Output f = ops::Const(fv);
     Session sess(g_);
-    auto out = sess.Run({}, {ops::Relu(f), ops::Relu6(f), ops::LeakyRelu(f, 0.25f), ops::Elu(f), ops::ReluGrad(g, f),
-                             ops::Relu6Grad(g, f), ops::LeakyReluGrad(g, f, 0.25f), ops::EluGrad(g, f)});
+    auto out =
+        sess.Run({}, {ops::Relu(f), ops::Relu6(f), ops::LeakyRelu(f, 0.25f), ops::Elu(f), ops::ReluGrad(g, f),
+                      ops::Relu6Grad(g, f), ops::LeakyReluGrad(g, f, 0.25f), ops::EluGrad(g, f)});
     for (int i = 0; i < n; ++i) {
       const T x = fv.flat<T>()[i], d = gv.flat<T>()[i];
-      const T expected[] = {std::max(x, T(0)), std::min(std::max(x, T(0)), T(6)), x > 0 ? x : x * T(0.25),
-                            x < 0 ? std::exp(x) - 1 : x, x > 0 ? d : T(0), x > 0 && x < 6 ? d : T(0),
+      const T expected[] = {std::max(x, T(0)),       std::min(std::max(x, T(0)), T(6)),
+                            x > 0 ? x : x * T(0.25), x < 0 ? std::exp(x) - 1 : x,
+                            x > 0 ? d : T(0),        x > 0 && x < 6 ? d : T(0),
                             x > 0 ? d : d * T(0.25), x < 0 ? d * (x + 1) : d};
       for (size_t k = 0; k < out.size(); ++k) {
         EXPECT_NEAR(out[k].flat<T>()[i], expected[k], 1e-6 * std::max<double>(1, std::abs(expected[k])))
@@ -144,7 +146,8 @@ TEST_F(NnOpsTest, SoftmaxValues) {
   Session sess(g_);
   auto out = sess.Run({}, {ops::Softmax(x), ops::LogSoftmax(x)});
   const float z = std::exp(1.0f) + std::exp(2.0f) + std::exp(3.0f);
-  ExpectNear(out[0], {std::exp(1.0f) / z, std::exp(2.0f) / z, std::exp(3.0f) / z, 1 / 3.0f, 1 / 3.0f, 1 / 3.0f});
+  ExpectNear(out[0],
+             {std::exp(1.0f) / z, std::exp(2.0f) / z, std::exp(3.0f) / z, 1 / 3.0f, 1 / 3.0f, 1 / 3.0f});
   ExpectNear(out[1], {1 - std::log(z), 2 - std::log(z), 3 - std::log(z), -std::log(3.0f), -std::log(3.0f),
                       -std::log(3.0f)});
 }
@@ -199,8 +202,9 @@ TEST_F(NnOpsTest, SparseSoftmaxCrossEntropyValues) {
     EXPECT_EQ(loss.op().type(), "SparseSoftmaxCrossEntropyWithLogits");
     ExpectNear(Run(loss), {std::log(z) - 3, std::log(3.0f)});
   }
-  EXPECT_EQ(g_.GetOperationByName("SparseSoftmaxCrossEntropyWithLogits/SparseSoftmaxCrossEntropyWithLogits").type(),
-            "SparseSoftmaxCrossEntropyWithLogits");
+  EXPECT_EQ(
+      g_.GetOperationByName("SparseSoftmaxCrossEntropyWithLogits/SparseSoftmaxCrossEntropyWithLogits").type(),
+      "SparseSoftmaxCrossEntropyWithLogits");
   // Rank 3 logits: flattened and the loss reshaped to the labels' shape.
   Output logits3 = ops::Const<float>({1, 2, 3, 0, 0, 0, 1, 2, 3, 0, 0, 0}, TensorShape({2, 2, 3}));
   Output labels2 = ops::Const<int64_t>({2, 0, 2, 1}, TensorShape({2, 2}));
@@ -225,13 +229,18 @@ TEST_F(NnOpsTest, SparseSoftmaxCrossEntropyRejectsOutOfRangeLabels) {
   Tensor lv = Random<float>({2, 10}, 1);
   for (int64_t bad : {10, -1}) {
     ExpectInvalidArgument(
-        [&] { sess.Run({{logits, lv}, {labels, Tensor::FromVector<int64_t>({1, bad})}}, {loss}); },
+        [&] {
+          sess.Run({{logits, lv}, {labels, Tensor::FromVector<int64_t>({1, bad})}}, {loss});
+        },
         {StrCat("Received a label value of ", bad, " which is outside the valid range of [0, 10)"),
          "SparseSoftmaxCrossEntropyWithLogits/SparseSoftmaxCrossEntropyWithLogits"});
   }
   // Rank and batch mismatches are caught while building.
-  ExpectInvalidArgument([&] { ops::SparseSoftmaxCrossEntropyWithLogits(In(DT_INT64, {2, 1}, "l2"), logits); },
-                        {"Rank mismatch", "SparseSoftmaxCrossEntropyWithLogits"});
+  ExpectInvalidArgument(
+      [&] {
+        ops::SparseSoftmaxCrossEntropyWithLogits(In(DT_INT64, {2, 1}, "l2"), logits);
+      },
+      {"Rank mismatch", "SparseSoftmaxCrossEntropyWithLogits"});
   ExpectInvalidArgument([&] { ops::SparseSoftmaxCrossEntropyWithLogits(In(DT_INT64, {3}, "l3"), logits); },
                         {"Dimensions must be equal", "SparseSoftmaxCrossEntropyWithLogits"});
 }
@@ -261,16 +270,25 @@ TEST_F(NnOpsTest, BiasAddValuesAndGradient) {
 }
 
 TEST_F(NnOpsTest, BiasAddRejectsMismatchedChannels) {
-  ExpectInvalidArgument([&] { ops::BiasAdd(In(DT_FLOAT, {2, 3}), ops::Const<float>({1, 2})); },
-                        {"Dimensions must be equal, but are 3 and 2", "'BiasAdd'"});
-  ExpectInvalidArgument([&] { ops::BiasAdd(In(DT_FLOAT, {3}), ops::Const<float>({1, 2, 3})); },
-                        {"rank 2", "'BiasAdd"});
+  ExpectInvalidArgument(
+      [&] {
+        ops::BiasAdd(In(DT_FLOAT, {2, 3}), ops::Const<float>({1, 2}));
+      },
+      {"Dimensions must be equal, but are 3 and 2", "'BiasAdd'"});
+  ExpectInvalidArgument(
+      [&] {
+        ops::BiasAdd(In(DT_FLOAT, {3}), ops::Const<float>({1, 2, 3}));
+      },
+      {"rank 2", "'BiasAdd"});
   // Unknown shapes: the kernel checks when run.
   Output x = In(DT_FLOAT, PartialTensorShape::Unknown(), "unknown");
   Output y = ops::BiasAdd(x, ops::Const<float>({1, 2}), "late_bias");
   Session sess(g_);
-  ExpectInvalidArgument([&] { sess.Run({{x, Random<float>({2, 3}, 1)}}, {y}); },
-                        {"Must provide as many biases as the last dimension", "late_bias"});
+  ExpectInvalidArgument(
+      [&] {
+        sess.Run({{x, Random<float>({2, 3}, 1)}}, {y});
+      },
+      {"Must provide as many biases as the last dimension", "late_bias"});
 }
 
 // ---- Convolution ----
@@ -279,8 +297,15 @@ TEST_F(NnOpsTest, BiasAddRejectsMismatchedChannels) {
 struct NaiveConv {
   int64_t n, h, w, ci, fh, fw, co, sh, sw, oh, ow, ph, pw;
   NaiveConv(const TensorShape& in, const TensorShape& f, int64_t stride_h, int64_t stride_w, bool same)
-      : n(in.dim_size(0)), h(in.dim_size(1)), w(in.dim_size(2)), ci(in.dim_size(3)),
-        fh(f.dim_size(0)), fw(f.dim_size(1)), co(f.dim_size(3)), sh(stride_h), sw(stride_w) {
+      : n(in.dim_size(0)),
+        h(in.dim_size(1)),
+        w(in.dim_size(2)),
+        ci(in.dim_size(3)),
+        fh(f.dim_size(0)),
+        fw(f.dim_size(1)),
+        co(f.dim_size(3)),
+        sh(stride_h),
+        sw(stride_w) {
     if (same) {
       oh = (h + sh - 1) / sh;
       ow = (w + sw - 1) / sw;
@@ -366,10 +391,10 @@ TEST_F(NnOpsTest, Conv2DMatchesNaiveLoopsForwardAndBackward) {
     Output w = ops::Placeholder(DT_FLOAT, c.filter, "w");
     Output y = ops::Conv2D(x, w, {1, c.stride_h, c.stride_w, 1}, c.padding);
     EXPECT_EQ(y.shape().DebugString(), c.expected_output.DebugString());
-    Output shape_in = ops::Const(Tensor::FromVector<int32_t>(std::vector<int32_t>(
-        c.input.dim_sizes().begin(), c.input.dim_sizes().end())));
-    Output shape_f = ops::Const(Tensor::FromVector<int32_t>(std::vector<int32_t>(
-        c.filter.dim_sizes().begin(), c.filter.dim_sizes().end())));
+    Output shape_in = ops::Const(Tensor::FromVector<int32_t>(
+        std::vector<int32_t>(c.input.dim_sizes().begin(), c.input.dim_sizes().end())));
+    Output shape_f = ops::Const(Tensor::FromVector<int32_t>(
+        std::vector<int32_t>(c.filter.dim_sizes().begin(), c.filter.dim_sizes().end())));
     Output dyo = ops::Placeholder(DT_FLOAT, c.expected_output, "dy");
     Output dx = ops::Conv2DBackpropInput(shape_in, w, dyo, {1, c.stride_h, c.stride_w, 1}, c.padding);
     Output dw = ops::Conv2DBackpropFilter(x, shape_f, dyo, {1, c.stride_h, c.stride_w, 1}, c.padding);
@@ -401,8 +426,9 @@ TEST_F(NnOpsTest, Conv2DGradients) {
       Output x = ops::Placeholder(DT_DOUBLE, {2, 5, 4, 2}, "x");
       Output w = ops::Placeholder(DT_DOUBLE, {3, 2, 2, 3}, "w");
       Output y = ops::Conv2D(x, w, {1, stride, stride, 1}, padding);
-      EXPECT_LT(ComputeGradientError({x, w}, {RandomDoubles({2, 5, 4, 2}, 20), RandomDoubles({3, 2, 2, 3}, 21)}, y),
-                1e-8);
+      EXPECT_LT(
+          ComputeGradientError({x, w}, {RandomDoubles({2, 5, 4, 2}, 20), RandomDoubles({3, 2, 2, 3}, 21)}, y),
+          1e-8);
     }
   }
 }
@@ -423,24 +449,51 @@ TEST_F(NnOpsTest, Conv2DBackpropGradients) {
 TEST_F(NnOpsTest, Conv2DRejectsBadInputWhileBuilding) {
   Output x = In(DT_FLOAT, {1, 5, 5, 3});
   Output w = In(DT_FLOAT, {3, 3, 3, 8}, "w");
-  ExpectInvalidArgument([&] { ops::Conv2D(In(DT_FLOAT, {5, 5, 3}, "x3"), w, {1, 1, 1, 1}, "SAME"); },
-                        {"Shape must be rank 4 but is rank 3", "'Conv2D'"});
-  ExpectInvalidArgument([&] { ops::Conv2D(x, In(DT_FLOAT, {3, 3, 2, 8}, "w2"), {1, 1, 1, 1}, "SAME"); },
-                        {"Depth of input (3)", "input depth of filter (2)", "'Conv2D"});
-  ExpectInvalidArgument([&] { ops::Conv2D(x, w, {1, 1, 1, 1}, "FULL"); },
-                        {"Value for attr 'padding' of \"FULL\"", "'Conv2D"});
-  ExpectInvalidArgument([&] { ops::Conv2D(x, w, {1, 1, 1}, "SAME"); },
-                        {"strides field must specify 4 dimensions", "'Conv2D"});
-  ExpectInvalidArgument([&] { ops::Conv2D(x, w, {2, 1, 1, 1}, "SAME"); },
-                        {"batch and depth dimensions", "'Conv2D"});
-  ExpectInvalidArgument([&] { ops::Conv2D(x, In(DT_FLOAT, {7, 7, 3, 8}, "w7"), {1, 1, 1, 1}, "VALID"); },
-                        {"Computed output size would be negative", "'Conv2D"});
-  ExpectInvalidArgument([&] { ops::MaxPool(x, {1, 2, 2}, {1, 2, 2, 1}, "SAME"); },
-                        {"ksize field must specify 4 dimensions", "'MaxPool'"});
-  ExpectInvalidArgument([&] { ops::AvgPool(x, {1, 2, 2, 1}, {1, 2, 2, 1}, "same"); },
-                        {"padding", "'AvgPool'"});
-  ExpectInvalidArgument([&] { ops::MaxPool(In(DT_FLOAT, {5, 5}, "x2"), {1, 2, 2, 1}, {1, 2, 2, 1}, "SAME"); },
-                        {"rank 4", "'MaxPool"});
+  ExpectInvalidArgument(
+      [&] {
+        ops::Conv2D(In(DT_FLOAT, {5, 5, 3}, "x3"), w, {1, 1, 1, 1}, "SAME");
+      },
+      {"Shape must be rank 4 but is rank 3", "'Conv2D'"});
+  ExpectInvalidArgument(
+      [&] {
+        ops::Conv2D(x, In(DT_FLOAT, {3, 3, 2, 8}, "w2"), {1, 1, 1, 1}, "SAME");
+      },
+      {"Depth of input (3)", "input depth of filter (2)", "'Conv2D"});
+  ExpectInvalidArgument(
+      [&] {
+        ops::Conv2D(x, w, {1, 1, 1, 1}, "FULL");
+      },
+      {"Value for attr 'padding' of \"FULL\"", "'Conv2D"});
+  ExpectInvalidArgument(
+      [&] {
+        ops::Conv2D(x, w, {1, 1, 1}, "SAME");
+      },
+      {"strides field must specify 4 dimensions", "'Conv2D"});
+  ExpectInvalidArgument(
+      [&] {
+        ops::Conv2D(x, w, {2, 1, 1, 1}, "SAME");
+      },
+      {"batch and depth dimensions", "'Conv2D"});
+  ExpectInvalidArgument(
+      [&] {
+        ops::Conv2D(x, In(DT_FLOAT, {7, 7, 3, 8}, "w7"), {1, 1, 1, 1}, "VALID");
+      },
+      {"Computed output size would be negative", "'Conv2D"});
+  ExpectInvalidArgument(
+      [&] {
+        ops::MaxPool(x, {1, 2, 2}, {1, 2, 2, 1}, "SAME");
+      },
+      {"ksize field must specify 4 dimensions", "'MaxPool'"});
+  ExpectInvalidArgument(
+      [&] {
+        ops::AvgPool(x, {1, 2, 2, 1}, {1, 2, 2, 1}, "same");
+      },
+      {"padding", "'AvgPool'"});
+  ExpectInvalidArgument(
+      [&] {
+        ops::MaxPool(In(DT_FLOAT, {5, 5}, "x2"), {1, 2, 2, 1}, {1, 2, 2, 1}, "SAME");
+      },
+      {"rank 4", "'MaxPool"});
 }
 
 TEST_F(NnOpsTest, Conv2DRejectsBadInputWhenRun) {
@@ -448,13 +501,22 @@ TEST_F(NnOpsTest, Conv2DRejectsBadInputWhenRun) {
   Output w = In(DT_FLOAT, PartialTensorShape::Unknown(), "w");
   Output y = ops::Conv2D(x, w, {1, 1, 1, 1}, "VALID", "late_conv");
   Session sess(g_);
-  ExpectInvalidArgument([&] { sess.Run({{x, Random<float>({1, 4, 4, 3}, 1)}, {w, Random<float>({2, 2, 2, 1}, 2)}}, {y}); },
-                        {"same depth: 3 vs 2", "late_conv"});
-  ExpectInvalidArgument([&] { sess.Run({{x, Random<float>({4, 4, 3}, 1)}, {w, Random<float>({2, 2, 3, 1}, 2)}}, {y}); },
-                        {"input must be 4-dimensional", "late_conv"});
+  ExpectInvalidArgument(
+      [&] {
+        sess.Run({{x, Random<float>({1, 4, 4, 3}, 1)}, {w, Random<float>({2, 2, 2, 1}, 2)}}, {y});
+      },
+      {"same depth: 3 vs 2", "late_conv"});
+  ExpectInvalidArgument(
+      [&] {
+        sess.Run({{x, Random<float>({4, 4, 3}, 1)}, {w, Random<float>({2, 2, 3, 1}, 2)}}, {y});
+      },
+      {"input must be 4-dimensional", "late_conv"});
   Output p = ops::MaxPool(x, {1, 3, 3, 1}, {1, 1, 1, 1}, "VALID", "late_pool");
-  ExpectInvalidArgument([&] { sess.Run({{x, Random<float>({1, 1, 1, 1}, 1)}}, {p}); },
-                        {"Computed output size would be negative", "late_pool"});
+  ExpectInvalidArgument(
+      [&] {
+        sess.Run({{x, Random<float>({1, 1, 1, 1}, 1)}}, {p});
+      },
+      {"Computed output size would be negative", "late_pool"});
 }
 
 // ---- Pooling ----
@@ -489,7 +551,8 @@ TEST_F(NnOpsTest, PoolingGradients) {
     EXPECT_LT(ComputeGradientError({x}, {v}, ops::AvgPool(x, {1, 3, 3, 1}, {1, 1, 2, 1}, padding)), 1e-8);
     // AvgPoolGrad is linear in its gradient; its gradient is AvgPool.
     Output g_in = ops::Placeholder(DT_DOUBLE, {2, 3, 2, 3}, "g");
-    Output back = ops::AvgPoolGrad(ops::Const<int32_t>({2, 6, 4, 3}), g_in, {1, 2, 2, 1}, {1, 2, 2, 1}, padding);
+    Output back =
+        ops::AvgPoolGrad(ops::Const<int32_t>({2, 6, 4, 3}), g_in, {1, 2, 2, 1}, {1, 2, 2, 1}, padding);
     EXPECT_LT(ComputeGradientError({g_in}, {RandomDoubles({2, 3, 2, 3}, 31)}, back), 1e-8);
   }
 }
@@ -507,7 +570,8 @@ TEST_F(NnOpsTest, MaxPoolGradMatchesNaiveLoopAcrossChannelPackets) {
     const char* padding;
   };
   for (const Case& c : {Case{2, 2, "SAME"}, Case{2, 2, "VALID"}, Case{3, 2, "SAME"}, Case{3, 1, "VALID"}}) {
-    SCOPED_TRACE(std::to_string(c.k) + "x" + std::to_string(c.k) + " stride " + std::to_string(c.s) + " " + c.padding);
+    SCOPED_TRACE(std::to_string(c.k) + "x" + std::to_string(c.k) + " stride " + std::to_string(c.s) + " " +
+                 c.padding);
     Graph g;
     auto as_default = g.AsDefault();
     Output x = ops::Const(xv);
@@ -523,7 +587,9 @@ TEST_F(NnOpsTest, MaxPoolGradMatchesNaiveLoopAcrossChannelPackets) {
     const int64_t pad_rows = same ? std::max<int64_t>((out_rows - 1) * c.s + c.k - rows, 0) / 2 : 0;
     const int64_t pad_cols = same ? std::max<int64_t>((out_cols - 1) * c.s + c.k - cols, 0) / 2 : 0;
     std::vector<float> expected(xv.NumElements(), 0.0f);
-    auto at = [&](int64_t n, int64_t r, int64_t col, int64_t ch) { return ((n * rows + r) * cols + col) * depth + ch; };
+    auto at = [&](int64_t n, int64_t r, int64_t col, int64_t ch) {
+      return ((n * rows + r) * cols + col) * depth + ch;
+    };
     for (int64_t n = 0; n < batch; ++n) {
       for (int64_t oh = 0; oh < out_rows; ++oh) {
         for (int64_t ow = 0; ow < out_cols; ++ow) {
@@ -532,7 +598,8 @@ TEST_F(NnOpsTest, MaxPoolGradMatchesNaiveLoopAcrossChannelPackets) {
             for (int64_t r = oh * c.s - pad_rows; r < oh * c.s - pad_rows + c.k; ++r) {
               for (int64_t col = ow * c.s - pad_cols; col < ow * c.s - pad_cols + c.k; ++col) {
                 if (r < 0 || r >= rows || col < 0 || col >= cols) continue;
-                if (best < 0 || xv.flat<float>()[at(n, r, col, ch)] > xv.flat<float>()[best]) best = at(n, r, col, ch);
+                if (best < 0 || xv.flat<float>()[at(n, r, col, ch)] > xv.flat<float>()[best])
+                  best = at(n, r, col, ch);
               }
             }
             expected[best] += gv.flat<float>()[((n * out_rows + oh) * out_cols + ow) * depth + ch];
@@ -599,7 +666,11 @@ TEST_F(NnOpsTest, FusedBatchNormExponentialAverageFactor) {
   Output var_in = ops::Const<float>({1, 3});
   auto with_factor = [&](float f) {
     return NodeBuilder("FusedBatchNormV3", "bn")
-        .Input(x).Input(scale).Input(offset).Input(mean_in).Input(var_in)
+        .Input(x)
+        .Input(scale)
+        .Input(offset)
+        .Input(mean_in)
+        .Input(var_in)
         .Attr("exponential_avg_factor", f)
         .Finalize();
   };
@@ -611,7 +682,8 @@ TEST_F(NnOpsTest, FusedBatchNormExponentialAverageFactor) {
   // Channel 0: 1, 3, 5, 7 (mean 4, unbiased variance 20/3); channel 1: 10..40 (25, 500/3).
   EXPECT_EQ(testing::Values<float>(out[0]), (std::vector<float>{4, 25}));
   EXPECT_NEAR(out[1].flat<float>()[0], 20.0 / 3, 1e-5);
-  EXPECT_EQ(testing::Values<float>(out[2]), testing::Values<float>(out[3]));  // y uses the batch statistics either way
+  EXPECT_EQ(testing::Values<float>(out[2]),
+            testing::Values<float>(out[3]));  // y uses the batch statistics either way
   EXPECT_NEAR(out[4].flat<float>()[0], 0.75 * 2 + 0.25 * 4, 1e-6);
   EXPECT_NEAR(out[4].flat<float>()[1], 0.75 * -4 + 0.25 * 25, 1e-6);
   EXPECT_NEAR(out[5].flat<float>()[0], 0.75 * 1 + 0.25 * 20.0 / 3, 1e-5);
@@ -630,20 +702,26 @@ TEST_F(NnOpsTest, FusedBatchNormGradients) {
     Output var = ops::Const<double>({1.0, 0.5, 2.0});
     auto bn = training ? ops::FusedBatchNorm(x, scale, offset)
                        : ops::FusedBatchNorm(x, scale, offset, mean, var, {.is_training = false});
-    EXPECT_LT(ComputeGradientError({x, scale, offset},
-                                   {RandomDoubles({2, 2, 3, 3}, 41), RandomDoubles({3}, 42, 0.5, 2),
-                                    RandomDoubles({3}, 43)},
-                                   bn.y),
-              1e-7);
+    EXPECT_LT(
+        ComputeGradientError(
+            {x, scale, offset},
+            {RandomDoubles({2, 2, 3, 3}, 41), RandomDoubles({3}, 42, 0.5, 2), RandomDoubles({3}, 43)}, bn.y),
+        1e-7);
   }
 }
 
 TEST_F(NnOpsTest, FusedBatchNormRejectsBadInput) {
   Output x = In(DT_FLOAT, {2, 3, 3, 4});
-  ExpectInvalidArgument([&] { ops::FusedBatchNorm(x, ops::Const<float>({1, 1, 1}), ops::Const<float>({0, 0, 0})); },
-                        {"Dimensions must be equal", "'FusedBatchNormV3'"});
-  ExpectInvalidArgument([&] { ops::FusedBatchNorm(In(DT_FLOAT, {2, 4}, "x2"), ops::Const<float>({1}), ops::Const<float>({0})); },
-                        {"rank 4", "'FusedBatchNormV3"});
+  ExpectInvalidArgument(
+      [&] {
+        ops::FusedBatchNorm(x, ops::Const<float>({1, 1, 1}), ops::Const<float>({0, 0, 0}));
+      },
+      {"Dimensions must be equal", "'FusedBatchNormV3'"});
+  ExpectInvalidArgument(
+      [&] {
+        ops::FusedBatchNorm(In(DT_FLOAT, {2, 4}, "x2"), ops::Const<float>({1}), ops::Const<float>({0}));
+      },
+      {"rank 4", "'FusedBatchNormV3"});
 }
 
 // A small training step through conv, pool, batch norm, bias, relu and the sparse loss: the
@@ -655,10 +733,11 @@ TEST_F(NnOpsTest, SmallCnnEndToEndGradient) {
   Output h = ops::Relu(ops::BiasAdd(ops::Conv2D(x, w, {1, 1, 1, 1}, "SAME"), b));
   Output p = ops::MaxPool(h, {1, 2, 2, 1}, {1, 2, 2, 1}, "VALID");
   Output logits = ops::Reshape(p, std::vector<int64_t>{2, 18});
-  Output loss = ops::ReduceMean(ops::SparseSoftmaxCrossEntropyWithLogits(ops::Const<int64_t>({3, 7}), logits));
+  Output loss =
+      ops::ReduceMean(ops::SparseSoftmaxCrossEntropyWithLogits(ops::Const<int64_t>({3, 7}), logits));
   FeedList feeds = {{x, DistinctDoubles({2, 6, 6, 1}, 50)}};
-  EXPECT_LT(ComputeGradientError({w, b}, {RandomDoubles({3, 3, 1, 2}, 51), RandomDoubles({2}, 52, 0.3, 0.6)}, loss,
-                                 {.extra_feeds = feeds}),
+  EXPECT_LT(ComputeGradientError({w, b}, {RandomDoubles({3, 3, 1, 2}, 51), RandomDoubles({2}, 52, 0.3, 0.6)},
+                                 loss, {.extra_feeds = feeds}),
             1e-7);
 }
 

@@ -106,13 +106,15 @@ ParseSpec MakeSpec(const std::map<std::string, FeatureSpec>& features) {
   ParseSpec spec;
   for (const auto& [key, feature] : features) {
     if (const auto* var = std::get_if<VarLenFeature>(&feature)) {
-      if (!IsParsableType(var->dtype)) InvalidArgument("Feature ", key, ": unsupported type ", DataTypeString(var->dtype));
+      if (!IsParsableType(var->dtype))
+        InvalidArgument("Feature ", key, ": unsupported type ", DataTypeString(var->dtype));
       spec.sparse_keys.push_back(key);
       spec.sparse_types.push_back(var->dtype);
       continue;
     }
     const auto& fixed = std::get<FixedLenFeature>(feature);
-    if (!IsParsableType(fixed.dtype)) InvalidArgument("Feature ", key, ": unsupported type ", DataTypeString(fixed.dtype));
+    if (!IsParsableType(fixed.dtype))
+      InvalidArgument("Feature ", key, ": unsupported type ", DataTypeString(fixed.dtype));
     spec.dense_keys.push_back(key);
     spec.dense_types.push_back(fixed.dtype);
     spec.dense_shapes.push_back(fixed.shape);
@@ -198,14 +200,15 @@ Output DecodeRaw(Output bytes, DataType out_type, bool little_endian, std::strin
       .Finalize();
 }
 
-data::Dataset MapParseExample(const data::Dataset& serialized, const std::map<std::string, FeatureSpec>& features,
-                              int num_parallel_calls) {
+data::Dataset MapParseExample(const data::Dataset& serialized,
+                              const std::map<std::string, FeatureSpec>& features, int num_parallel_calls) {
   if (serialized.output_types() != std::vector<DataType>{DT_STRING}) {
     InvalidArgument("MapParseExample expects a dataset of serialized Examples (one string component)");
   }
   const PartialTensorShape& input_shape = serialized.output_shapes()[0];
   const bool single = !input_shape.unknown_rank() && input_shape.dims() == 0;
-  const int64_t batch = !single && !input_shape.unknown_rank() && input_shape.dims() == 1 ? input_shape.dim_size(0) : -1;
+  const int64_t batch =
+      !single && !input_shape.unknown_rank() && input_shape.dims() == 1 ? input_shape.dim_size(0) : -1;
   const int rank = single ? 1 : 2;
   std::vector<io::SparseFeatureSpec> sparse;
   std::vector<io::DenseFeatureSpec> dense;
@@ -213,7 +216,9 @@ data::Dataset MapParseExample(const data::Dataset& serialized, const std::map<st
   std::vector<PartialTensorShape> dense_shapes;
   for (const auto& [key, spec] : features) {
     if (const auto* fixed = std::get_if<FixedLenFeature>(&spec)) {
-      dense.push_back({.key = key, .dtype = fixed->dtype, .shape = fixed->shape,
+      dense.push_back({.key = key,
+                       .dtype = fixed->dtype,
+                       .shape = fixed->shape,
                        .default_value = fixed->default_value.value_or(Tensor())});
       DimVector dims = fixed->shape.dim_sizes();
       if (!single) dims.insert(dims.begin(), batch);

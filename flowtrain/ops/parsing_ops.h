@@ -77,8 +77,8 @@ ParsedExample ParseSingleExample(Output serialized, const std::map<std::string, 
 //                                           {"label", FixedLenFeature{DT_INT64, TensorShape({})}}},
 //                                      /*num_parallel_calls=*/2).Prefetch(2);
 //   // components: image [?,784] float, label [?] int64
-data::Dataset MapParseExample(const data::Dataset& serialized, const std::map<std::string, FeatureSpec>& features,
-                              int num_parallel_calls = 1);
+data::Dataset MapParseExample(const data::Dataset& serialized,
+                              const std::map<std::string, FeatureSpec>& features, int num_parallel_calls = 1);
 
 // Reinterprets the bytes of every string as a vector of `out_type` (all strings must have the
 // same length): output shape is the input's plus one dimension.

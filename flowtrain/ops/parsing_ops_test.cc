@@ -60,10 +60,10 @@ TEST(ParseExample, ParsesTheFixtureBatchThroughADataset) {
   EXPECT_EQ(parsed.dense.at("feature0").op().type(), "ParseExample");
   Session sess(g);
   sess.Run({}, {}, {it.initializer()});
-  std::vector<Tensor> out = sess.Run({}, {parsed.dense.at("feature0"), parsed.dense.at("feature1"),
-                                          parsed.dense.at("feature2"), parsed.dense.at("feature3"),
-                                          parsed.dense.at("missing"), parsed.sparse.at("tags").indices,
-                                          parsed.sparse.at("tags").dense_shape});
+  std::vector<Tensor> out =
+      sess.Run({}, {parsed.dense.at("feature0"), parsed.dense.at("feature1"), parsed.dense.at("feature2"),
+                    parsed.dense.at("feature3"), parsed.dense.at("missing"), parsed.sparse.at("tags").indices,
+                    parsed.sparse.at("tags").dense_shape});
   ASSERT_EQ(out[0].shape(), TensorShape({42}));
   int64_t sum0 = 0, sum1 = 0;
   for (int64_t v : out[0].flat<int64_t>()) sum0 += v;
@@ -77,7 +77,7 @@ TEST(ParseExample, ParsesTheFixtureBatchThroughADataset) {
   EXPECT_FLOAT_EQ(out[3].flat<float>()[0], -1.12375057f);
   EXPECT_FLOAT_EQ(out[3].flat<float>()[41], -1.45109355f);
   EXPECT_EQ(out[4].shape(), TensorShape({42, 2}));
-  EXPECT_EQ(out[4].flat<float>()[83], 8.0f);  // default
+  EXPECT_EQ(out[4].flat<float>()[83], 8.0f);       // default
   EXPECT_EQ(out[5].shape(), TensorShape({0, 2}));  // no example has tags
   EXPECT_EQ(out[6].flat<int64_t>()[0], 42);
 }
@@ -95,15 +95,15 @@ TEST(ParseExample, MapParseExampleInThePipelineMatchesTheOp) {
       MapParseExample(data::Dataset::TFRecord({path}).Batch(10), FixtureFeatures(), /*num_parallel_calls=*/3)
           .Prefetch(2);
   // tags' indices, values, shape; then feature0..3, missing (keys in order).
-  EXPECT_EQ(in_pipeline.output_types(),
-            (std::vector<DataType>{DT_INT64, DT_STRING, DT_INT64, DT_INT64, DT_INT64, DT_STRING, DT_FLOAT, DT_FLOAT}));
+  EXPECT_EQ(in_pipeline.output_types(), (std::vector<DataType>{DT_INT64, DT_STRING, DT_INT64, DT_INT64,
+                                                               DT_INT64, DT_STRING, DT_FLOAT, DT_FLOAT}));
   EXPECT_EQ(in_pipeline.output_shapes()[7].DebugString(), "[?,2]");
   auto pipe_it = in_pipeline.MakeInitializableIterator();
   std::vector<Output> pipe_next = pipe_it.GetNext();
-  std::vector<Output> op_next = {parsed.sparse.at("tags").indices, parsed.sparse.at("tags").values,
+  std::vector<Output> op_next = {parsed.sparse.at("tags").indices,     parsed.sparse.at("tags").values,
                                  parsed.sparse.at("tags").dense_shape, parsed.dense.at("feature0"),
-                                 parsed.dense.at("feature1"), parsed.dense.at("feature2"),
-                                 parsed.dense.at("feature3"), parsed.dense.at("missing")};
+                                 parsed.dense.at("feature1"),          parsed.dense.at("feature2"),
+                                 parsed.dense.at("feature3"),          parsed.dense.at("missing")};
   Session sess(g);
   sess.Run({}, {}, {op_it.initializer(), pipe_it.initializer()});
   int batches = 0;
@@ -118,7 +118,8 @@ TEST(ParseExample, MapParseExampleInThePipelineMatchesTheOp) {
     actual = sess.Run({}, pipe_next);
     ASSERT_EQ(actual.size(), expected.size());
     for (size_t i = 0; i < actual.size(); ++i) {
-      EXPECT_EQ(actual[i].DebugString(1000), expected[i].DebugString(1000)) << "component " << i << ", batch " << batches;
+      EXPECT_EQ(actual[i].DebugString(1000), expected[i].DebugString(1000))
+          << "component " << i << ", batch " << batches;
     }
   }
   EXPECT_EQ(batches, 5);  // 42 records in batches of 10
@@ -137,9 +138,11 @@ TEST(ParseExample, VarLenFeaturesBecomeSparseTriples) {
   auto as_default = g.AsDefault();
   Output serialized = Const(Tensor::FromVector<std::string>({a.SerializeAsString(), b.SerializeAsString()}));
   SparseTensor ids = ParseExample(serialized, {{"ids", VarLenFeature{DT_INT64}}}).sparse.at("ids");
-  SparseTensor single = ParseSingleExample(Const(b.SerializeAsString()), {{"ids", VarLenFeature{DT_INT64}}}).sparse.at("ids");
+  SparseTensor single =
+      ParseSingleExample(Const(b.SerializeAsString()), {{"ids", VarLenFeature{DT_INT64}}}).sparse.at("ids");
   Session sess(g);
-  std::vector<Tensor> out = sess.Run({}, {ids.indices, ids.values, ids.dense_shape, single.indices, single.dense_shape});
+  std::vector<Tensor> out =
+      sess.Run({}, {ids.indices, ids.values, ids.dense_shape, single.indices, single.dense_shape});
   EXPECT_EQ(out[0].shape(), TensorShape({5, 2}));
   EXPECT_EQ(std::vector<int64_t>(out[0].flat<int64_t>().begin(), out[0].flat<int64_t>().end()),
             (std::vector<int64_t>{0, 0, 0, 1, 1, 0, 1, 1, 1, 2}));
@@ -158,7 +161,8 @@ TEST(ParseSingleExample, ParsesOneFixtureRecord) {
   ParsedExample parsed = ParseSingleExample(Const(record), FixtureFeatures());
   EXPECT_EQ(parsed.dense.at("missing").shape().DebugString(), "[2]");
   Session sess(g);
-  std::vector<Tensor> out = sess.Run({}, {parsed.dense.at("feature1"), parsed.dense.at("feature2"), parsed.dense.at("missing")});
+  std::vector<Tensor> out =
+      sess.Run({}, {parsed.dense.at("feature1"), parsed.dense.at("feature2"), parsed.dense.at("missing")});
   EXPECT_EQ(out[0].scalar<int64_t>(), 1);
   EXPECT_EQ(out[1].scalar<std::string>(), "dog");
   EXPECT_EQ(out[2].flat<float>()[0], 7.0f);
@@ -169,10 +173,14 @@ TEST(ParseExample, BadInputIsAnErrorNamingFeatureAndIndex) {
   Graph g;
   auto as_default = g.AsDefault();
   Output serialized = Placeholder(DT_STRING, PartialTensorShape({-1}), "serialized");
-  Output wrong_type = ParseExample(serialized, {{"feature0", FixedLenFeature{DT_FLOAT, TensorShape({})}}}).dense.at("feature0");
-  Output required = ParseExample(serialized, {{"absent", FixedLenFeature{DT_FLOAT, TensorShape({})}}}).dense.at("absent");
-  Output wrong_size = ParseExample(serialized, {{"feature3", FixedLenFeature{DT_FLOAT, TensorShape({2})}}}).dense.at("feature3");
-  Output right = ParseExample(serialized, {{"feature0", FixedLenFeature{DT_INT64, TensorShape({})}}}).dense.at("feature0");
+  Output wrong_type = ParseExample(serialized, {{"feature0", FixedLenFeature{DT_FLOAT, TensorShape({})}}})
+                          .dense.at("feature0");
+  Output required =
+      ParseExample(serialized, {{"absent", FixedLenFeature{DT_FLOAT, TensorShape({})}}}).dense.at("absent");
+  Output wrong_size = ParseExample(serialized, {{"feature3", FixedLenFeature{DT_FLOAT, TensorShape({2})}}})
+                          .dense.at("feature3");
+  Output right = ParseExample(serialized, {{"feature0", FixedLenFeature{DT_INT64, TensorShape({})}}})
+                     .dense.at("feature0");
   Session sess(g);
   auto message = [&](Output fetch, const Tensor& batch) -> std::string {
     try {
@@ -183,10 +191,13 @@ TEST(ParseExample, BadInputIsAnErrorNamingFeatureAndIndex) {
     return "no error";
   };
   const Tensor good = Tensor::FromVector<std::string>({records[0], records[1]});
-  EXPECT_NE(message(wrong_type, good).find("Feature: feature0.  Data types don't match. Data type: int64 but expected type: float"),
-            std::string::npos);
-  EXPECT_NE(message(required, good).find("Feature: absent (data type: float) is required but could not be found"),
-            std::string::npos);
+  EXPECT_NE(
+      message(wrong_type, good)
+          .find("Feature: feature0.  Data types don't match. Data type: int64 but expected type: float"),
+      std::string::npos);
+  EXPECT_NE(
+      message(required, good).find("Feature: absent (data type: float) is required but could not be found"),
+      std::string::npos);
   EXPECT_NE(message(wrong_size, good).find("Key: feature3, Index: 0.  Number of float values != expected"),
             std::string::npos);
   const Tensor garbage = Tensor::FromVector<std::string>({records[0], std::string("\xff\xff\xff", 3)});
@@ -227,9 +238,12 @@ std::string FirstError(Session& sess, const std::vector<Output>& fetches) {
 // by the ParseExample op after the iterator (also when shuffled into a random row of a
 // batch), by ParseSingleExample, and by ParseExample inside the pipeline.
 TEST(ParseExample, BadExampleFromAFileIsNamedByFileAndRecordIndex) {
-  const std::string wrong_type = WriteRecordsWithBadRecord("wrong_type.tfrecord", 13, ExampleWithFloatFeature0());
-  const std::string garbage = WriteRecordsWithBadRecord("garbage.tfrecord", 27, std::string("\xff\xff\xff", 3));
-  const std::map<std::string, FeatureSpec> features = {{"feature0", FixedLenFeature{DT_INT64, TensorShape({})}}};
+  const std::string wrong_type =
+      WriteRecordsWithBadRecord("wrong_type.tfrecord", 13, ExampleWithFloatFeature0());
+  const std::string garbage =
+      WriteRecordsWithBadRecord("garbage.tfrecord", 27, std::string("\xff\xff\xff", 3));
+  const std::map<std::string, FeatureSpec> features = {
+      {"feature0", FixedLenFeature{DT_INT64, TensorShape({})}}};
   struct Case {
     std::string what, path;
     // Records in; the parsed feature0 and the iterator's initializer out.
@@ -243,14 +257,16 @@ TEST(ParseExample, BadExampleFromAFileIsNamedByFileAndRecordIndex) {
   std::vector<Case> cases = {
       {"op after Batch", wrong_type, [&](data::Dataset ds) { return op(ds.Batch(10).Prefetch(2)); },
        "Name: record 13 of " + wrong_type + ", Feature: feature0.  Data types don't match"},
-      {"op after Shuffle and Batch", wrong_type, [&](data::Dataset ds) { return op(ds.Shuffle(50, 7).Batch(8)); },
+      {"op after Shuffle and Batch", wrong_type,
+       [&](data::Dataset ds) { return op(ds.Shuffle(50, 7).Batch(8)); },
        "Name: record 13 of " + wrong_type + ", Feature: feature0"},
       {"op on garbage", garbage, [&](data::Dataset ds) { return op(ds.Batch(10)); },
        "Name: record 27 of " + garbage + ", Could not parse example input"},
       {"single op", wrong_type,
        [&](data::Dataset ds) {
          auto it = ds.MakeInitializableIterator();
-         return std::pair(ParseSingleExample(it.GetNext()[0], features).dense.at("feature0"), it.initializer());
+         return std::pair(ParseSingleExample(it.GetNext()[0], features).dense.at("feature0"),
+                          it.initializer());
        },
        "Name: record 13 of " + wrong_type + ", Feature: feature0"},
       {"in the pipeline", wrong_type,

@@ -41,22 +41,21 @@ Output ShapeConst(const std::vector<int64_t>& shape, std::string_view name) {
 }
 
 Tensor ScalarOfType(DataType dtype, double value) {
-  return DispatchNumericType(dtype, "random op scalar", [&]<typename T>() {
-    return Tensor::Scalar<T>(static_cast<T>(value));
-  });
+  return DispatchNumericType(dtype, "random op scalar",
+                             [&]<typename T>() { return Tensor::Scalar<T>(static_cast<T>(value)); });
 }
 
 }  // namespace
 
-#define FT_RANDOM_FLOAT_OP(Name)                            \
-  FT_REGISTER_OP(Name)                                      \
-      .Input("shape: T")                                    \
-      .Output("output: dtype")                              \
-      .Attr("seed: int = 0")                                \
-      .Attr("seed2: int = 0")                               \
-      .Attr("dtype: {half, bfloat16, float, double}")       \
-      .Attr("T: {int32, int64}")                            \
-      .SetIsStateful()                                      \
+#define FT_RANDOM_FLOAT_OP(Name)                      \
+  FT_REGISTER_OP(Name)                                \
+      .Input("shape: T")                              \
+      .Output("output: dtype")                        \
+      .Attr("seed: int = 0")                          \
+      .Attr("seed2: int = 0")                         \
+      .Attr("dtype: {half, bfloat16, float, double}") \
+      .Attr("T: {int32, int64}")                      \
+      .SetIsStateful()                                \
       .SetShapeFn(RandomShape)
 FT_RANDOM_FLOAT_OP("RandomUniform");
 FT_RANDOM_FLOAT_OP("RandomStandardNormal");
@@ -115,8 +114,7 @@ SeedPair GetSeed(Graph& graph, std::optional<int64_t> op_seed) {
 static Output RandomFloatOp(std::string_view op, Output shape, DataType dtype, SeedPair seeds,
                             std::string_view name) {
   if (!IsFloatingType(dtype)) {
-    InvalidArgument(op, " '", name, "': dtype must be a floating point type, got ",
-                    DataTypeString(dtype));
+    InvalidArgument(op, " '", name, "': dtype must be a floating point type, got ", DataTypeString(dtype));
   }
   return NodeBuilder(op, name)
       .Input(shape)
@@ -136,8 +134,7 @@ Output TruncatedNormal(Output shape, DataType dtype, SeedPair seeds, std::string
   return RandomFloatOp("TruncatedNormal", shape, dtype, seeds, name);
 }
 
-Output RandomUniformInt(Output shape, Output minval, Output maxval, SeedPair seeds,
-                        std::string_view name) {
+Output RandomUniformInt(Output shape, Output minval, Output maxval, SeedPair seeds, std::string_view name) {
   return NodeBuilder("RandomUniformInt", name)
       .Input(shape)
       .Input(minval)
@@ -163,8 +160,8 @@ namespace {
 // `name` itself (TF's `math_ops.add(rnd * ..., ..., name=name)`).
 enum class Kind { kUniform, kNormal, kTruncated };
 
-Output ScaledRandom(Kind kind, Graph& graph, const std::function<Output()>& make_shape, double a,
-                    double b, DataType dtype, std::optional<int64_t> seed, std::string_view name) {
+Output ScaledRandom(Kind kind, Graph& graph, const std::function<Output()>& make_shape, double a, double b,
+                    DataType dtype, std::optional<int64_t> seed, std::string_view name) {
   auto as_default = graph.AsDefault();
   OpNameScope scope(graph, name);
   Output shape = make_shape();
@@ -188,9 +185,15 @@ Output ScaledRandom(Kind kind, Graph& graph, const std::function<Output()>& make
   const SeedPair seeds = GetSeed(graph, seed);
   Output raw;
   switch (kind) {
-    case Kind::kUniform: raw = RandomUniform(shape, dtype, seeds); break;
-    case Kind::kNormal: raw = RandomStandardNormal(shape, dtype, seeds); break;
-    case Kind::kTruncated: raw = ops::TruncatedNormal(shape, dtype, seeds); break;
+    case Kind::kUniform:
+      raw = RandomUniform(shape, dtype, seeds);
+      break;
+    case Kind::kNormal:
+      raw = RandomStandardNormal(shape, dtype, seeds);
+      break;
+    case Kind::kTruncated:
+      raw = ops::TruncatedNormal(shape, dtype, seeds);
+      break;
   }
   Output scaled = uniform ? raw * (second - first) : raw * second;
   scope.Exit();
@@ -201,28 +204,31 @@ Output ScaledRandom(Kind kind, Graph& graph, const std::function<Output()>& make
 
 Output Uniform(const std::vector<int64_t>& shape, double minval, double maxval, DataType dtype,
                std::optional<int64_t> seed, std::string_view name) {
-  return ScaledRandom(Kind::kUniform, GetDefaultGraph(), [&] { return ShapeConst(shape, "shape"); },
-                      minval, maxval, dtype, seed, name);
+  return ScaledRandom(
+      Kind::kUniform, GetDefaultGraph(), [&] { return ShapeConst(shape, "shape"); }, minval, maxval, dtype,
+      seed, name);
 }
-Output Uniform(Output shape, double minval, double maxval, DataType dtype,
-               std::optional<int64_t> seed, std::string_view name) {
-  return ScaledRandom(Kind::kUniform, GraphOf(shape), [&] { return shape; }, minval, maxval, dtype,
-                      seed, name);
+Output Uniform(Output shape, double minval, double maxval, DataType dtype, std::optional<int64_t> seed,
+               std::string_view name) {
+  return ScaledRandom(
+      Kind::kUniform, GraphOf(shape), [&] { return shape; }, minval, maxval, dtype, seed, name);
 }
 Output Normal(const std::vector<int64_t>& shape, double mean, double stddev, DataType dtype,
               std::optional<int64_t> seed, std::string_view name) {
-  return ScaledRandom(Kind::kNormal, GetDefaultGraph(), [&] { return ShapeConst(shape, "shape"); },
-                      mean, stddev, dtype, seed, name);
+  return ScaledRandom(
+      Kind::kNormal, GetDefaultGraph(), [&] { return ShapeConst(shape, "shape"); }, mean, stddev, dtype, seed,
+      name);
 }
 Output Normal(Output shape, double mean, double stddev, DataType dtype, std::optional<int64_t> seed,
               std::string_view name) {
-  return ScaledRandom(Kind::kNormal, GraphOf(shape), [&] { return shape; }, mean, stddev, dtype,
-                      seed, name);
+  return ScaledRandom(
+      Kind::kNormal, GraphOf(shape), [&] { return shape; }, mean, stddev, dtype, seed, name);
 }
-Output TruncatedNormal(const std::vector<int64_t>& shape, double mean, double stddev,
-                       DataType dtype, std::optional<int64_t> seed, std::string_view name) {
-  return ScaledRandom(Kind::kTruncated, GetDefaultGraph(),
-                      [&] { return ShapeConst(shape, "shape"); }, mean, stddev, dtype, seed, name);
+Output TruncatedNormal(const std::vector<int64_t>& shape, double mean, double stddev, DataType dtype,
+                       std::optional<int64_t> seed, std::string_view name) {
+  return ScaledRandom(
+      Kind::kTruncated, GetDefaultGraph(), [&] { return ShapeConst(shape, "shape"); }, mean, stddev, dtype,
+      seed, name);
 }
 
 Output Shuffle(Output value, std::optional<int64_t> seed, std::string_view name) {

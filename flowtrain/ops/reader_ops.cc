@@ -30,8 +30,7 @@ TFRecordReader::TFRecordReader(const TFRecordReaderOptions& options)
                   .Attr("compression_type", options.compression_type)
                   .Finalize()) {}
 
-std::pair<Output, Output> TFRecordReader::Read(const QueueBase& filename_queue,
-                                               std::string_view name) const {
+std::pair<Output, Output> TFRecordReader::Read(const QueueBase& filename_queue, std::string_view name) const {
   Operation op = NodeBuilder("ReaderReadV2", name).Input(handle_).Input(filename_queue.handle()).Finalize();
   return {op.output(0), op.output(1)};
 }

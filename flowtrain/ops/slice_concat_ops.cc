@@ -131,13 +131,15 @@ void ConcatV2Shape(InferenceContext& c) {
         dims[d] = s.dim_size(d);
       } else if (s.dim_size(d) >= 0 && s.dim_size(d) != dims[d]) {
         InvalidArgument("Dimension ", d, " in both shapes must be equal, but are ", dims[d], " and ",
-                        s.dim_size(d), ". Shapes are ", c.input(0).DebugString(), " and ",
-                        s.DebugString(), ".");
+                        s.dim_size(d), ". Shapes are ", c.input(0).DebugString(), " and ", s.DebugString(),
+                        ".");
       }
     }
     first = false;
     if (total >= 0) {
-      total = s.dim_size(axis) < 0 ? -1 : CheckedAddSizes(total, s.dim_size(axis), "ConcatV2", "size along the axis");
+      total = s.dim_size(axis) < 0
+                  ? -1
+                  : CheckedAddSizes(total, s.dim_size(axis), "ConcatV2", "size along the axis");
     }
   }
   dims[axis] = total;
@@ -172,8 +174,8 @@ void SplitVShape(InferenceContext& c) {
   auto sizes = ConstInts(c, 1);
   const auto axis_value = ConstInts(c, 2);
   if (sizes && static_cast<int64_t>(sizes->size()) != num_split) {
-    InvalidArgument("Length of size_splits should be equal to num_split, but got ", sizes->size(),
-                    " and ", num_split);
+    InvalidArgument("Length of size_splits should be equal to num_split, but got ", sizes->size(), " and ",
+                    num_split);
   }
   if (in.unknown_rank() || !axis_value || !sizes) {
     const PartialTensorShape out =
@@ -187,7 +189,8 @@ void SplitVShape(InferenceContext& c) {
   int64_t known_sum = 0;
   for (int i = 0; i < num_split; ++i) {
     if ((*sizes)[i] == -1) {
-      if (unknown >= 0) InvalidArgument("Only one dimensions can have a value of -1. Second one found at dimension ", i);
+      if (unknown >= 0)
+        InvalidArgument("Only one dimensions can have a value of -1. Second one found at dimension ", i);
       unknown = i;
     } else if ((*sizes)[i] < 0) {
       InvalidArgument("size_splits[", i, "] must be >= -1, got ", (*sizes)[i]);
@@ -196,9 +199,11 @@ void SplitVShape(InferenceContext& c) {
     }
   }
   if (dim >= 0 && ((unknown < 0 && known_sum != dim) || (unknown >= 0 && known_sum > dim))) {
-    InvalidArgument("Determined shape must either match input shape along split_dim exactly if "
-                    "fully specified, or be less than the size of the input along split_dim if "
-                    "not fully specified.  Got: ", known_sum);
+    InvalidArgument(
+        "Determined shape must either match input shape along split_dim exactly if "
+        "fully specified, or be less than the size of the input along split_dim if "
+        "not fully specified.  Got: ",
+        known_sum);
   }
   if (unknown >= 0) (*sizes)[unknown] = dim >= 0 ? dim - known_sum : -1;
   for (int i = 0; i < num_split; ++i) {
@@ -235,11 +240,11 @@ FT_REGISTER_OP("Slice")
     .Attr("Index: {int32, int64}")
     .SetShapeFn(SliceShape);
 
-#define FT_STRIDED_SLICE_MASK_ATTRS                         \
-  .Attr("begin_mask: int = 0")                              \
-      .Attr("end_mask: int = 0")                            \
-      .Attr("ellipsis_mask: int = 0")                       \
-      .Attr("new_axis_mask: int = 0")                       \
+#define FT_STRIDED_SLICE_MASK_ATTRS   \
+  .Attr("begin_mask: int = 0")        \
+      .Attr("end_mask: int = 0")      \
+      .Attr("ellipsis_mask: int = 0") \
+      .Attr("new_axis_mask: int = 0") \
       .Attr("shrink_axis_mask: int = 0")
 
 FT_REGISTER_OP("StridedSlice")
@@ -249,9 +254,7 @@ FT_REGISTER_OP("StridedSlice")
     .Input("strides: Index")
     .Output("output: T")
     .Attr("T: type")
-    .Attr("Index: {int32, int64}")
-    FT_STRIDED_SLICE_MASK_ATTRS
-    .SetShapeFn(StridedSliceShape);
+    .Attr("Index: {int32, int64}") FT_STRIDED_SLICE_MASK_ATTRS.SetShapeFn(StridedSliceShape);
 
 FT_REGISTER_OP("StridedSliceGrad")
     .Input("shape: Index")
@@ -261,9 +264,7 @@ FT_REGISTER_OP("StridedSliceGrad")
     .Input("dy: T")
     .Output("output: T")
     .Attr("T: type")
-    .Attr("Index: {int32, int64}")
-    FT_STRIDED_SLICE_MASK_ATTRS
-    .SetShapeFn(StridedSliceGradShape);
+    .Attr("Index: {int32, int64}") FT_STRIDED_SLICE_MASK_ATTRS.SetShapeFn(StridedSliceGradShape);
 #undef FT_STRIDED_SLICE_MASK_ATTRS
 
 FT_REGISTER_OP("ConcatV2")
@@ -337,8 +338,8 @@ Output Slice(Output input, const std::vector<int64_t>& begin, const std::vector<
   return NodeBuilder("Slice", scope.op_name()).ExactName().Input(input).Input(b).Input(s).Finalize();
 }
 
-Output StridedSlice(Output input, Output begin, Output end, Output strides,
-                    const StridedSliceMasks& masks, std::string_view name) {
+Output StridedSlice(Output input, Output begin, Output end, Output strides, const StridedSliceMasks& masks,
+                    std::string_view name) {
   NodeBuilder b("StridedSlice", name);
   b.Input(input).Input(begin).Input(end).Input(strides);
   return SetMasks(b, masks).Finalize();
@@ -378,11 +379,8 @@ Output Concat(const std::vector<Output>& values, int64_t axis, std::string_view 
 }
 
 std::vector<Output> Split(Output axis, Output value, int64_t num_split, std::string_view name) {
-  return AllOutputs(NodeBuilder("Split", name)
-                        .Input(axis)
-                        .Input(value)
-                        .Attr("num_split", num_split)
-                        .Finalize());
+  return AllOutputs(
+      NodeBuilder("Split", name).Input(axis).Input(value).Attr("num_split", num_split).Finalize());
 }
 
 std::vector<Output> Split(Output value, int64_t num_split, int64_t axis, std::string_view name) {
@@ -423,8 +421,7 @@ std::vector<Output> SplitV(Output value, const std::vector<int64_t>& size_splits
 }
 
 std::vector<Output> Unpack(Output value, int64_t num, int64_t axis, std::string_view name) {
-  return AllOutputs(
-      NodeBuilder("Unpack", name).Input(value).Attr("num", num).Attr("axis", axis).Finalize());
+  return AllOutputs(NodeBuilder("Unpack", name).Input(value).Attr("num", num).Attr("axis", axis).Finalize());
 }
 
 std::vector<Output> Unstack(Output value, int64_t axis, std::string_view name) {

@@ -52,13 +52,13 @@ FT_REGISTER_OP("Assign")
     .SetAllowsUninitializedInput()
     .SetShapeFn(AssignShape);
 
-#define FT_ASSIGN_UPDATE_OP(Name)                                                      \
-  FT_REGISTER_OP(Name)                                                                 \
-      .Input("ref: Ref(T)")                                                            \
-      .Input("value: T")                                                               \
-      .Output("output_ref: Ref(T)")                                                    \
-      .Attr("T: {bfloat16, half, float, double, uint8, int8, int16, int32, int64}")    \
-      .Attr("use_locking: bool = false")                                               \
+#define FT_ASSIGN_UPDATE_OP(Name)                                                   \
+  FT_REGISTER_OP(Name)                                                              \
+      .Input("ref: Ref(T)")                                                         \
+      .Input("value: T")                                                            \
+      .Output("output_ref: Ref(T)")                                                 \
+      .Attr("T: {bfloat16, half, float, double, uint8, int8, int16, int32, int64}") \
+      .Attr("use_locking: bool = false")                                            \
       .SetShapeFn(AssignUpdateShape)
 FT_ASSIGN_UPDATE_OP("AssignAdd");
 FT_ASSIGN_UPDATE_OP("AssignSub");
@@ -83,8 +83,7 @@ Output VariableV2(const PartialTensorShape& shape, DataType dtype, std::string_v
       .Finalize();
 }
 
-Output Assign(Output ref, Output value, bool validate_shape, bool use_locking,
-              std::string_view name) {
+Output Assign(Output ref, Output value, bool validate_shape, bool use_locking, std::string_view name) {
   RequireRef(ref, "Assign");
   return NodeBuilder("Assign", name)
       .Input(ref)

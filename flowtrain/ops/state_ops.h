@@ -17,10 +17,8 @@ Output VariableV2(const PartialTensorShape& shape, DataType dtype, std::string_v
                   std::string_view container = "", std::string_view shared_name = "");
 Output Assign(Output ref, Output value, bool validate_shape = true, bool use_locking = true,
               std::string_view name = "Assign");
-Output AssignAdd(Output ref, Output value, bool use_locking = false,
-                 std::string_view name = "AssignAdd");
-Output AssignSub(Output ref, Output value, bool use_locking = false,
-                 std::string_view name = "AssignSub");
+Output AssignAdd(Output ref, Output value, bool use_locking = false, std::string_view name = "AssignAdd");
+Output AssignSub(Output ref, Output value, bool use_locking = false, std::string_view name = "AssignSub");
 Output IsVariableInitialized(Output ref, std::string_view name = "IsVariableInitialized");
 // tf.count_up_to: increments the int32/int64 scalar variable `ref` and returns its value from
 // before; OutOfRange("Reached limit of <limit>") once it has reached `limit`.

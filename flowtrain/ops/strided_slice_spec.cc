@@ -78,14 +78,14 @@ DenseSpec BuildDenseSpec(int rank, const std::vector<int64_t>& begin, const std:
 
 }  // namespace
 
-StridedSliceSpec ResolveStridedSlice(const PartialTensorShape& input,
-                                     const std::vector<int64_t>& begin,
-                                     const std::vector<int64_t>& end,
-                                     const std::vector<int64_t>& strides,
+StridedSliceSpec ResolveStridedSlice(const PartialTensorShape& input, const std::vector<int64_t>& begin,
+                                     const std::vector<int64_t>& end, const std::vector<int64_t>& strides,
                                      const StridedSliceMasks& masks) {
   if (begin.size() != end.size() || begin.size() != strides.size()) {
-    InvalidArgument("Expected begin, end, and strides to be 1D equal size tensors, but got "
-                    "shapes [", begin.size(), "], [", end.size(), "], and [", strides.size(), "] instead.");
+    InvalidArgument(
+        "Expected begin, end, and strides to be 1D equal size tensors, but got "
+        "shapes [",
+        begin.size(), "], [", end.size(), "], and [", strides.size(), "] instead.");
   }
   if (begin.size() > 32) InvalidArgument("StridedSlice supports at most 32 indices, got ", begin.size());
   const int rank = input.dims();

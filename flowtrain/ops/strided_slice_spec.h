@@ -36,10 +36,8 @@ struct StridedSliceSpec {
 
 // Throws InvalidArgument (TF's messages) for mismatched spec lengths, zero strides, several
 // ellipses, too many indices and out-of-range shrink indices. `input` must have known rank.
-StridedSliceSpec ResolveStridedSlice(const PartialTensorShape& input,
-                                     const std::vector<int64_t>& begin,
-                                     const std::vector<int64_t>& end,
-                                     const std::vector<int64_t>& strides,
+StridedSliceSpec ResolveStridedSlice(const PartialTensorShape& input, const std::vector<int64_t>& begin,
+                                     const std::vector<int64_t>& end, const std::vector<int64_t>& strides,
                                      const StridedSliceMasks& masks);
 
 }  // namespace flowtrain

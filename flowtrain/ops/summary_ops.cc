@@ -20,8 +20,7 @@ void ScalarSummaryShape(InferenceContext& c) {
   const PartialTensorShape& values = c.input(1);
   if (tags.IsFullyDefined() && values.IsFullyDefined() && !tags.IsIdenticalTo(values) &&
       !(tags.num_elements() == 1 && values.num_elements() == 1)) {
-    InvalidArgument("tags and values not the same shape: ", tags.DebugString(),
-                    " != ", values.DebugString());
+    InvalidArgument("tags and values not the same shape: ", tags.DebugString(), " != ", values.DebugString());
   }
   c.set_output(0, PartialTensorShape({}));
 }
@@ -125,16 +124,13 @@ Output HistogramSummary(Output tag, Output values, std::string_view name) {
   return NodeBuilder("HistogramSummary", name).Input(tag).Input(values).Finalize();
 }
 
-Tensor DefaultImageSummaryBadColor() {
-  return Tensor::FromVector<uint8_t>({255, 0, 0, 255});
-}
+Tensor DefaultImageSummaryBadColor() { return Tensor::FromVector<uint8_t>({255, 0, 0, 255}); }
 
 Output ImageSummary(Output tag, Output tensor, int64_t max_images, const Tensor& bad_color,
                     std::string_view name) {
   if (max_images < 1) InvalidArgument("ImageSummary: max_images must be >= 1, got ", max_images);
   if (bad_color.dtype() != DT_UINT8 || bad_color.shape().dims() != 1) {
-    InvalidArgument("ImageSummary: bad_color must be a uint8 vector, got ",
-                    bad_color.DebugString());
+    InvalidArgument("ImageSummary: bad_color must be a uint8 vector, got ", bad_color.DebugString());
   }
   return NodeBuilder("ImageSummary", name)
       .Input(tag)
@@ -157,8 +153,7 @@ Output AudioSummaryV2(Output tag, Output tensor, Output sample_rate, int64_t max
       .Finalize();
 }
 
-Output TensorSummaryV2(Output tag, Output tensor, Output serialized_summary_metadata,
-                       std::string_view name) {
+Output TensorSummaryV2(Output tag, Output tensor, Output serialized_summary_metadata, std::string_view name) {
   return NodeBuilder("TensorSummaryV2", name)
       .Input(tag)
       .Input(tensor)

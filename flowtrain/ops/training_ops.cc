@@ -26,8 +26,9 @@ constexpr const char* kFloatTypes = "T: {float, double}";
 void RequireRefs(std::string_view op, std::initializer_list<const Output*> refs) {
   for (const Output* ref : refs) {
     if (!*ref || !ref->is_ref()) {
-      InvalidArgument(op, " requires variables (reference tensors) for its variable and slot "
-                          "inputs, got ",
+      InvalidArgument(op,
+                      " requires variables (reference tensors) for its variable and slot "
+                      "inputs, got ",
                       *ref ? ref->DebugString() : std::string("an empty Output"));
     }
   }
@@ -151,8 +152,7 @@ FT_REGISTER_NO_GRADIENT("ApplyCenteredRMSProp");
 
 namespace ops {
 
-Output ApplyGradientDescent(Output var, Output alpha, Output delta, bool use_locking,
-                            std::string_view name) {
+Output ApplyGradientDescent(Output var, Output alpha, Output delta, bool use_locking, std::string_view name) {
   RequireRefs("ApplyGradientDescent", {&var});
   return NodeBuilder("ApplyGradientDescent", name)
       .Input(var)
@@ -162,8 +162,8 @@ Output ApplyGradientDescent(Output var, Output alpha, Output delta, bool use_loc
       .Finalize();
 }
 
-Output ApplyMomentum(Output var, Output accum, Output lr, Output grad, Output momentum,
-                     bool use_locking, bool use_nesterov, std::string_view name) {
+Output ApplyMomentum(Output var, Output accum, Output lr, Output grad, Output momentum, bool use_locking,
+                     bool use_nesterov, std::string_view name) {
   RequireRefs("ApplyMomentum", {&var, &accum});
   return NodeBuilder("ApplyMomentum", name)
       .Input(var)
@@ -177,8 +177,8 @@ Output ApplyMomentum(Output var, Output accum, Output lr, Output grad, Output mo
 }
 
 Output ApplyAdam(Output var, Output m, Output v, Output beta1_power, Output beta2_power, Output lr,
-                 Output beta1, Output beta2, Output epsilon, Output grad, bool use_locking,
-                 bool use_nesterov, std::string_view name) {
+                 Output beta1, Output beta2, Output epsilon, Output grad, bool use_locking, bool use_nesterov,
+                 std::string_view name) {
   RequireRefs("ApplyAdam", {&var, &m, &v});
   return NodeBuilder("ApplyAdam", name)
       .Input(var)
@@ -196,8 +196,8 @@ Output ApplyAdam(Output var, Output m, Output v, Output beta1_power, Output beta
       .Finalize();
 }
 
-Output SparseApplyAdagrad(Output var, Output accum, Output lr, Output grad, Output indices,
-                          bool use_locking, bool update_slots, std::string_view name) {
+Output SparseApplyAdagrad(Output var, Output accum, Output lr, Output grad, Output indices, bool use_locking,
+                          bool update_slots, std::string_view name) {
   RequireRefs("SparseApplyAdagrad", {&var, &accum});
   return NodeBuilder("SparseApplyAdagrad", name)
       .Input(var)
@@ -210,8 +210,8 @@ Output SparseApplyAdagrad(Output var, Output accum, Output lr, Output grad, Outp
       .Finalize();
 }
 
-Output ApplyAdagrad(Output var, Output accum, Output lr, Output grad, bool use_locking,
-                    bool update_slots, std::string_view name) {
+Output ApplyAdagrad(Output var, Output accum, Output lr, Output grad, bool use_locking, bool update_slots,
+                    std::string_view name) {
   RequireRefs("ApplyAdagrad", {&var, &accum});
   return NodeBuilder("ApplyAdagrad", name)
       .Input(var)
@@ -223,8 +223,8 @@ Output ApplyAdagrad(Output var, Output accum, Output lr, Output grad, bool use_l
       .Finalize();
 }
 
-Output ApplyRMSProp(Output var, Output ms, Output mom, Output lr, Output rho, Output momentum,
-                    Output epsilon, Output grad, bool use_locking, std::string_view name) {
+Output ApplyRMSProp(Output var, Output ms, Output mom, Output lr, Output rho, Output momentum, Output epsilon,
+                    Output grad, bool use_locking, std::string_view name) {
   RequireRefs("ApplyRMSProp", {&var, &ms, &mom});
   return NodeBuilder("ApplyRMSProp", name)
       .Input(var)

@@ -43,9 +43,8 @@ Output ApplyAdagrad(Output var, Output accum, Output lr, Output grad, bool use_l
 Output SparseApplyAdagrad(Output var, Output accum, Output lr, Output grad, Output indices,
                           bool use_locking = false, bool update_slots = true,
                           std::string_view name = "SparseApplyAdagrad");
-Output ApplyRMSProp(Output var, Output ms, Output mom, Output lr, Output rho, Output momentum,
-                    Output epsilon, Output grad, bool use_locking = false,
-                    std::string_view name = "ApplyRMSProp");
+Output ApplyRMSProp(Output var, Output ms, Output mom, Output lr, Output rho, Output momentum, Output epsilon,
+                    Output grad, bool use_locking = false, std::string_view name = "ApplyRMSProp");
 Output ApplyCenteredRMSProp(Output var, Output mg, Output ms, Output mom, Output lr, Output rho,
                             Output momentum, Output epsilon, Output grad, bool use_locking = false,
                             std::string_view name = "ApplyCenteredRMSProp");

@@ -38,7 +38,8 @@ const std::vector<float> kGrad = {0.5f, -1.5f, 0.25f};
 TEST(TrainingOpsTest, ApplyGradientDescent) {
   Fixture f;
   Variable var = f.Var(kVar, "var");
-  Output update = ops::ApplyGradientDescent(var.ref(), ops::Const(0.1f), ops::Const<float>({0.5f, -1.5f, 0.25f}));
+  Output update =
+      ops::ApplyGradientDescent(var.ref(), ops::Const(0.1f), ops::Const<float>({0.5f, -1.5f, 0.25f}));
   EXPECT_EQ(update.op().name(), "ApplyGradientDescent");
   EXPECT_TRUE(update.is_ref());
   Session s(f.g);
@@ -55,9 +56,9 @@ TEST(TrainingOpsTest, ApplyMomentumPlainAndNesterov) {
     Fixture f;
     Variable var = f.Var(kVar, "var");
     Variable accum = f.Var({0.1f, 0.2f, 0.3f}, "accum");
-    Output update = ops::ApplyMomentum(var.ref(), accum.ref(), ops::Const(0.1f),
-                                       ops::Const(Tensor::FromVector<float>(kGrad)), ops::Const(0.9f),
-                                       false, nesterov);
+    Output update =
+        ops::ApplyMomentum(var.ref(), accum.ref(), ops::Const(0.1f),
+                           ops::Const(Tensor::FromVector<float>(kGrad)), ops::Const(0.9f), false, nesterov);
     EXPECT_EQ(update.op().GetAttr<bool>("use_nesterov"), nesterov);
     Session s(f.g);
     s.Run({}, {}, {ops::GlobalVariablesInitializer()});
@@ -83,10 +84,10 @@ TEST(TrainingOpsTest, ApplyAdamPlainAndNesterov) {
     Variable m = f.Var({0.1f, -0.1f, 0.0f}, "m");
     Variable v = f.Var({0.01f, 0.02f, 0.0f}, "v");
     const double b1p = 0.9 * 0.9, b2p = 0.999 * 0.999, lr = 0.01, b1 = 0.9, b2 = 0.999, eps = 1e-8;
-    Output update = ops::ApplyAdam(var.ref(), m.ref(), v.ref(), ops::Const(float(b1p)),
-                                   ops::Const(float(b2p)), ops::Const(float(lr)), ops::Const(float(b1)),
-                                   ops::Const(float(b2)), ops::Const(float(eps)),
-                                   ops::Const(Tensor::FromVector<float>(kGrad)), false, nesterov);
+    Output update =
+        ops::ApplyAdam(var.ref(), m.ref(), v.ref(), ops::Const(float(b1p)), ops::Const(float(b2p)),
+                       ops::Const(float(lr)), ops::Const(float(b1)), ops::Const(float(b2)),
+                       ops::Const(float(eps)), ops::Const(Tensor::FromVector<float>(kGrad)), false, nesterov);
     Session s(f.g);
     s.Run({}, {}, {ops::GlobalVariablesInitializer()});
     s.Run({}, {}, {update.op()});
@@ -149,13 +150,13 @@ TEST(TrainingOpsTest, SparseApplyAdagradUpdatesOnlyTheIndexedRows) {
   ExpectNear(Read(s, var), want_var);
   ExpectNear(Read(s, accum), want_acc);
 
-  Output out_of_range = ops::SparseApplyAdagrad(var.ref(), accum.ref(), ops::Const(0.5f),
-                                                ops::Const(Tensor::FromVector<float>({1, 1}, TensorShape({1, 2}))),
-                                                ops::Const<int32_t>({3}));
+  Output out_of_range = ops::SparseApplyAdagrad(
+      var.ref(), accum.ref(), ops::Const(0.5f),
+      ops::Const(Tensor::FromVector<float>({1, 1}, TensorShape({1, 2}))), ops::Const<int32_t>({3}));
   EXPECT_THROW(s.Run({}, {}, {out_of_range.op()}), InvalidArgumentError);
-  Output wrong_rows = ops::SparseApplyAdagrad(var.ref(), accum.ref(), ops::Const(0.5f),
-                                              ops::Const(Tensor::FromVector<float>({1, 1}, TensorShape({1, 2}))),
-                                              ops::Const<int32_t>({0, 1}));
+  Output wrong_rows = ops::SparseApplyAdagrad(
+      var.ref(), accum.ref(), ops::Const(0.5f),
+      ops::Const(Tensor::FromVector<float>({1, 1}, TensorShape({1, 2}))), ops::Const<int32_t>({0, 1}));
   EXPECT_THROW(s.Run({}, {}, {wrong_rows.op()}), InvalidArgumentError);
   ExpectNear(Read(s, var), want_var);  // the failed updates changed nothing
 }
@@ -220,8 +221,8 @@ TEST(TrainingOpsTest, DoubleVariablesAndLargeVariablesSplitAcrossThreads) {
   }
   Variable var(Tensor::FromVector<double>(init), {.name = "big"});
   Variable accum(Tensor::FromVector<double>(std::vector<double>(n, 0.0)), {.name = "accum"});
-  Output update = ops::ApplyMomentum(var.ref(), accum.ref(), ops::Const(0.5), ops::Const(Tensor::FromVector<double>(grad)),
-                                     ops::Const(0.9));
+  Output update = ops::ApplyMomentum(var.ref(), accum.ref(), ops::Const(0.5),
+                                     ops::Const(Tensor::FromVector<double>(grad)), ops::Const(0.9));
   SessionOptions options;
   options.config.intra_op_parallelism_threads = 4;
   Session s(g, options);
@@ -251,22 +252,26 @@ TEST(TrainingOpsTest, Errors) {
   // Shapes are checked while building.
   EXPECT_THROW(ops::ApplyGradientDescent(var.ref(), ops::Const(0.1f), ops::Const<float>({1, 2})),
                InvalidArgumentError);
-  EXPECT_THROW(ops::ApplyGradientDescent(var.ref(), ops::Const<float>({0.1f}), ops::Const(Tensor::FromVector<float>(kGrad))),
+  EXPECT_THROW(ops::ApplyGradientDescent(var.ref(), ops::Const<float>({0.1f}),
+                                         ops::Const(Tensor::FromVector<float>(kGrad))),
                InvalidArgumentError);
-  EXPECT_THROW(ops::ApplyMomentum(var.ref(), small.ref(), ops::Const(0.1f), ops::Const(Tensor::FromVector<float>(kGrad)),
-                                  ops::Const(0.9f)),
+  EXPECT_THROW(ops::ApplyMomentum(var.ref(), small.ref(), ops::Const(0.1f),
+                                  ops::Const(Tensor::FromVector<float>(kGrad)), ops::Const(0.9f)),
                InvalidArgumentError);
   // The variable must be a reference.
-  EXPECT_THROW(ops::ApplyGradientDescent(var.value(), ops::Const(0.1f), ops::Const(Tensor::FromVector<float>(kGrad))),
-               InvalidArgumentError);
+  EXPECT_THROW(
+      ops::ApplyGradientDescent(var.value(), ops::Const(0.1f), ops::Const(Tensor::FromVector<float>(kGrad))),
+      InvalidArgumentError);
   // An uninitialized variable fails when run, naming it.
-  Output update = ops::ApplyGradientDescent(var.ref(), ops::Const(0.1f), ops::Const(Tensor::FromVector<float>(kGrad)));
+  Output update =
+      ops::ApplyGradientDescent(var.ref(), ops::Const(0.1f), ops::Const(Tensor::FromVector<float>(kGrad)));
   Session s(f.g);
   try {
     s.Run({}, {}, {update.op()});
     FAIL() << "expected FailedPrecondition";
   } catch (const FailedPreconditionError& e) {
-    EXPECT_NE(std::string(e.what()).find("Attempting to use uninitialized value var"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("Attempting to use uninitialized value var"), std::string::npos)
+        << e.what();
   }
   // A fed gradient of the wrong shape fails when run.
   Output grad = ops::Placeholder(DT_FLOAT);

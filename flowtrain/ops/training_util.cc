@@ -51,9 +51,9 @@ Variable CreateGlobalStep(Graph* graph) {
   if (GetGlobalStep(&g).has_value()) InvalidArgument("\"global_step\" already exists.");
   auto as_default = g.AsDefault();
   auto root = g.NameScope("");
-  return ops::GetVariable(GraphKeys::kGlobalStep, TensorShape(), DT_INT64, ops::ZerosInitializer(),
-                          {.trainable = false,
-                           .collections = {GraphKeys::kGlobalVariables, GraphKeys::kGlobalStep}});
+  return ops::GetVariable(
+      GraphKeys::kGlobalStep, TensorShape(), DT_INT64, ops::ZerosInitializer(),
+      {.trainable = false, .collections = {GraphKeys::kGlobalVariables, GraphKeys::kGlobalStep}});
 }
 
 Variable GetOrCreateGlobalStep(Graph* graph) {

@@ -14,7 +14,6 @@
 #include "flowtrain/graph/graph.h"
 #include "flowtrain/ops/variables.h"
 
-
 namespace flowtrain::train {
 
 // The single item of the GLOBAL_STEP collection, else the VariableV2 named "global_step",

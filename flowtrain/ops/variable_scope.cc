@@ -76,8 +76,8 @@ std::string CurrentVariableScopeName(Graph* graph) {
   return store->scopes.empty() ? std::string() : store->scopes.back().name;
 }
 
-Variable GetVariable(std::string_view name, const TensorShape& shape, DataType dtype,
-                     Initializer initializer, const GetVariableOptions& options) {
+Variable GetVariable(std::string_view name, const TensorShape& shape, DataType dtype, Initializer initializer,
+                     const GetVariableOptions& options) {
   Graph& graph = GetDefaultGraph();
   auto store = StoreOf(graph);
   std::string full_name;
@@ -101,13 +101,12 @@ Variable GetVariable(std::string_view name, const TensorShape& shape, DataType d
       }
       const Variable& found = it->second;
       if (!found.shape().IsCompatibleWith(PartialTensorShape(shape))) {
-        InvalidArgument("Trying to share variable ", full_name, ", but specified shape ",
-                        shape.DebugString(), " and found shape ", found.shape().DebugString(), ".");
+        InvalidArgument("Trying to share variable ", full_name, ", but specified shape ", shape.DebugString(),
+                        " and found shape ", found.shape().DebugString(), ".");
       }
       if (found.dtype() != dtype) {
         InvalidArgument("Trying to share variable ", full_name, ", but specified dtype ",
-                        DataTypeString(dtype), " and found dtype ", DataTypeString(found.dtype()),
-                        ".");
+                        DataTypeString(dtype), " and found dtype ", DataTypeString(found.dtype()), ".");
       }
       return found;
     }
@@ -130,9 +129,9 @@ Variable GetVariable(std::string_view name, const TensorShape& shape, DataType d
   // Variable names depend only on variable scopes, so build at the root name scope.
   auto as_default = graph.AsDefault();
   auto root = graph.NameScope("");
-  Variable v([&] { return initializer(shape, dtype); },
-             VariableOptions{.name = full_name, .trainable = options.trainable,
-                             .collections = options.collections});
+  Variable v(
+      [&] { return initializer(shape, dtype); },
+      VariableOptions{.name = full_name, .trainable = options.trainable, .collections = options.collections});
   if (v.dtype() != dtype) {
     InvalidArgument("GetVariable ", full_name, ": the initializer made ", DataTypeString(v.dtype()),
                     ", expected ", DataTypeString(dtype));

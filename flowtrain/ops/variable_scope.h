@@ -43,8 +43,7 @@ struct VariableScopeOptions {
 
 class VariableScope {
  public:
-  explicit VariableScope(std::string_view name, VariableScopeOptions options = {},
-                         Graph* graph = nullptr);
+  explicit VariableScope(std::string_view name, VariableScopeOptions options = {}, Graph* graph = nullptr);
   ~VariableScope();
   VariableScope(const VariableScope&) = delete;
   VariableScope& operator=(const VariableScope&) = delete;

@@ -28,9 +28,16 @@ TEST(InitOpsTest, ValuesAndNames) {
   Variable big_ones([] { return ops::OnesInitializer()(TensorShape({50, 40}), DT_FLOAT); }, {.name = "o"});
   Variable c([] { return ops::ConstantInitializer(2.5)(TensorShape({4}), DT_DOUBLE); }, {.name = "c"});
   Variable izero([] { return ops::ZerosInitializer()(TensorShape({}), DT_INT64); }, {.name = "i"});
-  Variable glorot([] { return ops::GlorotUniformInitializer(1)(TensorShape({200, 300}), DT_FLOAT); },
-                  {.name = "glorot"});
-  Variable he([] { return ops::HeNormalInitializer(2)(TensorShape({3, 3, 64, 64}), DT_FLOAT); }, {.name = "he"});
+  Variable glorot(
+      [] {
+        return ops::GlorotUniformInitializer(1)(TensorShape({200, 300}), DT_FLOAT);
+      },
+      {.name = "glorot"});
+  Variable he(
+      [] {
+        return ops::HeNormalInitializer(2)(TensorShape({3, 3, 64, 64}), DT_FLOAT);
+      },
+      {.name = "he"});
   Variable trunc([] { return ops::TruncatedNormalInitializer(1.0, 0.1, 3)(TensorShape({10000}), DT_FLOAT); },
                  {.name = "trunc"});
   EXPECT_NE(g.FindNode("z/Initializer/zeros"), nullptr);
@@ -93,15 +100,17 @@ TEST(VariableScopeTest, NamesAndReuse) {
       ops::GetVariable("kernel", TensorShape({4, 4}));
       FAIL();
     } catch (const InvalidArgumentError& e) {
-      EXPECT_NE(std::string(e.what()).find("Trying to share variable dense/kernel, but specified shape [4,4]"),
-                std::string::npos)
+      EXPECT_NE(
+          std::string(e.what()).find("Trying to share variable dense/kernel, but specified shape [4,4]"),
+          std::string::npos)
           << e.what();
     }
     try {
       ops::GetVariable("missing", TensorShape({1}));
       FAIL();
     } catch (const InvalidArgumentError& e) {
-      EXPECT_NE(std::string(e.what()).find("Variable dense/missing does not exist"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("Variable dense/missing does not exist"), std::string::npos)
+          << e.what();
     }
   }
   {

@@ -15,15 +15,17 @@ namespace flowtrain {
 Variable::Variable(const Tensor& initial_value, const VariableOptions& options) {
   Tensor value = initial_value;
   if (options.dtype != DT_INVALID && options.dtype != value.dtype()) {
-    InvalidArgument("Variable '", options.name, "': initial value has type ",
-                    DataTypeString(value.dtype()), ", requested ", DataTypeString(options.dtype));
+    InvalidArgument("Variable '", options.name, "': initial value has type ", DataTypeString(value.dtype()),
+                    ", requested ", DataTypeString(options.dtype));
   }
-  Build(GetDefaultGraph(), [&] { return ops::Const(value, "initial_value"); }, false, options);
+  Build(
+      GetDefaultGraph(), [&] { return ops::Const(value, "initial_value"); }, false, options);
 }
 
 Variable::Variable(Output initial_value, const VariableOptions& options) {
   if (!initial_value) InvalidArgument("Variable '", options.name, "': empty initial value");
-  Build(*initial_value.graph(), [&] { return initial_value; }, false, options);
+  Build(
+      *initial_value.graph(), [&] { return initial_value; }, false, options);
 }
 
 Variable::Variable(const std::function<Output()>& initial_value_fn, const VariableOptions& options) {
@@ -64,9 +66,8 @@ void Variable::Build(Graph& graph, const std::function<Output()>& make_initial_v
   trainable_ = options.trainable;
   std::vector<std::string> collections = options.collections;
   if (collections.empty()) collections.push_back(GraphKeys::kGlobalVariables);
-  if (options.trainable &&
-      std::find(collections.begin(), collections.end(), GraphKeys::kTrainableVariables) ==
-          collections.end()) {
+  if (options.trainable && std::find(collections.begin(), collections.end(),
+                                     GraphKeys::kTrainableVariables) == collections.end()) {
     collections.push_back(GraphKeys::kTrainableVariables);
   }
   for (const std::string& key : collections) graph.AddToCollection(key, *this);
@@ -112,8 +113,7 @@ std::vector<Variable> TrainableVariables(Graph* graph) {
   return GraphOrDefault(graph).GetCollection<Variable>(GraphKeys::kTrainableVariables);
 }
 
-Operation VariablesInitializer(const std::vector<Variable>& variables, std::string_view name,
-                               Graph* graph) {
+Operation VariablesInitializer(const std::vector<Variable>& variables, std::string_view name, Graph* graph) {
   Graph& g = variables.empty() ? GraphOrDefault(graph) : *variables.front().graph();
   std::vector<Operation> initializers;
   for (const Variable& v : variables) initializers.push_back(v.initializer());
@@ -128,8 +128,8 @@ Operation LocalVariablesInitializer(Graph* graph) {
   return VariablesInitializer(LocalVariables(graph), "init", &GraphOrDefault(graph));
 }
 
-Output ReportUninitializedVariables(std::optional<std::vector<Variable>> variables,
-                                    std::string_view name, Graph* graph) {
+Output ReportUninitializedVariables(std::optional<std::vector<Variable>> variables, std::string_view name,
+                                    Graph* graph) {
   Graph& g = GraphOrDefault(graph);
   std::vector<Variable> list;
   if (variables.has_value()) {

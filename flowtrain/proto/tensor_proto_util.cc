@@ -43,8 +43,8 @@ void FillFromRepeated(const Field& field, std::span<Out> out, DataType dtype) {
     return;
   }
   if (static_cast<size_t>(field.size()) > out.size()) {
-    InvalidArgument("TensorProto of type ", DataTypeString(dtype), " has ", field.size(),
-                    " values for ", out.size(), " elements");
+    InvalidArgument("TensorProto of type ", DataTypeString(dtype), " has ", field.size(), " values for ",
+                    out.size(), " elements");
   }
   for (size_t i = 0; i < out.size(); ++i) {
     const auto& v = field.Get(std::min<int>(static_cast<int>(i), field.size() - 1));
@@ -113,9 +113,8 @@ Tensor TensorFromProto(const tensorflow::TensorProto& proto) {
   if (!proto.tensor_content().empty()) {
     const size_t expected = n * DataTypeSize(dtype);
     if (proto.tensor_content().size() != expected) {
-      InvalidArgument("TensorProto tensor_content has ", proto.tensor_content().size(),
-                      " bytes, expected ", expected, " for ", DataTypeString(dtype), " ",
-                      shape.DebugString());
+      InvalidArgument("TensorProto tensor_content has ", proto.tensor_content().size(), " bytes, expected ",
+                      expected, " for ", DataTypeString(dtype), " ", shape.DebugString());
     }
     std::memcpy(tensor.raw_data(), proto.tensor_content().data(), expected);
     return tensor;

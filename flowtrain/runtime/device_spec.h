@@ -13,10 +13,10 @@
 namespace flowtrain {
 
 struct DeviceSpec {
-  std::string job;                  // empty: unspecified
+  std::string job;  // empty: unspecified
   std::optional<int> replica;
   std::optional<int> task;
-  std::string device_type;          // "CPU", "GPU" or empty
+  std::string device_type;  // "CPU", "GPU" or empty
   std::optional<int> device_index;
 
   // Throws InvalidArgument for a malformed name.
@@ -24,9 +24,7 @@ struct DeviceSpec {
   // Fields set in `other` override this one's (TF's DeviceSpec.merge_from).
   void MergeFrom(const DeviceSpec& other);
   std::string ToString() const;
-  bool empty() const {
-    return job.empty() && !replica && !task && device_type.empty() && !device_index;
-  }
+  bool empty() const { return job.empty() && !replica && !task && device_type.empty() && !device_index; }
 };
 
 }  // namespace flowtrain

@@ -38,14 +38,14 @@ int64_t NowMicros() {
 
 struct Executor::Plan {
   struct Input {
-    int entry;     // index of the entry holding the value
-    bool as_ref;   // the kernel takes the variable itself (a TF1 Ref input)
+    int entry;    // index of the entry holding the value
+    bool as_ref;  // the kernel takes the variable itself (a TF1 Ref input)
   };
   struct Item {
     const Node* node;  // the graph node it runs (a fused group's last node)
     std::string type;  // its op, or the fused op, for traces
     OpKernel* kernel;
-    int input_begin;   // into `inputs`
+    int input_begin;  // into `inputs`
     int num_inputs;
     int output_begin;  // first entry of this node's outputs
     int num_outputs;
@@ -56,13 +56,13 @@ struct Executor::Plan {
   };
 
   ExecutorEnv env;
-  std::vector<Item> items;             // in topological order
+  std::vector<Item> items;  // in topological order
   std::vector<Input> inputs;
-  std::vector<int> out_edges;          // item indices
-  std::vector<int> initial_uses;       // per entry: consumers left before it can be freed
-  std::vector<int> feed_entries;       // per feed: its entry
-  std::vector<int> fetch_entries;      // per fetch: its entry
-  std::vector<int> roots;              // items with nothing to wait for
+  std::vector<int> out_edges;                            // item indices
+  std::vector<int> initial_uses;                         // per entry: consumers left before it can be freed
+  std::vector<int> feed_entries;                         // per feed: its entry
+  std::vector<int> fetch_entries;                        // per fetch: its entry
+  std::vector<int> roots;                                // items with nothing to wait for
   std::vector<std::unique_ptr<OpKernel>> fused_kernels;  // of the fused groups' items
   int num_entries = 0;
   bool run_inline = true;
@@ -118,11 +118,11 @@ struct Executor::RunState {
 
 struct Executor::Compilation {
   std::unordered_map<Endpoint, int, EndpointHash> feed_index;  // fed endpoint -> feed number
-  std::vector<ExecNode> exec;                // the nodes to execute, fused groups as one
-  std::unordered_map<const Node*, int> exec_of;  // every needed graph node -> its exec index
-  std::vector<int> order;                    // exec indices in execution order
-  std::vector<int> position;                 // exec index -> plan item index
-  size_t num_needed = 0;                     // graph nodes the run needs
+  std::vector<ExecNode> exec;                                  // the nodes to execute, fused groups as one
+  std::unordered_map<const Node*, int> exec_of;                // every needed graph node -> its exec index
+  std::vector<int> order;                                      // exec indices in execution order
+  std::vector<int> position;                                   // exec index -> plan item index
+  size_t num_needed = 0;                                       // graph nodes the run needs
 
   bool fed(const Endpoint& e) const { return feed_index.count(e) != 0; }
   int item_of(const Node* n) const { return position[exec_of.at(n)]; }
@@ -169,8 +169,8 @@ std::vector<const Node*> Executor::PruneToNeededNodes(const Compilation& c,
 }
 
 void Executor::FuseForExecution(Compilation& c, const std::vector<const Node*>& needed,
-                                   const std::vector<Endpoint>& feeds, const std::vector<Endpoint>& fetches,
-                                   const std::vector<const Node*>& targets, bool remapping) {
+                                const std::vector<Endpoint>& feeds, const std::vector<Endpoint>& fetches,
+                                const std::vector<const Node*>& targets, bool remapping) {
   c.num_needed = needed.size();
   c.exec = flowtrain::RewriteForExecution(needed, feeds, fetches, targets, remapping);
   for (size_t i = 0; i < c.exec.size(); ++i) {
@@ -372,8 +372,7 @@ struct Executor::Step {
   bool tracing;
 };
 
-std::vector<Tensor> Executor::Run(const ExecutorRunArgs& args,
-                                  std::span<const Tensor> feed_values) const {
+std::vector<Tensor> Executor::Run(const ExecutorRunArgs& args, std::span<const Tensor> feed_values) const {
   const Plan& plan = *plan_;
   if (feed_values.size() != plan.feed_entries.size()) {
     Internal("Executor::Run got ", feed_values.size(), " feeds for ", plan.feed_entries.size());
@@ -463,8 +462,8 @@ void Executor::ExecuteItem(RunState& s, const Step& step, int index, bool parall
   }
   for (int k = 0; k < item.num_inputs; ++k) {
     const int entry = plan.inputs[item.input_begin + k].entry;
-    const bool last = parallel ? s.atomic_uses[entry].fetch_sub(1, std::memory_order_acq_rel) == 1
-                               : --s.uses[entry] == 0;
+    const bool last =
+        parallel ? s.atomic_uses[entry].fetch_sub(1, std::memory_order_acq_rel) == 1 : --s.uses[entry] == 0;
     if (last) s.tensors[entry] = Tensor();
   }
   for (int k = 0; k < item.num_outputs; ++k) {

@@ -47,8 +47,8 @@ struct ExecutorRunArgs {
 
 class Executor {
  public:
-  Executor(const ExecutorEnv& env, const std::vector<Endpoint>& feeds,
-           const std::vector<Endpoint>& fetches, const std::vector<const Node*>& targets);
+  Executor(const ExecutorEnv& env, const std::vector<Endpoint>& feeds, const std::vector<Endpoint>& fetches,
+           const std::vector<const Node*>& targets);
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
@@ -73,8 +73,8 @@ class Executor {
                                                      const std::vector<const Node*>& targets);
   // The nodes to execute (some groups fused) and which of them stands for each graph node.
   static void FuseForExecution(Compilation& c, const std::vector<const Node*>& needed,
-                                  const std::vector<Endpoint>& feeds, const std::vector<Endpoint>& fetches,
-                                  const std::vector<const Node*>& targets, bool remapping);
+                               const std::vector<Endpoint>& feeds, const std::vector<Endpoint>& fetches,
+                               const std::vector<const Node*>& targets, bool remapping);
   // Orders the executable nodes, updates of variables after the reads beside them.
   static void OrderTopologically(Compilation& c);
   // One plan item per executable node, its kernel bound and its output entries numbered,

@@ -19,8 +19,8 @@ Tensor RandomDoubles(const TensorShape& shape, uint64_t seed, double low, double
 
 double ComputeGradientError(const std::vector<Output>& xs, const std::vector<Tensor>& x_values,
                             const Output& y, const GradientCheckOptions& options) {
-  FT_REQUIRE(xs.size() == x_values.size(), "ComputeGradientError: ", xs.size(), " xs but ",
-             x_values.size(), " values");
+  FT_REQUIRE(xs.size() == x_values.size(), "ComputeGradientError: ", xs.size(), " xs but ", x_values.size(),
+             " values");
   FT_REQUIRE(y.dtype() == DT_DOUBLE, "ComputeGradientError needs a float64 y, got ",
              DataTypeString(y.dtype()));
   Graph& graph = *y.graph();

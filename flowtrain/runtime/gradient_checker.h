@@ -17,7 +17,7 @@
 namespace flowtrain {
 
 struct GradientCheckOptions {
-  double delta = 1e-4;  // finite-difference step
+  double delta = 1e-4;   // finite-difference step
   FeedList extra_feeds;  // other placeholders the graph needs
 };
 

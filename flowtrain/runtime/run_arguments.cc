@@ -12,16 +12,13 @@ std::string OperationRepr(const Operation& op) {
   return StrCat("name: \"", op.name(), "\" op: \"", op.type(), "\"");
 }
 
-int64_t EndpointKey(const Node* node, int index) {
-  return (static_cast<int64_t>(node->id()) << 16) | index;
-}
+int64_t EndpointKey(const Node* node, int index) { return (static_cast<int64_t>(node->id()) << 16) | index; }
 
 void CheckTargetInGraph(const Graph& graph, const Operation& op) {
   if (!op || op.graph() != &graph) {
     InvalidArgument("Fetch argument ", op ? OperationRepr(op) : std::string("<empty>"),
                     " cannot be interpreted as a Tensor. (Operation ",
-                    op ? OperationRepr(op) : std::string("<empty>"),
-                    " is not an element of this graph.)");
+                    op ? OperationRepr(op) : std::string("<empty>"), " is not an element of this graph.)");
   }
 }
 

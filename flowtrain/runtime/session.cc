@@ -14,13 +14,16 @@ int ThreadCount(int requested) { return requested > 0 ? requested : NumSchedulab
 }  // namespace
 
 Session::Session(Graph& graph, SessionOptions options)
-    : Session(graph, [&] {
-        if (!options.target.empty()) {
-          InvalidArgument("Session target '", options.target,
-                          "' is not served by the in-process runtime; use NewSession()");
-        }
-        return std::move(options);
-      }(), std::make_shared<ResourceMgr>()) {}
+    : Session(
+          graph,
+          [&] {
+            if (!options.target.empty()) {
+              InvalidArgument("Session target '", options.target,
+                              "' is not served by the in-process runtime; use NewSession()");
+            }
+            return std::move(options);
+          }(),
+          std::make_shared<ResourceMgr>()) {}
 
 Session::Session(Graph& graph, SessionOptions options, std::shared_ptr<ResourceMgr> shared_state)
     : graph_(graph), options_(std::move(options)), resource_mgr_(std::move(shared_state)) {
@@ -61,10 +64,9 @@ void Session::CheckPlacement(const Node* node) const {
   const bool cpu = spec.device_type.empty() || spec.device_type == "CPU";
   const bool soft = options_.config.allow_soft_placement && local_job && local_task;
   if (!(local_job && local_task && cpu) && !soft) {
-    InvalidArgument("Cannot assign a device for operation ", node->name(), ": node ",
-                    node->name(), " was explicitly assigned to ", requested,
-                    " but available devices are [ ", kLocalCpuDevice,
-                    " ]. Make sure the device specification refers to a valid device.");
+    InvalidArgument("Cannot assign a device for operation ", node->name(), ": node ", node->name(),
+                    " was explicitly assigned to ", requested, " but available devices are [ ",
+                    kLocalCpuDevice, " ]. Make sure the device specification refers to a valid device.");
   }
   node->set_assigned_device(kLocalCpuDevice);
   if (options_.config.log_device_placement) {
@@ -103,8 +105,8 @@ const Executor& Session::GetOrCompile(const std::vector<Endpoint>& feeds,
 }
 
 std::vector<Tensor> Session::Run(const FeedList& feeds, const FetchList& fetches,
-                                 const std::vector<Operation>& targets,
-                                 const RunOptions* run_options, RunMetadata* run_metadata) {
+                                 const std::vector<Operation>& targets, const RunOptions* run_options,
+                                 RunMetadata* run_metadata) {
   if (closed_.load()) FailedPrecondition("Attempted to use a closed Session.");
   const RunArguments checked = CheckRunArguments(graph_, feeds, fetches, targets);
   const Executor& executor = GetOrCompile(checked.feeds, checked.fetches, checked.targets);
@@ -116,8 +118,7 @@ std::vector<Tensor> Session::Run(const FeedList& feeds, const FetchList& fetches
   if (timeout_ms > 0) {
     args.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   }
-  if (run_options != nullptr && run_options->trace_level != RunOptions::kNoTrace &&
-      run_metadata != nullptr) {
+  if (run_options != nullptr && run_options->trace_level != RunOptions::kNoTrace && run_metadata != nullptr) {
     args.trace = run_metadata;
   }
   {
@@ -136,8 +137,8 @@ std::vector<Tensor> Session::Run(const FeedList& feeds, const FetchList& fetches
 
 std::vector<Tensor> Session::Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
                                  const std::vector<std::string>& fetch_names,
-                                 const std::vector<std::string>& target_names,
-                                 const RunOptions* run_options, RunMetadata* run_metadata) {
+                                 const std::vector<std::string>& target_names, const RunOptions* run_options,
+                                 RunMetadata* run_metadata) {
   FeedList feed_list;
   for (const auto& [name, value] : feeds) feed_list.emplace_back(graph_.GetTensorByName(name), value);
   FetchList fetches;

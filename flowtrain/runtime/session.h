@@ -75,15 +75,13 @@ class Session : public SessionInterface {
   Session& operator=(const Session&) = delete;
 
   std::vector<Tensor> Run(const FeedList& feeds, const FetchList& fetches,
-                          const std::vector<Operation>& targets = {},
-                          const RunOptions* run_options = nullptr,
+                          const std::vector<Operation>& targets = {}, const RunOptions* run_options = nullptr,
                           RunMetadata* run_metadata = nullptr) override;
   // The same, naming tensors ("x:0") and operations ("train") instead.
   std::vector<Tensor> Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
                           const std::vector<std::string>& fetch_names,
                           const std::vector<std::string>& target_names,
-                          const RunOptions* run_options = nullptr,
-                          RunMetadata* run_metadata = nullptr);
+                          const RunOptions* run_options = nullptr, RunMetadata* run_metadata = nullptr);
 
   Graph& graph() const override { return graph_; }
   ResourceMgr* resource_manager() { return resource_mgr_.get(); }
@@ -97,8 +95,7 @@ class Session : public SessionInterface {
   bool closed() const { return closed_.load(); }
 
  private:
-  const Executor& GetOrCompile(const std::vector<Endpoint>& feeds,
-                               const std::vector<Endpoint>& fetches,
+  const Executor& GetOrCompile(const std::vector<Endpoint>& feeds, const std::vector<Endpoint>& fetches,
                                const std::vector<const Node*>& targets);
   OpKernel* GetKernel(const Node* node);
   void CheckPlacement(const Node* node) const;

@@ -43,7 +43,10 @@ class FirstKernel : public OpKernel {
 FT_REGISTER_KERNEL("SessionTestFirst", FirstKernel);
 
 // Emits the allocator's bytes in use when it runs.
-FT_REGISTER_OP("SessionTestLiveBytes").Input("x: float").Output("bytes: int64").SetShapeFn(shape_fns::ScalarShape);
+FT_REGISTER_OP("SessionTestLiveBytes")
+    .Input("x: float")
+    .Output("bytes: int64")
+    .SetShapeFn(shape_fns::ScalarShape);
 class LiveBytesKernel : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -67,9 +70,8 @@ class BlockKernel : public OpKernel {
     });
     if (!token) Cancelled("cancelled before blocking");
     std::unique_lock<std::mutex> lock(mu);
-    const bool woke = cv.wait_until(lock, ctx->deadline(), [&] {
-      return ctx->cancellation_manager()->IsCancelled();
-    });
+    const bool woke =
+        cv.wait_until(lock, ctx->deadline(), [&] { return ctx->cancellation_manager()->IsCancelled(); });
     lock.unlock();
     ctx->cancellation_manager()->DeregisterCallback(*token);
     if (!woke) DeadlineExceeded("Timed out waiting in ", name());
@@ -260,19 +262,32 @@ TEST(Session, FetchingOrFeedingAMissingOutputIsRejected) {
   ASSERT_EQ(init.num_outputs(), 0);
   Output c = ops::Const(2.0f, "c");
   Session sess(g);
-  testing::ExpectInvalidArgument([&] { sess.Run({}, {Output(init)}); },
-                            {"Fetch 'init:0'", "operation 'init' (op: \"NoOp\")", "no outputs",
-                             "fetch the Operation itself"});
-  testing::ExpectInvalidArgument([&] { sess.Run({}, {c, Output(c.node(), 1)}); },
-                            {"Fetch 'c:1' is out of range", "operation 'c' (op: \"Const\") has 1 output"});
-  testing::ExpectInvalidArgument([&] { sess.Run({}, {Output(c.node(), -1)}); }, {"Fetch 'c:-1' is out of range"});
-  testing::ExpectInvalidArgument([&] { sess.Run({{Output(c.node(), 3), Tensor::Scalar<float>(0)}}, {c}); },
-                            {"Feed 'c:3' is out of range"});
-  testing::ExpectInvalidArgument([&] { sess.Run({{Output(init), Tensor::Scalar<float>(0)}}, {c}); },
-                            {"Feed 'init:0'", "no outputs"});
+  testing::ExpectInvalidArgument(
+      [&] { sess.Run({}, {Output(init)}); },
+      {"Fetch 'init:0'", "operation 'init' (op: \"NoOp\")", "no outputs", "fetch the Operation itself"});
+  testing::ExpectInvalidArgument(
+      [&] {
+        sess.Run({}, {c, Output(c.node(), 1)});
+      },
+      {"Fetch 'c:1' is out of range", "operation 'c' (op: \"Const\") has 1 output"});
+  testing::ExpectInvalidArgument([&] { sess.Run({}, {Output(c.node(), -1)}); },
+                                 {"Fetch 'c:-1' is out of range"});
+  testing::ExpectInvalidArgument(
+      [&] {
+        sess.Run({{Output(c.node(), 3), Tensor::Scalar<float>(0)}}, {c});
+      },
+      {"Feed 'c:3' is out of range"});
+  testing::ExpectInvalidArgument(
+      [&] {
+        sess.Run({{Output(init), Tensor::Scalar<float>(0)}}, {c});
+      },
+      {"Feed 'init:0'", "no outputs"});
   testing::ExpectInvalidArgument([&] { sess.Run({}, {Output()}); }, {"Fetch argument <empty>"});
-  testing::ExpectInvalidArgument([&] { sess.Run({{Output(), Tensor::Scalar<float>(0)}}, {c}); },
-                            {"<empty>", "is not an element of this graph"});
+  testing::ExpectInvalidArgument(
+      [&] {
+        sess.Run({{Output(), Tensor::Scalar<float>(0)}}, {c});
+      },
+      {"<empty>", "is not an element of this graph"});
   testing::ExpectInvalidArgument([&] { sess.Run({}, {c}, {Operation()}); }, {"<empty>"});
   // The session is unharmed, and the op runs as a target.
   sess.Run({}, {}, {init});
@@ -303,8 +318,8 @@ TEST(Session, VariablesLiveInTheSession) {
     s1.Run({}, {doubled});
     FAIL();
   } catch (const FailedPreconditionError& e) {
-    EXPECT_NE(std::string(e.what()).find("Attempting to use uninitialized value w"),
-              std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("Attempting to use uninitialized value w"), std::string::npos)
+        << e.what();
   }
   Tensor names = s1.Run({}, {uninitialized})[0];
   ASSERT_EQ(names.NumElements(), 2);
@@ -375,7 +390,8 @@ TEST(Session, PlansAreCompiledOncePerSignature) {
   Output y = x + x;
   Session sess(g);
   for (int i = 0; i < 10; ++i) {
-    EXPECT_EQ(sess.Run({{x, Tensor::Scalar<float>(static_cast<float>(i))}}, {y})[0].scalar<float>(), 2.0f * i);
+    EXPECT_EQ(sess.Run({{x, Tensor::Scalar<float>(static_cast<float>(i))}}, {y})[0].scalar<float>(),
+              2.0f * i);
   }
   EXPECT_EQ(sess.num_compiled_plans(), 1);
   sess.Run({{x, Tensor::Scalar<float>(1)}}, {y, x});
@@ -457,7 +473,10 @@ TEST(Session, KernelErrorsNameTheNode) {
   options.config.inter_op_parallelism_threads = 2;
   options.config.intra_op_parallelism_threads = 1;
   Session parallel(g, options);
-  EXPECT_THROW(parallel.Run({}, {bad, other, ops::MatMul(ops::Const<float>({1}, TensorShape({1, 1})), ops::Const<float>({1}, TensorShape({1, 1})))}), InvalidArgumentError);
+  EXPECT_THROW(parallel.Run({}, {bad, other,
+                                 ops::MatMul(ops::Const<float>({1}, TensorShape({1, 1})),
+                                             ops::Const<float>({1}, TensorShape({1, 1})))}),
+               InvalidArgumentError);
 }
 
 TEST(Session, TimeoutAndCloseWakeBlockedRuns) {

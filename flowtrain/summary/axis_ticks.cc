@@ -23,8 +23,10 @@ AxisTicks NiceTicks(double lo, double hi, int target) {
   const double raw = (hi - lo) / target;
   const double power = std::pow(10.0, std::floor(std::log10(raw)));
   const double error = raw / power;
-  const double multiple = error >= std::sqrt(50.0) ? 10 : error >= std::sqrt(10.0) ? 5
-                          : error >= std::sqrt(2.0) ? 2 : 1;
+  const double multiple = error >= std::sqrt(50.0)   ? 10
+                          : error >= std::sqrt(10.0) ? 5
+                          : error >= std::sqrt(2.0)  ? 2
+                                                     : 1;
   AxisTicks ticks;
   ticks.step = multiple * power;
   // Whole multiples of the step, computed as k * step (or k / (1 / step) for small steps, which

@@ -15,8 +15,8 @@
 namespace flowtrain::summary {
 
 struct AxisTicks {
-  double lo = 0, hi = 0;  // the axis range: the data range widened to whole ticks
-  double step = 0;        // 1, 2 or 5 times a power of ten
+  double lo = 0, hi = 0;       // the axis range: the data range widened to whole ticks
+  double step = 0;             // 1, 2 or 5 times a power of ten
   std::vector<double> values;  // lo, lo + step, ..., hi
 };
 

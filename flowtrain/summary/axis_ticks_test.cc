@@ -44,7 +44,8 @@ TEST(NiceTicks, BoundsOnATickAddNoExtraInterval) {
   EXPECT_EQ(t.hi, 1);
   EXPECT_EQ(Labels(t), (std::vector<std::string>{"0", "0.2", "0.4", "0.6", "0.8", "1"}));
   // 0.1 * 3 is 0.30000000000000004 in binary; the axis still ends at 0.3.
-  EXPECT_EQ(Labels(NiceTicks(0, 0.1 * 3)), (std::vector<std::string>{"0", "0.05", "0.1", "0.15", "0.2", "0.25", "0.3"}));
+  EXPECT_EQ(Labels(NiceTicks(0, 0.1 * 3)),
+            (std::vector<std::string>{"0", "0.05", "0.1", "0.15", "0.2", "0.25", "0.3"}));
 }
 
 TEST(NiceTicks, ReversedBoundsAndSingleValues) {

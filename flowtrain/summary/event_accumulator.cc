@@ -20,8 +20,7 @@ namespace {
 double ParseFileVersion(const std::string& file_version) {
   const std::string prefix = "brain.Event:";
   const size_t at = file_version.rfind(prefix);
-  const std::string number =
-      at == std::string::npos ? file_version : file_version.substr(at + prefix.size());
+  const std::string number = at == std::string::npos ? file_version : file_version.substr(at + prefix.size());
   char* end = nullptr;
   const double v = std::strtod(number.c_str(), &end);
   if (number.empty() || end != number.c_str() + number.size()) {
@@ -60,9 +59,8 @@ std::optional<double> ScalarFromTensor(const tensorflow::TensorProto& proto) {
   if (t.dtype() == DT_BOOL) return t.flat<bool>()[0] ? 1.0 : 0.0;
   std::optional<double> out;
   try {
-    DispatchNumericType(t.dtype(), "scalar summary", [&]<typename T>() {
-      out = static_cast<double>(t.flat<T>()[0]);
-    });
+    DispatchNumericType(t.dtype(), "scalar summary",
+                        [&]<typename T>() { out = static_cast<double>(t.flat<T>()[0]); });
   } catch (const Error&) {
     return std::nullopt;
   }
@@ -79,8 +77,8 @@ std::vector<std::string> Keys(const std::map<std::string, std::vector<T>>& serie
 }
 
 template <typename T>
-const std::vector<T>& Find(const std::map<std::string, std::vector<T>>& series,
-                           const std::string& tag, std::string_view kind) {
+const std::vector<T>& Find(const std::map<std::string, std::vector<T>>& series, const std::string& tag,
+                           std::string_view kind) {
   auto it = series.find(tag);
   if (it == series.end()) NotFound("No ", kind, " with tag '", tag, "'");
   return it->second;
@@ -209,8 +207,7 @@ void EventAccumulator::ProcessEvent(const tensorflow::Event& event) {
   }
 }
 
-void EventAccumulator::ProcessValue(const tensorflow::Summary::Value& value, int64_t step,
-                                    double wall_time) {
+void EventAccumulator::ProcessValue(const tensorflow::Summary::Value& value, int64_t step, double wall_time) {
   // Old-style tensor summaries have no tag, only the node name.
   std::string tag = value.tag();
   if (tag.empty() && value.value_case() == tensorflow::Summary::Value::kTensor) {
@@ -223,21 +220,20 @@ void EventAccumulator::ProcessValue(const tensorflow::Summary::Value& value, int
       break;
     case tensorflow::Summary::Value::kHisto: {
       const auto& h = value.histo();
-      histograms_[tag].push_back({step, wall_time, h.min(), h.max(), h.num(), h.sum(),
-                                  h.sum_squares(), BucketsFromProto(h)});
+      histograms_[tag].push_back(
+          {step, wall_time, h.min(), h.max(), h.num(), h.sum(), h.sum_squares(), BucketsFromProto(h)});
       break;
     }
     case tensorflow::Summary::Value::kImage: {
       const auto& image = value.image();
-      images_[tag].push_back({step, wall_time, image.width(), image.height(), image.colorspace(),
-                              image.encoded_image_string()});
+      images_[tag].push_back(
+          {step, wall_time, image.width(), image.height(), image.colorspace(), image.encoded_image_string()});
       break;
     }
     case tensorflow::Summary::Value::kAudio: {
       const auto& audio = value.audio();
       audio_[tag].push_back({step, wall_time, audio.sample_rate(), audio.num_channels(),
-                             audio.length_frames(), audio.content_type(),
-                             audio.encoded_audio_string()});
+                             audio.length_frames(), audio.content_type(), audio.encoded_audio_string()});
       break;
     }
     case tensorflow::Summary::Value::kTensor: {
@@ -260,8 +256,7 @@ void EventAccumulator::ProcessValue(const tensorflow::Summary::Value& value, int
           HistogramEvent h{step, wall_time};
           for (int64_t i = 0; i < t.dim_size(0); ++i) {
             auto at = [&](int64_t j) {
-              return t.dtype() == DT_FLOAT ? double{t.flat<float>()[i * 3 + j]}
-                                           : t.flat<double>()[i * 3 + j];
+              return t.dtype() == DT_FLOAT ? double{t.flat<float>()[i * 3 + j]} : t.flat<double>()[i * 3 + j];
             };
             h.buckets.push_back({at(0), at(1), at(2)});
             h.num += at(2);
@@ -286,8 +281,7 @@ void EventAccumulator::Purge(int64_t step, const std::vector<std::string>* only_
   int64_t expired = 0;
   auto purge_all = [&](auto& series) {
     for (auto& [tag, values] : series) {
-      if (only_tags == nullptr ||
-          std::find(only_tags->begin(), only_tags->end(), tag) != only_tags->end()) {
+      if (only_tags == nullptr || std::find(only_tags->begin(), only_tags->end(), tag) != only_tags->end()) {
         expired += FilterSeries(values, step);
       }
     }

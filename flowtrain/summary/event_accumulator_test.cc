@@ -250,8 +250,7 @@ TEST(EventAccumulator, ReloadReadsOnlyNewEvents) {
 
 // Writes a "loss" scalar for steps [first, first + count) into a new event file of `dir` and
 // returns the file's path.
-std::string WriteLossFile(const std::string& dir, int64_t first, int64_t count,
-                          const std::string& suffix) {
+std::string WriteLossFile(const std::string& dir, int64_t first, int64_t count, const std::string& suffix) {
   FileWriter writer(dir, {.filename_suffix = suffix});
   for (int64_t step = first; step < first + count; ++step) {
     tensorflow::Summary s;

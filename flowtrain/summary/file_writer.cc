@@ -15,8 +15,8 @@
 namespace flowtrain::summary {
 namespace {
 
-using ::google::protobuf::io::CodedInputStream;
 using ::google::protobuf::internal::WireFormatLite;
+using ::google::protobuf::io::CodedInputStream;
 
 // Field numbers of tensorflow.Event and tensorflow.Summary used on the fast path below.
 constexpr int kEventWallTimeField = 1;
@@ -30,16 +30,14 @@ constexpr int kSummaryValueMetadataField = 9;
 constexpr size_t kKeptBatchCapacity = 1 << 16;
 
 double NowSeconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // True when `summary` is well-formed wire data in which no Summary.Value has metadata: such
 // bytes go into the event untouched. False means "parse it properly": for metadata that may
 // need stripping, and for malformed bytes, which the parser then rejects.
 bool IsWellFormedWithoutMetadata(std::string_view summary) {
-  CodedInputStream in(reinterpret_cast<const uint8_t*>(summary.data()),
-                      static_cast<int>(summary.size()));
+  CodedInputStream in(reinterpret_cast<const uint8_t*>(summary.data()), static_cast<int>(summary.size()));
   const uint32_t value_tag =
       WireFormatLite::MakeTag(kSummaryValueField, WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
   while (in.BytesUntilLimit() > 0) {
@@ -75,18 +73,17 @@ void AppendVarint(uint64_t value, std::string* out) {
 
 // Appends the serialization of Event{wall_time, step, summary} without building the proto:
 // the same bytes protobuf would produce (fields in number order, proto3 zeros omitted).
-void AppendSummaryEvent(double wall_time, int64_t step, std::string_view summary,
-                        std::string* out) {
+void AppendSummaryEvent(double wall_time, int64_t step, std::string_view summary, std::string* out) {
   if (wall_time != 0) {
-    out->push_back(static_cast<char>(
-        WireFormatLite::MakeTag(kEventWallTimeField, WireFormatLite::WIRETYPE_FIXED64)));
+    out->push_back(
+        static_cast<char>(WireFormatLite::MakeTag(kEventWallTimeField, WireFormatLite::WIRETYPE_FIXED64)));
     uint64_t bits;
     std::memcpy(&bits, &wall_time, sizeof(bits));
     for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>(bits >> (8 * i)));
   }
   if (step != 0) {
-    out->push_back(static_cast<char>(
-        WireFormatLite::MakeTag(kEventStepField, WireFormatLite::WIRETYPE_VARINT)));
+    out->push_back(
+        static_cast<char>(WireFormatLite::MakeTag(kEventStepField, WireFormatLite::WIRETYPE_VARINT)));
     AppendVarint(static_cast<uint64_t>(step), out);
   }
   out->push_back(static_cast<char>(
@@ -106,8 +103,7 @@ FileWriter::FileWriter(std::string logdir, FileWriterOptions options)
   Start();
 }
 
-FileWriter::FileWriter(std::string logdir, const tensorflow::GraphDef& graph_def,
-                       FileWriterOptions options)
+FileWriter::FileWriter(std::string logdir, const tensorflow::GraphDef& graph_def, FileWriterOptions options)
     : FileWriter(std::move(logdir), std::move(options)) {
   AddGraph(graph_def);
 }
@@ -137,8 +133,8 @@ void FileWriter::Enqueue(double wall_time, int64_t step, std::string_view summar
     dropped_events_.fetch_add(1, std::memory_order_relaxed);
     if (!overflow_logged_) {
       overflow_logged_ = true;
-      FT_LOG(ERROR) << "Summary writer for " << logdir_ << " has more than "
-                    << options_.max_pending_bytes << " bytes of events waiting for the disk; "
+      FT_LOG(ERROR) << "Summary writer for " << logdir_ << " has more than " << options_.max_pending_bytes
+                    << " bytes of events waiting for the disk; "
                     << "dropping new events until it catches up (counted in dropped_event_count)";
     }
     return;
@@ -148,8 +144,8 @@ void FileWriter::Enqueue(double wall_time, int64_t step, std::string_view summar
   pending_bytes_ += bytes;
   ++enqueued_;
   // Wake the writer only when it has a batch to write or has no deadline to wake it by itself.
-  const bool wake = writer_waiting_ &&
-                    (writer_idle_ || pending_.size() >= static_cast<size_t>(options_.max_queue));
+  const bool wake =
+      writer_waiting_ && (writer_idle_ || pending_.size() >= static_cast<size_t>(options_.max_queue));
   if (wake) writer_waiting_ = false;
   lock.Release();
   if (wake) writer_cv_.Signal();
@@ -183,8 +179,7 @@ void FileWriter::AddGraph(const tensorflow::GraphDef& graph_def, int64_t global_
   AddEventWithTime(std::move(event), global_step);
 }
 
-void FileWriter::AddMetaGraph(const tensorflow::MetaGraphDef& meta_graph_def,
-                              int64_t global_step) {
+void FileWriter::AddMetaGraph(const tensorflow::MetaGraphDef& meta_graph_def, int64_t global_step) {
   auto event = std::make_unique<tensorflow::Event>();
   meta_graph_def.SerializeToString(event->mutable_meta_graph_def());
   AddEventWithTime(std::move(event), global_step);
@@ -196,13 +191,12 @@ void FileWriter::AddSessionLog(const tensorflow::SessionLog& session_log, int64_
   AddEventWithTime(std::move(event), global_step);
 }
 
-void FileWriter::AddRunMetadata(const tensorflow::RunMetadata& run_metadata,
-                                const std::string& tag, int64_t global_step) {
+void FileWriter::AddRunMetadata(const tensorflow::RunMetadata& run_metadata, const std::string& tag,
+                                int64_t global_step) {
   {
     absl::MutexLock lock(&mu_);
     if (!run_metadata_tags_.insert(tag).second) {
-      InvalidArgument("Run metadata tag '", tag, "' was already used by the summary writer for ",
-                      logdir_);
+      InvalidArgument("Run metadata tag '", tag, "' was already used by the summary writer for ", logdir_);
     }
   }
   auto event = std::make_unique<tensorflow::Event>();
@@ -246,8 +240,7 @@ void FileWriter::Reopen() {
 
 // ---- Writer thread --------------------------------------------------------------------------
 
-void FileWriter::ReportError(std::string_view action, std::string_view what,
-                             uint64_t events_lost) {
+void FileWriter::ReportError(std::string_view action, std::string_view what, uint64_t events_lost) {
   error_count_.fetch_add(1, std::memory_order_relaxed);
   dropped_events_.fetch_add(events_lost, std::memory_order_relaxed);
   if (error_logged_) return;
@@ -299,8 +292,8 @@ void FileWriter::WriteSummary(const PendingEvent& pending, std::string_view summ
       dropped_events_.fetch_add(1, std::memory_order_relaxed);
       if (!bad_summary_logged_) {
         bad_summary_logged_ = true;
-        FT_LOG(ERROR) << "Summary writer for " << logdir_ << " dropped a summary at step "
-                      << pending.step << ": its " << summary.size()
+        FT_LOG(ERROR) << "Summary writer for " << logdir_ << " dropped a summary at step " << pending.step
+                      << ": its " << summary.size()
                       << " bytes are not a tensorflow.Summary (later ones are only counted)";
       }
       return;
@@ -329,8 +322,8 @@ void FileWriter::WriteBatch(std::vector<PendingEvent>& batch, const std::string&
       if (pending.event) {
         file_->WriteEvent(*pending.event);
       } else {
-        WriteSummary(pending, std::string_view(summaries).substr(pending.summary_offset,
-                                                                 pending.summary_size));
+        WriteSummary(pending,
+                     std::string_view(summaries).substr(pending.summary_offset, pending.summary_size));
       }
     }
     written_events_.fetch_add(batch.size(), std::memory_order_relaxed);

@@ -66,8 +66,7 @@ class FileWriter {
   // Starts the writer thread, which creates `logdir` and the event file.
   explicit FileWriter(std::string logdir, FileWriterOptions options = {});
   // The same, then adds `graph_def` as the first event after the file version.
-  FileWriter(std::string logdir, const tensorflow::GraphDef& graph_def,
-             FileWriterOptions options = {});
+  FileWriter(std::string logdir, const tensorflow::GraphDef& graph_def, FileWriterOptions options = {});
   ~FileWriter();  // Close()
   FileWriter(const FileWriter&) = delete;
   FileWriter& operator=(const FileWriter&) = delete;

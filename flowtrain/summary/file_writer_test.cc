@@ -48,8 +48,7 @@ tensorflow::Summary TensorScalar(const std::string& tag, float value) {
   return summary;
 }
 
-tensorflow::SessionLog Log(tensorflow::SessionLog::SessionStatus status,
-                           const std::string& path = "") {
+tensorflow::SessionLog Log(tensorflow::SessionLog::SessionStatus status, const std::string& path = "") {
   tensorflow::SessionLog log;
   log.set_status(status);
   log.set_checkpoint_path(path);
@@ -121,8 +120,8 @@ TEST(FileWriterTest, EverythingReadsBackInOrder) {
   graph.mutable_node(0)->set_op("Placeholder");
   graph.mutable_versions()->set_producer(38);
 
-  const double before = std::chrono::duration<double>(
-                            std::chrono::system_clock::now().time_since_epoch()).count();
+  const double before =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   {
     FileWriter writer(logdir, graph);
     EXPECT_EQ(writer.GetLogdir(), logdir);
@@ -191,7 +190,7 @@ TEST(FileWriterTest, SummaryEventsAreCanonicalProtobufBytes) {
     FileWriter writer(logdir);
     for (int64_t step : steps) writer.AddSummary(Scalar("s", 1.5f), step);
     writer.AddSummary(tensorflow::Summary(), 9);  // empty summary
-    std::string big_tag(300, 't');                 // a length needing a two-byte varint
+    std::string big_tag(300, 't');                // a length needing a two-byte varint
     writer.AddSummary(Scalar(big_tag, 2.0f), 10);
   }
   io::RecordReader reader(OnlyEventFile(logdir));

@@ -48,8 +48,7 @@ std::vector<UniformBin> Rebin(const std::vector<HistogramBucket>& buckets, doubl
   return bins;
 }
 
-std::vector<UniformHistogram> RebinSeries(const std::vector<HistogramEvent>& series,
-                                          int bin_count) {
+std::vector<UniformHistogram> RebinSeries(const std::vector<HistogramEvent>& series, int bin_count) {
   double lo = std::numeric_limits<double>::infinity();
   double hi = -std::numeric_limits<double>::infinity();
   for (const HistogramEvent& h : series) {

@@ -47,8 +47,12 @@ std::vector<Matcher<double>> Near(const std::vector<double>& expected) {
 TEST(RebinSeries, MatchesTensorBoardOnASeriesWithASpikeAGapAndAPoint) {
   const std::vector<HistogramEvent> series = {
       // ReLU-like: 700 zeros in a 1e-12-wide bucket, inner empty buckets kept as TF writes them.
-      Histogram(10, {{0, 1e-12, 700}, {1e-12, 0.9, 0}, {0.9, 1.0, 100}, {1.0, 1.1, 150},
-                     {1.1, 2.7, 0}, {2.7, 3.0, 50}}),
+      Histogram(10, {{0, 1e-12, 700},
+                     {1e-12, 0.9, 0},
+                     {0.9, 1.0, 100},
+                     {1.0, 1.1, 150},
+                     {1.1, 2.7, 0},
+                     {2.7, 3.0, 50}}),
       Histogram(20, {{-0.5, -0.4, 20}, {-0.4, 2.0, 80}}),
       Histogram(30, {{0.25, 0.25, 5}}),  // every value equal: a zero-width bucket
   };

@@ -19,20 +19,22 @@ Graph& GraphOf(const Output& tensor, std::string_view what) {
 
 // A constant input of the summary op, built in `graph` under the current name scope.
 Output ConstIn(Graph& graph, const Tensor& value, std::string_view name) {
-  return NodeBuilder("Const", name).Graph(&graph).Attr("value", value).Attr("dtype", value.dtype()).Finalize();
+  return NodeBuilder("Const", name)
+      .Graph(&graph)
+      .Attr("value", value)
+      .Attr("dtype", value.dtype())
+      .Finalize();
 }
 
 // TF's summary_scope: the cleaned name (prefixed by the family) becomes a unique name
 // scope; the tag is that scope, the op takes its name.
 class SummaryScope {
  public:
-  SummaryScope(Graph& graph, std::string_view name, const std::string& family,
-               std::string_view what) {
+  SummaryScope(Graph& graph, std::string_view name, const std::string& family, std::string_view what) {
     const std::string clean_name = CleanTag(name);
     if (clean_name.empty()) InvalidArgument(what, ": the summary name is empty");
     const std::string clean_family = family.empty() ? std::string() : CleanTag(family);
-    const std::string base =
-        clean_family.empty() ? clean_name : StrCat(clean_family, "/", clean_name);
+    const std::string base = clean_family.empty() ? clean_name : StrCat(clean_family, "/", clean_name);
     scope_.emplace(graph, base);
     tag_ = clean_family.empty() ? scope_->op_name() : StrCat(clean_family, "/", scope_->op_name());
   }
@@ -80,8 +82,7 @@ std::string CleanTag(std::string_view name) {
   const size_t start = out.find_first_not_of('/');
   out.erase(0, start == std::string::npos ? out.size() : start);
   if (out != name) {
-    FT_LOG(INFO) << "Summary name " << std::string(name) << " is illegal; using " << out
-                 << " instead.";
+    FT_LOG(INFO) << "Summary name " << std::string(name) << " is illegal; using " << out << " instead.";
   }
   return out;
 }
@@ -90,20 +91,18 @@ Output Scalar(std::string_view name, Output tensor, const SummaryOptions& option
   Graph& g = GraphOf(tensor, "summary::Scalar");
   SummaryScope scope(g, name, options.family, "summary::Scalar");
   Output tags = ConstIn(g, Tensor::Scalar<std::string>(scope.tag()), "tags");
-  return FinishSummary(scope,
-                       std::move(NodeBuilder("ScalarSummary", scope.op_name())
-                                     .ExactName().Input(tags).Input(tensor)),
-                       options.collections);
+  return FinishSummary(
+      scope, std::move(NodeBuilder("ScalarSummary", scope.op_name()).ExactName().Input(tags).Input(tensor)),
+      options.collections);
 }
 
 Output Histogram(std::string_view name, Output values, const SummaryOptions& options) {
   Graph& g = GraphOf(values, "summary::Histogram");
   SummaryScope scope(g, name, options.family, "summary::Histogram");
   Output tag = ConstIn(g, Tensor::Scalar<std::string>(scope.tag()), "tag");
-  return FinishSummary(scope,
-                       std::move(NodeBuilder("HistogramSummary", scope.op_name())
-                                     .ExactName().Input(tag).Input(values)),
-                       options.collections);
+  return FinishSummary(
+      scope, std::move(NodeBuilder("HistogramSummary", scope.op_name()).ExactName().Input(tag).Input(values)),
+      options.collections);
 }
 
 Output Image(std::string_view name, Output tensor, const MediaOptions& options) {
@@ -127,8 +126,8 @@ namespace {
 
 // tf.summary.audio converts a Python number rate into a constant "sample_rate" inside the
 // summary's scope; a tensor rate is used as is.
-Output AudioImpl(std::string_view name, Output tensor, std::optional<float> rate_value,
-                 Output rate, const MediaOptions& options) {
+Output AudioImpl(std::string_view name, Output tensor, std::optional<float> rate_value, Output rate,
+                 const MediaOptions& options) {
   Graph& g = GraphOf(tensor, "summary::Audio");
   if (options.max_outputs < 1) {
     InvalidArgument("summary::Audio: max_outputs must be >= 1, got ", options.max_outputs);
@@ -153,18 +152,17 @@ Output Audio(std::string_view name, Output tensor, float sample_rate, const Medi
   return AudioImpl(name, tensor, sample_rate, Output(), options);
 }
 
-Output Audio(std::string_view name, Output tensor, Output sample_rate,
-             const MediaOptions& options) {
+Output Audio(std::string_view name, Output tensor, Output sample_rate, const MediaOptions& options) {
   return AudioImpl(name, tensor, std::nullopt, sample_rate, options);
 }
 
-Output TensorSummary(std::string_view name, Output tensor,
-                     const tensorflow::SummaryMetadata& metadata, const SummaryOptions& options) {
+Output TensorSummary(std::string_view name, Output tensor, const tensorflow::SummaryMetadata& metadata,
+                     const SummaryOptions& options) {
   Graph& g = GraphOf(tensor, "summary::TensorSummary");
   SummaryScope scope(g, name, options.family, "summary::TensorSummary");
   Output tag = ConstIn(g, Tensor::Scalar<std::string>(scope.tag()), "tag");
-  Output serialized = ConstIn(g, Tensor::Scalar<std::string>(metadata.SerializeAsString()),
-                              "serialized_summary_metadata");
+  Output serialized =
+      ConstIn(g, Tensor::Scalar<std::string>(metadata.SerializeAsString()), "serialized_summary_metadata");
   return FinishSummary(scope,
                        std::move(NodeBuilder("TensorSummaryV2", scope.op_name())
                                      .ExactName()

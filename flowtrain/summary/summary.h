@@ -52,14 +52,11 @@ Output Histogram(std::string_view name, Output values, const SummaryOptions& opt
 Output Image(std::string_view name, Output tensor, const MediaOptions& options = {});
 
 // tf.summary.audio: WAV clips of a float [batch, frames(, channels)] tensor in [-1, 1].
-Output Audio(std::string_view name, Output tensor, float sample_rate,
-             const MediaOptions& options = {});
-Output Audio(std::string_view name, Output tensor, Output sample_rate,
-             const MediaOptions& options = {});
+Output Audio(std::string_view name, Output tensor, float sample_rate, const MediaOptions& options = {});
+Output Audio(std::string_view name, Output tensor, Output sample_rate, const MediaOptions& options = {});
 
 // tf.summary.tensor_summary: `tensor` itself, with the given metadata (plugin, description).
-Output TensorSummary(std::string_view name, Output tensor,
-                     const tensorflow::SummaryMetadata& metadata = {},
+Output TensorSummary(std::string_view name, Output tensor, const tensorflow::SummaryMetadata& metadata = {},
                      const SummaryOptions& options = {});
 
 // tf.summary.text (TF 1.15): a TensorSummaryV2 of a string tensor for the "text" plugin.

@@ -149,16 +149,15 @@ TEST(SummaryHistogram, DefaultBucketsAndTfEncoding) {
   auto bucket_of = [&](double v) {
     return static_cast<int>(std::upper_bound(limits.begin(), limits.end(), v) - limits.begin());
   };
-  const int b_neg3 = bucket_of(-3.0), b_0 = bucket_of(0.0), b_1 = bucket_of(1.0),
-            b_25 = bucket_of(2.5);
+  const int b_neg3 = bucket_of(-3.0), b_0 = bucket_of(0.0), b_1 = bucket_of(1.0), b_25 = bucket_of(2.5);
   EXPECT_EQ(limits[b_0], 1e-12);
   EXPECT_LT(limits[b_1 - 1], 1.0);
   EXPECT_GT(limits[b_1], 1.0);
   // Non-empty buckets as (limit, count); each run of empty buckets as one (last limit, 0).
   const std::vector<std::pair<double, double>> expected = {
-      {limits[b_neg3 - 1], 0}, {limits[b_neg3], 1}, {limits[b_0 - 1], 0}, {limits[b_0], 1},
-      {limits[b_1 - 1], 0},    {limits[b_1], 2},    {limits[b_25 - 1], 0}, {limits[b_25], 1},
-      {DBL_MAX, 0}};
+      {limits[b_neg3 - 1], 0}, {limits[b_neg3], 1},  {limits[b_0 - 1], 0},
+      {limits[b_0], 1},        {limits[b_1 - 1], 0}, {limits[b_1], 2},
+      {limits[b_25 - 1], 0},   {limits[b_25], 1},    {DBL_MAX, 0}};
   ASSERT_EQ(histo.bucket_limit_size(), static_cast<int>(expected.size()));
   ASSERT_EQ(histo.bucket_size(), static_cast<int>(expected.size()));
   for (size_t i = 0; i < expected.size(); ++i) {
@@ -182,8 +181,7 @@ TEST(SummaryHistogram, EmptyAndNonFinite) {
   Output nan = Histogram("nan", ops::Const<float>({1.0f, std::nanf("")}));
   EXPECT_THAT(ErrorMessage([&] { RunSummary(g, nan); }), HasSubstr("Nan in summary histogram for: nan"));
   Output inf = Histogram("inf", ops::Const<double>({INFINITY}));
-  EXPECT_THAT(ErrorMessage([&] { RunSummary(g, inf); }),
-              HasSubstr("Infinity in summary histogram for: inf"));
+  EXPECT_THAT(ErrorMessage([&] { RunSummary(g, inf); }), HasSubstr("Infinity in summary histogram for: inf"));
 }
 
 // ---- Image ----
@@ -231,9 +229,9 @@ TEST(SummaryImage, FloatImagesAreScaledAsTf) {
   Graph g;
   auto as_default = g.AsDefault();
   // Non-negative: scaled so the largest is 255 (truncating); NaN pixels get bad_color red.
-  Output positive = Image("pos", ops::Const<float>({0.0f, 0.5f, 1.0f, std::nanf("")},
-                                                   TensorShape({1, 2, 2, 1})),
-                          {.max_outputs = 1});
+  Output positive =
+      Image("pos", ops::Const<float>({0.0f, 0.5f, 1.0f, std::nanf("")}, TensorShape({1, 2, 2, 1})),
+            {.max_outputs = 1});
   const tensorflow::Summary p = RunSummary(g, positive);
   ASSERT_EQ(p.value_size(), 1);
   EXPECT_EQ(p.value(0).tag(), "pos/image");
@@ -253,7 +251,9 @@ TEST(SummaryImage, FloatImagesAreScaledAsTf) {
 TEST(SummaryImage, ShapeErrors) {
   Graph g;
   auto as_default = g.AsDefault();
-  EXPECT_THAT(ErrorMessage([] { Image("x", ops::Const<float>({1, 2}, TensorShape({1, 2}))); }),
+  EXPECT_THAT(ErrorMessage([] {
+                Image("x", ops::Const<float>({1, 2}, TensorShape({1, 2})));
+              }),
               HasSubstr("rank 4"));
   EXPECT_THAT(ErrorMessage([] {
                 Image("x", ops::Const<float>({1, 2}, TensorShape({1, 1, 1, 2})));
@@ -295,13 +295,13 @@ TEST(SummaryAudio, WavHeaderAndSamples) {
   EXPECT_EQ(wav.substr(0, 4), "RIFF");
   EXPECT_EQ(ReadLE(wav, 4, 4), wav.size() - 8);
   EXPECT_EQ(wav.substr(8, 8), "WAVEfmt ");
-  EXPECT_EQ(ReadLE(wav, 16, 4), 16u);         // format chunk size
-  EXPECT_EQ(ReadLE(wav, 20, 2), 1u);          // PCM
-  EXPECT_EQ(ReadLE(wav, 22, 2), 2u);          // channels
-  EXPECT_EQ(ReadLE(wav, 24, 4), 16000u);      // sample rate
-  EXPECT_EQ(ReadLE(wav, 28, 4), 64000u);      // bytes per second
-  EXPECT_EQ(ReadLE(wav, 32, 2), 4u);          // bytes per frame
-  EXPECT_EQ(ReadLE(wav, 34, 2), 16u);         // bits per sample
+  EXPECT_EQ(ReadLE(wav, 16, 4), 16u);     // format chunk size
+  EXPECT_EQ(ReadLE(wav, 20, 2), 1u);      // PCM
+  EXPECT_EQ(ReadLE(wav, 22, 2), 2u);      // channels
+  EXPECT_EQ(ReadLE(wav, 24, 4), 16000u);  // sample rate
+  EXPECT_EQ(ReadLE(wav, 28, 4), 64000u);  // bytes per second
+  EXPECT_EQ(ReadLE(wav, 32, 2), 4u);      // bytes per frame
+  EXPECT_EQ(ReadLE(wav, 34, 2), 16u);     // bits per sample
   EXPECT_EQ(wav.substr(36, 4), "data");
   EXPECT_EQ(ReadLE(wav, 40, 4), 12u);
   const std::vector<int16_t> expected = {0, 16384, -32768, 32767, 8192, -8192};
@@ -319,7 +319,9 @@ TEST(SummaryAudio, MaxOutputsAndErrors) {
   const tensorflow::Summary proto = RunSummary(g, a, {{rate, Tensor::Scalar<float>(8000.0f)}});
   ASSERT_EQ(proto.value_size(), 2);
   EXPECT_EQ(proto.value(1).tag(), "clips/audio/1");
-  EXPECT_THAT(ErrorMessage([&] { RunSummary(g, a, {{rate, Tensor::Scalar<float>(0.0f)}}); }),
+  EXPECT_THAT(ErrorMessage([&] {
+                RunSummary(g, a, {{rate, Tensor::Scalar<float>(0.0f)}});
+              }),
               HasSubstr("sample_rate must be > 0"));
   EXPECT_THROW(Audio("bad", ops::Const<float>({1}), 8000.0f), InvalidArgumentError);
 }

@@ -21,14 +21,11 @@ void AdagradOptimizer::CreateSlots(const std::vector<Variable>& var_list) {
   }
 }
 
-void AdagradOptimizer::Prepare() {
-  learning_rate_t_ = HyperParameterTensor(learning_rate_, "learning_rate");
-}
+void AdagradOptimizer::Prepare() { learning_rate_t_ = HyperParameterTensor(learning_rate_, "learning_rate"); }
 
 Operation AdagradOptimizer::ApplyDense(const Output& grad, const Variable& var) {
   Variable accum = GetSlotOrDie(var, "accumulator");
-  return ops::ApplyAdagrad(var.ref(), accum.ref(), CastTo(learning_rate_t_, var.dtype()), grad,
-                           use_locking())
+  return ops::ApplyAdagrad(var.ref(), accum.ref(), CastTo(learning_rate_t_, var.dtype()), grad, use_locking())
       .op();
 }
 

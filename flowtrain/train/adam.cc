@@ -25,9 +25,9 @@ std::optional<std::pair<Variable, Variable>> AdamOptimizer::GetBetaAccumulators(
 
 void AdamOptimizer::CreateSlots(const std::vector<Variable>& var_list) {
   // The accumulators live with the first variable by name, as in TF (stable placement).
-  const Variable& first = *std::min_element(
-      var_list.begin(), var_list.end(),
-      [](const Variable& a, const Variable& b) { return a.name() < b.name(); });
+  const Variable& first =
+      *std::min_element(var_list.begin(), var_list.end(),
+                        [](const Variable& a, const Variable& b) { return a.name() < b.name(); });
   graph_ = first.graph();
   CreateNonSlotVariable(options_.beta1, "beta1_power", first);
   CreateNonSlotVariable(options_.beta2, "beta2_power", first);
@@ -51,23 +51,20 @@ Operation AdamOptimizer::ApplyDense(const Output& grad, const Variable& var) {
   Variable v = GetSlotOrDie(var, "v");
   return ops::ApplyAdam(var.ref(), m.ref(), v.ref(), CastTo(beta1_power.value(), dtype),
                         CastTo(beta2_power.value(), dtype), CastTo(learning_rate_t_, dtype),
-                        CastTo(beta1_t_, dtype), CastTo(beta2_t_, dtype), CastTo(epsilon_t_, dtype),
-                        grad, use_locking(), options_.use_nesterov)
+                        CastTo(beta1_t_, dtype), CastTo(beta2_t_, dtype), CastTo(epsilon_t_, dtype), grad,
+                        use_locking(), options_.use_nesterov)
       .op();
 }
 
-Operation AdamOptimizer::Finish(const std::vector<Operation>& update_ops,
-                                std::string_view name_scope) {
+Operation AdamOptimizer::Finish(const std::vector<Operation>& update_ops, std::string_view name_scope) {
   auto [beta1_power, beta2_power] = *GetBetaAccumulators(graph_);
   Graph& graph = *graph_;
   Operation update_beta1, update_beta2;
   {
     auto deps = graph.ControlDependencies(update_ops);
     auto colocate = graph.ColocateWith(beta1_power.op());
-    update_beta1 =
-        ops::Assign(beta1_power.ref(), beta1_power.value() * beta1_t_, true, use_locking()).op();
-    update_beta2 =
-        ops::Assign(beta2_power.ref(), beta2_power.value() * beta2_t_, true, use_locking()).op();
+    update_beta1 = ops::Assign(beta1_power.ref(), beta1_power.value() * beta1_t_, true, use_locking()).op();
+    update_beta2 = ops::Assign(beta2_power.ref(), beta2_power.value() * beta2_t_, true, use_locking()).op();
   }
   std::vector<Operation> all = update_ops;
   all.push_back(update_beta1);

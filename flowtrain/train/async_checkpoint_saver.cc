@@ -16,9 +16,10 @@ AsyncCheckpointSaver::~AsyncCheckpointSaver() {
   }
 }
 
-std::optional<AsyncCheckpointSaver::Written> AsyncCheckpointSaver::Save(
-    SessionInterface& session, const std::string& save_path, int64_t global_step,
-    bool write_meta_graph) {
+std::optional<AsyncCheckpointSaver::Written> AsyncCheckpointSaver::Save(SessionInterface& session,
+                                                                        const std::string& save_path,
+                                                                        int64_t global_step,
+                                                                        bool write_meta_graph) {
   std::optional<Written> previous = Wait();
   auto snapshot = std::make_shared<CheckpointSnapshot>(
       saver_.TakeSnapshot(session, save_path, global_step, "checkpoint", write_meta_graph));

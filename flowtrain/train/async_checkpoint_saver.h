@@ -42,8 +42,8 @@ class AsyncCheckpointSaver {
   // Waits for the save in flight, copies the model out of `session` and starts writing it as
   // `<save_path>-<global_step>`, with the state file `checkpoint` and, if `write_meta_graph`,
   // the .meta file. Returns the save it waited for, if one was in flight (rethrowing its error).
-  std::optional<Written> Save(SessionInterface& session, const std::string& save_path,
-                              int64_t global_step, bool write_meta_graph = true);
+  std::optional<Written> Save(SessionInterface& session, const std::string& save_path, int64_t global_step,
+                              bool write_meta_graph = true);
 
   bool in_flight() const { return pending_.valid(); }
 

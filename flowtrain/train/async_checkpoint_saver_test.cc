@@ -43,7 +43,8 @@ struct Model {
     sess->Run({}, {}, {ops::GlobalVariablesInitializer(&g)});
   }
   void Set(float k) {
-    sess->Run({{w_in, Tensor::FromVector<float>({k, k})}, {step_in, Tensor::Scalar<int64_t>(static_cast<int64_t>(k))}},
+    sess->Run({{w_in, Tensor::FromVector<float>({k, k})},
+               {step_in, Tensor::Scalar<int64_t>(static_cast<int64_t>(k))}},
               {}, set);
   }
   void Add() { sess->Run({}, {}, add); }

@@ -52,8 +52,7 @@ Output GetOrCreateGlobalStepRead(Graph& graph) {
   auto as_default = graph.AsDefault();
   auto root = graph.NameScope("");
   auto scope = graph.NameScope(StrCat(steps[0].op().name(), "/"));
-  Output read = ops::Add(ops::Identity(steps[0].ref(), "read_value"),
-                         ops::Const(int64_t{0}, "Const"), "add");
+  Output read = ops::Add(ops::Identity(steps[0].ref(), "read_value"), ops::Const(int64_t{0}, "Const"), "add");
   graph.AddToCollection(kGlobalStepReadKey, read);
   return read;
 }
@@ -118,12 +117,14 @@ Saver& CheckpointSaverHook::GetSaver() {
   const std::vector<std::shared_ptr<Saver>> savers =
       graph_->GetCollection<std::shared_ptr<Saver>>(GraphKeys::kSavers);
   if (savers.empty()) {
-    FailedPrecondition("No items in collection savers. Please provide a saver either as a "
-                       "parameter or as a scaffold.");
+    FailedPrecondition(
+        "No items in collection savers. Please provide a saver either as a "
+        "parameter or as a scaffold.");
   }
   if (savers.size() > 1) {
-    FailedPrecondition("More than one item in collection savers. Please indicate which one to "
-                       "use by passing it to the constructor.");
+    FailedPrecondition(
+        "More than one item in collection savers. Please indicate which one to "
+        "use by passing it to the constructor.");
   }
   options_.saver = savers[0];
   return *options_.saver;
@@ -300,8 +301,7 @@ Output SummarySaverHook::SummaryOp() const {
 
 std::optional<SessionRunArgs> SummarySaverHook::BeforeRun(SessionRunContext& context) {
   // After runs it was not called for, the step it expects is the session's, not its own.
-  if (next_step_ && last_iteration_ && context.iteration() != *last_iteration_ + 1 &&
-      context.global_step()) {
+  if (next_step_ && last_iteration_ && context.iteration() != *last_iteration_ + 1 && context.global_step()) {
     next_step_ = *context.global_step() + 1;
   }
   requested_ = !next_step_ || timer_.ShouldTriggerForStep(*next_step_);
@@ -361,7 +361,6 @@ LoggingTensorHook::LoggingTensorHook(Tensors tensors, Every every, Formatter for
     timer_ = std::make_unique<SecondOrStepTimer>(every_.every_n_secs, every_.every_n_steps);
   }
 }
-
 
 void LoggingTensorHook::Begin() {
   timer_->Reset();

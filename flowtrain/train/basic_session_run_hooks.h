@@ -99,11 +99,11 @@ struct CheckpointSaverHookOptions {
   // one of the two.
   std::optional<int64_t> every_n_steps;
   std::optional<double> every_n_secs;
-  std::shared_ptr<Saver> saver;        // or the scaffold's, or the SAVERS collection's
+  std::shared_ptr<Saver> saver;  // or the scaffold's, or the SAVERS collection's
   std::string checkpoint_basename = "model.ckpt";
   std::shared_ptr<Scaffold> scaffold;
   std::vector<std::shared_ptr<CheckpointSaverListener>> listeners;
-  bool save_graph_def = true;          // graph.pbtxt and .meta files (TF >= 2.1 compat.v1 option)
+  bool save_graph_def = true;  // graph.pbtxt and .meta files (TF >= 2.1 compat.v1 option)
   // Beyond TF: write each checkpoint on a background thread (AsyncCheckpointSaver), so that
   // training waits only for the model's copy into memory, not for the disk. Listeners'
   // AfterSave and the CHECKPOINT event then come once the write is complete (checked after
@@ -190,7 +190,7 @@ struct SummarySaverHookOptions {
   std::optional<double> every_n_secs;
   std::string output_dir;
   std::shared_ptr<summary::FileWriter> summary_writer;
-  std::shared_ptr<Scaffold> scaffold;   // exactly one of scaffold and summary_op
+  std::shared_ptr<Scaffold> scaffold;  // exactly one of scaffold and summary_op
   Output summary_op;
 };
 
@@ -240,12 +240,14 @@ class LoggingTensorHook : public SessionRunHook {
   // The same from a std::map (printed sorted by tag). A template only so that a braced list
   // of pairs picks the Tensors constructors above instead of being ambiguous.
   template <typename Map>
-    requires std::is_same_v<Map, std::map<std::string, Output>>
-  LoggingTensorHook(const Map& tensors, Every every, Formatter formatter = nullptr)
+  requires std::is_same_v<Map, std::map<std::string, Output>> LoggingTensorHook(const Map& tensors,
+                                                                                Every every,
+                                                                                Formatter formatter = nullptr)
       : LoggingTensorHook(Tensors(tensors.begin(), tensors.end()), every, std::move(formatter)) {}
   template <typename Map>
-    requires std::is_same_v<Map, std::map<std::string, Output>>
-  LoggingTensorHook(const Map& tensors, int64_t every_n_iter, Formatter formatter = nullptr)
+  requires std::is_same_v<Map, std::map<std::string, Output>> LoggingTensorHook(const Map& tensors,
+                                                                                int64_t every_n_iter,
+                                                                                Formatter formatter = nullptr)
       : LoggingTensorHook(Tensors(tensors.begin(), tensors.end()), every_n_iter, std::move(formatter)) {}
   void Begin() override;
   std::optional<SessionRunArgs> BeforeRun(SessionRunContext& context) override;

@@ -39,8 +39,7 @@ std::string PythonFloatRepr(double value) {
   if (std::isnan(value)) return "nan";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
   char buffer[64];
-  const auto result =
-      std::to_chars(buffer, buffer + sizeof(buffer), value, std::chars_format::scientific);
+  const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value, std::chars_format::scientific);
   const std::string_view text(buffer, result.ptr - buffer);
   const size_t e = text.find('e');
   std::string_view mantissa = text.substr(0, e);
@@ -54,8 +53,7 @@ std::string PythonFloatRepr(double value) {
     if (c != '.') digits.push_back(c);
   }
   int exponent = 0;
-  std::from_chars(text.data() + e + (text[e + 1] == '+' ? 2 : 1), text.data() + text.size(),
-                  exponent);
+  std::from_chars(text.data() + e + (text[e + 1] == '+' ? 2 : 1), text.data() + text.size(), exponent);
   const int point = exponent + 1;  // digits before the decimal point
   const int n = static_cast<int>(digits.size());
   if (point > -4 && point <= 16) {
@@ -75,12 +73,24 @@ std::string CEscape(std::string_view text) {
   std::string out;
   for (unsigned char c : text) {
     switch (c) {
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '"': out += "\\\""; break;
-      case '\'': out += "\\'"; break;
-      case '\\': out += "\\\\"; break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\'':
+        out += "\\'";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
       default:
         if (c < 32 || c >= 127) {
           char octal[8];
@@ -151,8 +161,7 @@ std::string CheckpointStateToText(const tensorflow::CheckpointState& state) {
   }
   // proto3 has no presence for scalars: zero is the default and is not printed.
   if (state.last_preserved_timestamp() != 0.0) {
-    StrAppend(&out, "last_preserved_timestamp: ", PythonFloatRepr(state.last_preserved_timestamp()),
-              "\n");
+    StrAppend(&out, "last_preserved_timestamp: ", PythonFloatRepr(state.last_preserved_timestamp()), "\n");
   }
   return out;
 }
@@ -162,17 +171,15 @@ tensorflow::CheckpointState GenerateCheckpointStateProto(
     std::vector<std::string> all_model_checkpoint_paths,
     const std::vector<double>& all_model_checkpoint_timestamps,
     std::optional<double> last_preserved_timestamp) {
-  if (all_model_checkpoint_paths.empty() ||
-      all_model_checkpoint_paths.back() != model_checkpoint_path) {
-    FT_LOG(INFO) << model_checkpoint_path
-                 << " is not in all_model_checkpoint_paths. Manually adding it.";
+  if (all_model_checkpoint_paths.empty() || all_model_checkpoint_paths.back() != model_checkpoint_path) {
+    FT_LOG(INFO) << model_checkpoint_path << " is not in all_model_checkpoint_paths. Manually adding it.";
     all_model_checkpoint_paths.push_back(model_checkpoint_path);
   }
   if (!all_model_checkpoint_timestamps.empty() &&
       all_model_checkpoint_timestamps.size() != all_model_checkpoint_paths.size()) {
     InvalidArgument("Checkpoint timestamps, if provided, must match checkpoint paths (got ",
-                    all_model_checkpoint_paths.size(), " paths and ",
-                    all_model_checkpoint_timestamps.size(), " timestamps)");
+                    all_model_checkpoint_paths.size(), " paths and ", all_model_checkpoint_timestamps.size(),
+                    " timestamps)");
   }
   std::string model_path = model_checkpoint_path;
   // Relative paths are taken to include a relative save_dir, and are rewritten relative to it.
@@ -194,8 +201,7 @@ tensorflow::CheckpointState GenerateCheckpointStateProto(
   return state;
 }
 
-void UpdateCheckpointStateInternal(const std::string& save_dir,
-                                   const std::string& model_checkpoint_path,
+void UpdateCheckpointStateInternal(const std::string& save_dir, const std::string& model_checkpoint_path,
                                    const std::vector<std::string>& all_model_checkpoint_paths,
                                    const std::string& latest_filename, bool save_relative_paths,
                                    const std::vector<double>& all_model_checkpoint_timestamps,
@@ -210,15 +216,11 @@ void UpdateCheckpointStateInternal(const std::string& save_dir,
     for (const std::string& path : all_model_checkpoint_paths) {
       relative_paths.push_back(relative(path));
     }
-    state = GenerateCheckpointStateProto(save_dir, relative(model_checkpoint_path),
-                                         std::move(relative_paths),
-                                         all_model_checkpoint_timestamps,
-                                         last_preserved_timestamp);
+    state = GenerateCheckpointStateProto(save_dir, relative(model_checkpoint_path), std::move(relative_paths),
+                                         all_model_checkpoint_timestamps, last_preserved_timestamp);
   } else {
-    state = GenerateCheckpointStateProto(save_dir, model_checkpoint_path,
-                                         all_model_checkpoint_paths,
-                                         all_model_checkpoint_timestamps,
-                                         last_preserved_timestamp);
+    state = GenerateCheckpointStateProto(save_dir, model_checkpoint_path, all_model_checkpoint_paths,
+                                         all_model_checkpoint_timestamps, last_preserved_timestamp);
   }
   if (state_path == state.model_checkpoint_path()) {
     InvalidArgument("Save path '", model_checkpoint_path,
@@ -264,8 +266,7 @@ std::optional<tensorflow::CheckpointState> GetCheckpointState(const std::string&
 
 std::optional<std::string> LatestCheckpoint(const std::string& checkpoint_dir,
                                             const std::string& latest_filename) {
-  std::optional<tensorflow::CheckpointState> state =
-      GetCheckpointState(checkpoint_dir, latest_filename);
+  std::optional<tensorflow::CheckpointState> state = GetCheckpointState(checkpoint_dir, latest_filename);
   if (!state) return std::nullopt;
   if (CheckpointExists(state->model_checkpoint_path())) return state->model_checkpoint_path();
   FT_LOG(ERROR) << "Couldn't match files for checkpoint " << state->model_checkpoint_path();
@@ -307,8 +308,7 @@ void RemoveCheckpoint(const std::string& prefix, const std::string& meta_graph_s
   }
 }
 
-std::string MetaGraphFilename(const std::string& checkpoint_filename,
-                              const std::string& meta_graph_suffix) {
+std::string MetaGraphFilename(const std::string& checkpoint_filename, const std::string& meta_graph_suffix) {
   static const std::regex kShardSuffix(R"(-[\d\?]+-of-\d+$)");
   const std::string base = std::regex_replace(checkpoint_filename, kShardSuffix, "");
   return StrCat(base, ".", meta_graph_suffix);

@@ -43,12 +43,12 @@ tensorflow::CheckpointState GenerateCheckpointStateProto(
 // are first made relative to `save_dir` (what Estimator and CheckpointManager do, so that a
 // model directory can be moved). InvalidArgument if the state file's path equals the
 // checkpoint's path.
-void UpdateCheckpointStateInternal(
-    const std::string& save_dir, const std::string& model_checkpoint_path,
-    const std::vector<std::string>& all_model_checkpoint_paths = {},
-    const std::string& latest_filename = kDefaultLatestFilename, bool save_relative_paths = false,
-    const std::vector<double>& all_model_checkpoint_timestamps = {},
-    std::optional<double> last_preserved_timestamp = std::nullopt);
+void UpdateCheckpointStateInternal(const std::string& save_dir, const std::string& model_checkpoint_path,
+                                   const std::vector<std::string>& all_model_checkpoint_paths = {},
+                                   const std::string& latest_filename = kDefaultLatestFilename,
+                                   bool save_relative_paths = false,
+                                   const std::vector<double>& all_model_checkpoint_timestamps = {},
+                                   std::optional<double> last_preserved_timestamp = std::nullopt);
 
 // The state in `<checkpoint_dir>/<latest_filename>` with relative paths joined onto
 // `checkpoint_dir`; nullopt if the file is absent, unreadable or does not parse (logged as
@@ -57,8 +57,8 @@ std::optional<tensorflow::CheckpointState> GetCheckpointState(
     const std::string& checkpoint_dir, const std::string& latest_filename = kDefaultLatestFilename);
 
 // The newest checkpoint's prefix, if the state file names one whose `.index` exists.
-std::optional<std::string> LatestCheckpoint(
-    const std::string& checkpoint_dir, const std::string& latest_filename = kDefaultLatestFilename);
+std::optional<std::string> LatestCheckpoint(const std::string& checkpoint_dir,
+                                            const std::string& latest_filename = kDefaultLatestFilename);
 
 // True if `<prefix>.index` exists.
 bool CheckpointExists(const std::string& prefix);

@@ -53,8 +53,7 @@ TEST(CheckpointState, EstimatorStateFileRoundTripsByteForByte) {
   std::optional<tensorflow::CheckpointState> state = GetCheckpointState(fixture_dir);
   ASSERT_TRUE(state.has_value());
   EXPECT_EQ(state->model_checkpoint_path(), fixture_dir + "/model.ckpt-2000");
-  EXPECT_THAT(Paths(*state), ElementsAre(fixture_dir + "/model.ckpt-0",
-                                         fixture_dir + "/model.ckpt-1000",
+  EXPECT_THAT(Paths(*state), ElementsAre(fixture_dir + "/model.ckpt-0", fixture_dir + "/model.ckpt-1000",
                                          fixture_dir + "/model.ckpt-2000"));
   EXPECT_EQ(LatestCheckpoint(fixture_dir), fixture_dir + "/model.ckpt-2000");
 
@@ -89,8 +88,8 @@ TEST(CheckpointState, TextMatchesPythonTextFormat) {
   state.set_model_checkpoint_path("ckpt-3");
   state.add_all_model_checkpoint_paths("we\"ird\\name\n\t'\x01\xc3\xa9");
   state.add_all_model_checkpoint_paths("ckpt-3");
-  for (double t : {1601612029.9504316, 1601612030.0, 0.5, 1e16, 1.5e-05, 0.0001, -2.0, 0.0,
-                   123456789012345678.0}) {
+  for (double t :
+       {1601612029.9504316, 1601612030.0, 0.5, 1e16, 1.5e-05, 0.0001, -2.0, 0.0, 123456789012345678.0}) {
     state.add_all_model_checkpoint_timestamps(t);
   }
   state.set_last_preserved_timestamp(1601612028.9504316);
@@ -122,8 +121,8 @@ TEST(CheckpointState, TextMatchesPythonTextFormat) {
 
 TEST(CheckpointState, TimestampsAreWrittenLikeCheckpointManager) {
   const std::string dir = testing::MakeTempDir("ckpt_state");
-  UpdateCheckpointStateInternal(dir, dir + "/ckpt-2", {dir + "/ckpt-1", dir + "/ckpt-2"},
-                                "checkpoint", true, {1601612029.25, 1601612031.5}, 1601612000.0);
+  UpdateCheckpointStateInternal(dir, dir + "/ckpt-2", {dir + "/ckpt-1", dir + "/ckpt-2"}, "checkpoint", true,
+                                {1601612029.25, 1601612031.5}, 1601612000.0);
   EXPECT_EQ(ReadFileToString(dir + "/checkpoint"),
             "model_checkpoint_path: \"ckpt-2\"\n"
             "all_model_checkpoint_paths: \"ckpt-1\"\n"
@@ -131,9 +130,9 @@ TEST(CheckpointState, TimestampsAreWrittenLikeCheckpointManager) {
             "all_model_checkpoint_timestamps: 1601612029.25\n"
             "all_model_checkpoint_timestamps: 1601612031.5\n"
             "last_preserved_timestamp: 1601612000.0\n");
-  EXPECT_THROW(UpdateCheckpointStateInternal(dir, dir + "/ckpt-2", {dir + "/ckpt-2"},
-                                             "checkpoint", true, {1.0, 2.0}),
-               InvalidArgumentError);
+  EXPECT_THROW(
+      UpdateCheckpointStateInternal(dir, dir + "/ckpt-2", {dir + "/ckpt-2"}, "checkpoint", true, {1.0, 2.0}),
+      InvalidArgumentError);
 }
 
 TEST(CheckpointState, ModelPathIsAppendedWhenMissingFromTheList) {
@@ -150,8 +149,7 @@ TEST(CheckpointState, RelativeSaveDirRewritesRelativePaths) {
   InDirectory(root, [&] {
     // As Python: relative paths that include the relative save_dir become relative to it.
     tensorflow::CheckpointState state = GenerateCheckpointStateProto(
-        "runs/x", "runs/x/model.ckpt-2", {"runs/x/model.ckpt-1", "/abs/model.ckpt-0",
-                                          "runs/x/model.ckpt-2"});
+        "runs/x", "runs/x/model.ckpt-2", {"runs/x/model.ckpt-1", "/abs/model.ckpt-0", "runs/x/model.ckpt-2"});
     EXPECT_EQ(state.model_checkpoint_path(), "model.ckpt-2");
     EXPECT_THAT(Paths(state), ElementsAre("model.ckpt-1", "/abs/model.ckpt-0", "model.ckpt-2"));
     state = GenerateCheckpointStateProto("runs/x", "other/model.ckpt-2");
@@ -238,8 +236,7 @@ TEST(CheckpointManagement, RemoveCheckpointDeletesIndexDataShardsAndMeta) {
   WriteFileAtomically(dir + "/model.ckpt-1.data-00001-of-00002", "shard");
   RemoveCheckpoint(dir + "/model.ckpt-1");
   EXPECT_THAT(ListDirectory(dir),
-              ElementsAre("model.ckpt-10.data-00000-of-00001", "model.ckpt-10.index",
-                          "model.ckpt-10.meta"));
+              ElementsAre("model.ckpt-10.data-00000-of-00001", "model.ckpt-10.index", "model.ckpt-10.meta"));
   RemoveCheckpoint(dir + "/model.ckpt-1");  // already gone: nothing to do
   RemoveCheckpoint(dir + "/model.ckpt-10");
   EXPECT_THAT(ListDirectory(dir), IsEmpty());
@@ -249,8 +246,7 @@ TEST(CheckpointManagement, RemoveCheckpointDeletesIndexDataShardsAndMeta) {
 TEST(CheckpointManagement, MetaGraphFilenameStripsShardSuffix) {
   EXPECT_EQ(MetaGraphFilename("/t/model.ckpt-123"), "/t/model.ckpt-123.meta");
   EXPECT_EQ(MetaGraphFilename("/t/model.ckpt-123-00001-of-00002"), "/t/model.ckpt-123.meta");
-  EXPECT_EQ(MetaGraphFilename("/t/model.ckpt-123-\?\?\?\?\?-of-00005", "graph"),
-            "/t/model.ckpt-123.graph");
+  EXPECT_EQ(MetaGraphFilename("/t/model.ckpt-123-\?\?\?\?\?-of-00005", "graph"), "/t/model.ckpt-123.graph");
 }
 
 }  // namespace

@@ -63,8 +63,7 @@ bool Coordinator::IsCleanStop(const std::exception_ptr& exception) const {
   try {
     std::rethrow_exception(exception);
   } catch (const Error& e) {
-    return std::find(clean_stop_codes_.begin(), clean_stop_codes_.end(), e.code()) !=
-           clean_stop_codes_.end();
+    return std::find(clean_stop_codes_.begin(), clean_stop_codes_.end(), e.code()) != clean_stop_codes_.end();
   } catch (...) {
     return false;
   }
@@ -185,10 +184,7 @@ void Coordinator::RaiseRequestedException() const {
 
 LooperThread::LooperThread(Coordinator& coord, std::optional<std::chrono::nanoseconds> interval,
                            std::function<void()> target, std::string name)
-    : CoordinatedThread(std::move(name)),
-      coord_(coord),
-      interval_(interval),
-      target_(std::move(target)) {}
+    : CoordinatedThread(std::move(name)), coord_(coord), interval_(interval), target_(std::move(target)) {}
 
 std::shared_ptr<LooperThread> LooperThread::Loop(Coordinator& coord,
                                                  std::optional<std::chrono::nanoseconds> interval,

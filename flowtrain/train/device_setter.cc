@@ -11,12 +11,20 @@ namespace {
 
 // TF 1.15's STANDARD_PS_OPS.
 const std::vector<std::string>& StandardPsOps() {
-  static const auto* ops = new std::vector<std::string>{
-      "Variable", "VariableV2", "AutoReloadVariable", "MutableHashTable", "MutableHashTableV2",
-      "MutableHashTableOfTensors", "MutableHashTableOfTensorsV2", "MutableDenseHashTable",
-      "MutableDenseHashTableV2", "VarHandleOp", "BoostedTreesEnsembleResourceHandleOp",
-      "BoostedTreesQuantileStreamResourceHandleOp", "ResourceConditionalAccumulator",
-      "DecisionTreeResource"};
+  static const auto* ops = new std::vector<std::string>{"Variable",
+                                                        "VariableV2",
+                                                        "AutoReloadVariable",
+                                                        "MutableHashTable",
+                                                        "MutableHashTableV2",
+                                                        "MutableHashTableOfTensors",
+                                                        "MutableHashTableOfTensorsV2",
+                                                        "MutableDenseHashTable",
+                                                        "MutableDenseHashTableV2",
+                                                        "VarHandleOp",
+                                                        "BoostedTreesEnsembleResourceHandleOp",
+                                                        "BoostedTreesQuantileStreamResourceHandleOp",
+                                                        "ResourceConditionalAccumulator",
+                                                        "DecisionTreeResource"};
   return *ops;
 }
 
@@ -28,9 +36,8 @@ DeviceFunction ReplicaDeviceSetter(const ReplicaDeviceSetterOptions& options) {
   int ps_tasks = options.ps_tasks;
   if (options.cluster != nullptr) ps_tasks = options.cluster->num_tasks(ps_device.job);
   if (ps_tasks == 0) {
-    return [](std::string_view, std::string_view, std::string_view requested) {
-      return std::string(requested);
-    };
+    return
+        [](std::string_view, std::string_view, std::string_view requested) { return std::string(requested); };
   }
   const std::vector<std::string> ps_ops = options.ps_ops.empty() ? StandardPsOps() : options.ps_ops;
   // Copies of the function share the round-robin position, as TF's chooser object does.

@@ -42,8 +42,9 @@ std::optional<SessionRunArgs> DivergenceGuardHook::BeforeRun(SessionRunContext&)
 
 void DivergenceGuardHook::AfterRun(SessionRunContext& context, const SessionRunValues& values) {
   const Tensor& loss = values.results[0];
-  const std::optional<double> diverged = loss.dtype() == DT_FLOAT ? FirstDiverged<float>(loss, options_.max_loss)
-                                                                  : FirstDiverged<double>(loss, options_.max_loss);
+  const std::optional<double> diverged = loss.dtype() == DT_FLOAT
+                                             ? FirstDiverged<float>(loss, options_.max_loss)
+                                             : FirstDiverged<double>(loss, options_.max_loss);
   if (!diverged) return;
   if (rollbacks_ >= options_.max_rollbacks) {
     FT_LOG(ERROR) << "Model diverged with loss = " << *diverged << " after " << rollbacks_
@@ -58,11 +59,12 @@ void DivergenceGuardHook::AfterRun(SessionRunContext& context, const SessionRunV
   }
   options_.saver->Restore(context.session(), *latest);
   ++rollbacks_;
-  FT_LOG(WARNING) << "Model diverged with loss = " << *diverged << "; restored " << *latest << " (rollback " << rollbacks_ << " of at most "
-                  << options_.max_rollbacks << ")";
+  FT_LOG(WARNING) << "Model diverged with loss = " << *diverged << "; restored " << *latest << " (rollback "
+                  << rollbacks_ << " of at most " << options_.max_rollbacks << ")";
   if (options_.on_rollback) {
-    options_.on_rollback(context.session(),
-                         Rollback{.rollbacks = rollbacks_, .loss = *diverged, .restored_checkpoint = *latest});
+    options_.on_rollback(
+        context.session(),
+        Rollback{.rollbacks = rollbacks_, .loss = *diverged, .restored_checkpoint = *latest});
   }
 }
 

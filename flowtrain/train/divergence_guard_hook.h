@@ -41,11 +41,11 @@ struct Rollback {
 class DivergenceGuardHook : public SessionRunHook {
  public:
   struct Options {
-    Output loss;                           // a float or double scalar (or any shape: all checked)
-    std::string checkpoint_dir;            // where the run's checkpoints are
-    int max_rollbacks = 3;                 // then NanLossDuringTrainingError
-    std::optional<double> max_loss;        // also diverged above this (NaN/Inf always are)
-    std::shared_ptr<Saver> saver;          // default: the graph's (SAVERS collection)
+    Output loss;                     // a float or double scalar (or any shape: all checked)
+    std::string checkpoint_dir;      // where the run's checkpoints are
+    int max_rollbacks = 3;           // then NanLossDuringTrainingError
+    std::optional<double> max_loss;  // also diverged above this (NaN/Inf always are)
+    std::shared_ptr<Saver> saver;    // default: the graph's (SAVERS collection)
     std::function<void(SessionInterface&, const Rollback&)> on_rollback;
   };
   explicit DivergenceGuardHook(Options options);

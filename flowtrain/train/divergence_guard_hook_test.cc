@@ -36,7 +36,8 @@ struct DivergingModel {
     // waits for the read), and fetching the loss alone changes nothing.
     loss = ops::Identity(weight.value(), "loss");
     auto after_read = graph.ControlDependencies({loss.op()});
-    train_op = ops::Group({step.AssignAdd(ops::Const(int64_t{1})).op(), weight.AssignAdd(delta).op()}, "train");
+    train_op =
+        ops::Group({step.AssignAdd(ops::Const(int64_t{1})).op(), weight.AssignAdd(delta).op()}, "train");
   }
   std::unique_ptr<MonitoredSession> Session(HookList hooks) {
     auto as_default = graph.AsDefault();
@@ -45,7 +46,9 @@ struct DivergingModel {
     chief.config.inter_op_parallelism_threads = 1;
     return std::make_unique<MonitoredSession>(std::make_shared<ChiefSessionCreator>(chief), std::move(hooks));
   }
-  void Step(MonitoredSession& sess, float d = 1.0f) { sess.Run({{delta, Tensor::Scalar<float>(d)}}, {}, {train_op}); }
+  void Step(MonitoredSession& sess, float d = 1.0f) {
+    sess.Run({{delta, Tensor::Scalar<float>(d)}}, {}, {train_op});
+  }
   float Weight(MonitoredSession& sess) { return sess.Run({}, {weight.value()}, {})[0].scalar<float>(); }
   int64_t GlobalStep(MonitoredSession& sess) { return sess.Run({}, {step.value()}, {})[0].scalar<int64_t>(); }
 
@@ -60,7 +63,9 @@ TEST(DivergenceGuardHookTest, RollsBackToTheNewestCheckpointAndTrainsOn) {
   DivergingModel m;
   std::vector<Rollback> seen;
   auto guard = std::make_shared<DivergenceGuardHook>(DivergenceGuardHook::Options{
-      .loss = m.loss, .checkpoint_dir = dir, .max_rollbacks = 2,
+      .loss = m.loss,
+      .checkpoint_dir = dir,
+      .max_rollbacks = 2,
       .on_rollback = [&](SessionInterface&, const Rollback& r) { seen.push_back(r); }});
   auto saver = std::make_shared<CheckpointSaverHook>(dir, CheckpointSaverHookOptions{.every_n_steps = 5});
   auto sess = m.Session({guard, saver});
@@ -68,7 +73,7 @@ TEST(DivergenceGuardHookTest, RollsBackToTheNewestCheckpointAndTrainsOn) {
   EXPECT_EQ(LatestCheckpoint(dir), dir + "/model.ckpt-5");
   m.Step(*sess, kNaN);  // step 8 makes the weight NaN,
   EXPECT_TRUE(seen.empty());
-  m.Step(*sess);        // step 9 reports it: back to step 5 with weight 5
+  m.Step(*sess);  // step 9 reports it: back to step 5 with weight 5
   ASSERT_EQ(seen.size(), 1u);
   EXPECT_EQ(seen[0].rollbacks, 1);
   EXPECT_TRUE(std::isnan(seen[0].loss));
@@ -107,7 +112,8 @@ TEST(DivergenceGuardHookTest, FailsAsTensorFlowOnceTheBudgetIsSpentOrNothingWasS
   auto guard = std::make_shared<DivergenceGuardHook>(
       DivergenceGuardHook::Options{.loss = m.loss, .checkpoint_dir = dir, .max_rollbacks = 1});
   {
-    auto saver = std::make_shared<CheckpointSaverHook>(dir, CheckpointSaverHookOptions{.every_n_steps = 1000});
+    auto saver =
+        std::make_shared<CheckpointSaverHook>(dir, CheckpointSaverHookOptions{.every_n_steps = 1000});
     auto sess = m.Session({guard, saver});
     m.Step(*sess, kNaN);
     m.Step(*sess);  // the one rollback
@@ -125,8 +131,9 @@ TEST(DivergenceGuardHookTest, FailsAsTensorFlowOnceTheBudgetIsSpentOrNothingWasS
 TEST(DivergenceGuardHookTest, RejectsBadOptions) {
   DivergingModel m;
   testing::ExpectInvalidArgument([&] { DivergenceGuardHook h({.checkpoint_dir = "x"}); }, "no loss");
-  testing::ExpectInvalidArgument([&] { DivergenceGuardHook h({.loss = m.step.value(), .checkpoint_dir = "x"}); },
-                                 {"int64", "float or double"});
+  testing::ExpectInvalidArgument(
+      [&] { DivergenceGuardHook h({.loss = m.step.value(), .checkpoint_dir = "x"}); },
+      {"int64", "float or double"});
   testing::ExpectInvalidArgument([&] { DivergenceGuardHook h({.loss = m.loss}); }, "checkpoint_dir");
 }
 

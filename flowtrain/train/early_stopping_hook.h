@@ -24,8 +24,8 @@ class EarlyStoppingHook : public SessionRunHook {
  public:
   enum class Mode { kMin, kMax };
   struct Options {
-    Output metric_tensor;                                  // a scalar, or
-    std::function<double(SessionInterface&)> metric;       // a function of the session
+    Output metric_tensor;                             // a scalar, or
+    std::function<double(SessionInterface&)> metric;  // a function of the session
     int64_t every_n_steps = 1000;
     int patience = 5;
     double min_delta = 0;

@@ -111,7 +111,8 @@ void ExpectSameBits(const std::string& a, const std::string& b) {
   for (const auto& [name, shape] : shapes) {
     if (name == "Iterator:0-state") continue;
     if (name == "RandomOpStates") {
-      EXPECT_TRUE(reader_a.GetTensor(name).scalar<std::string>() == reader_b.GetTensor(name).scalar<std::string>());
+      EXPECT_TRUE(reader_a.GetTensor(name).scalar<std::string>() ==
+                  reader_b.GetTensor(name).scalar<std::string>());
       continue;
     }
     SCOPED_TRACE(name);
@@ -152,7 +153,8 @@ TEST(ExactResume, DropoutWithoutTheRandomOpStatesEndsElsewhere) {
   auto saveables = second.graph.GetCollection<std::shared_ptr<SaveableObject>>(GraphKeys::kSaveableObjects);
   second.graph.ClearCollection(GraphKeys::kSaveableObjects);
   for (const auto& saveable : saveables) {
-    if (saveable->name != "RandomOpStates") second.graph.AddToCollection(GraphKeys::kSaveableObjects, saveable);
+    if (saveable->name != "RandomOpStates")
+      second.graph.AddToCollection(GraphKeys::kSaveableObjects, saveable);
   }
   const std::string resumed = second.TrainUntil(dir, 40);
   io::CheckpointReader a(straight), b(resumed);

@@ -13,8 +13,7 @@ void GradientDescentOptimizer::Prepare() {
 }
 
 Operation GradientDescentOptimizer::ApplyDense(const Output& grad, const Variable& var) {
-  return ops::ApplyGradientDescent(var.ref(), CastTo(learning_rate_t_, var.dtype()), grad,
-                                   use_locking())
+  return ops::ApplyGradientDescent(var.ref(), CastTo(learning_rate_t_, var.dtype()), grad, use_locking())
       .op();
 }
 

@@ -203,19 +203,21 @@ Observed Train(HookScheduling scheduling) {
       std::make_shared<CheckpointSaverHook>(dir, checkpoints),
       std::make_shared<SummarySaverHook>(summaries),
       std::make_shared<StepCounterHook>(counter),
-      std::make_shared<LoggingTensorHook>(
-          LoggingTensorHook::Tensors{{"loss", m.loss}}, LoggingTensorHook::Every{.every_n_steps = 4},
-          [&](const std::vector<std::pair<std::string, Tensor>>& values) {
-            seen.logged.push_back(values[0].second.scalar<float>());
-            return std::string("logged");
-          }),
+      std::make_shared<LoggingTensorHook>(LoggingTensorHook::Tensors{{"loss", m.loss}},
+                                          LoggingTensorHook::Every{.every_n_steps = 4},
+                                          [&](const std::vector<std::pair<std::string, Tensor>>& values) {
+                                            seen.logged.push_back(values[0].second.scalar<float>());
+                                            return std::string("logged");
+                                          }),
       std::make_shared<ProfilerHook>(ProfilerHook::Options{.every_n_steps = 8, .output_dir = dir}),
       std::make_shared<EarlyStoppingHook>(EarlyStoppingHook::Options{
-          .metric = [&](SessionInterface& s) {
-            seen.evaluations.push_back(s.Run({}, {m.step.value()}, {})[0].scalar<int64_t>());
-            return 1.0;
-          },
-          .every_n_steps = 9, .patience = 100}),
+          .metric =
+              [&](SessionInterface& s) {
+                seen.evaluations.push_back(s.Run({}, {m.step.value()}, {})[0].scalar<int64_t>());
+                return 1.0;
+              },
+          .every_n_steps = 9,
+          .patience = 100}),
       std::make_shared<NanTensorHook>(m.loss),
       final_ops,
       std::make_shared<StopAtStepHook>(LastStep{40})};
@@ -248,9 +250,9 @@ TEST(HookSchedule, BuiltInHooksFireOnTheSameStepsAsWithEveryRunCalls) {
   EXPECT_EQ(tf.summaries, (std::vector<int64_t>{1, 6, 11, 16, 21, 26, 31, 36}));
   EXPECT_EQ(tf.rates, (std::vector<int64_t>{7, 13, 19, 25, 31, 37}));  // armed at step 1
   EXPECT_EQ(tf.logged.size(), 10u);                                    // iterations 0, 4, ..., 36
-  EXPECT_EQ(tf.timelines, (std::vector<std::string>{"timeline-16.json", "timeline-24.json",
-                                                    "timeline-32.json", "timeline-40.json",
-                                                    "timeline-8.json"}));  // armed at 0
+  EXPECT_EQ(tf.timelines,
+            (std::vector<std::string>{"timeline-16.json", "timeline-24.json", "timeline-32.json",
+                                      "timeline-40.json", "timeline-8.json"}));  // armed at 0
   EXPECT_EQ(tf.evaluations, (std::vector<int64_t>{9, 18, 27, 36}));
   EXPECT_EQ(tf.final_step, 40);
   // The same with schedules.

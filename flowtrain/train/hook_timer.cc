@@ -4,8 +4,7 @@
 
 namespace flowtrain::train {
 
-SecondOrStepTimer::SecondOrStepTimer(std::optional<double> every_secs,
-                                     std::optional<int64_t> every_steps)
+SecondOrStepTimer::SecondOrStepTimer(std::optional<double> every_secs, std::optional<int64_t> every_steps)
     : every_secs_(every_secs), every_steps_(every_steps) {
   if (!every_secs && !every_steps) {
     InvalidArgument("Either every_secs or every_steps should be provided.");

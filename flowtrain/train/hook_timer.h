@@ -28,8 +28,7 @@ class HookTimer {
   virtual bool ShouldTriggerForStep(int64_t step) const = 0;
   // Records a trigger at `step` now; returns the seconds and steps since the previous trigger
   // (nullopt for the first).
-  virtual std::pair<std::optional<double>, std::optional<int64_t>> UpdateLastTriggeredStep(
-      int64_t step) = 0;
+  virtual std::pair<std::optional<double>, std::optional<int64_t>> UpdateLastTriggeredStep(int64_t step) = 0;
   virtual std::optional<int64_t> last_triggered_step() const = 0;
   // The runs on which ShouldTriggerForStep can next be true (a hook's HookSchedule): every run
   // until the first trigger, then the step or the time one period after the last trigger.
@@ -42,8 +41,7 @@ class SecondOrStepTimer : public HookTimer {
   SecondOrStepTimer(std::optional<double> every_secs, std::optional<int64_t> every_steps);
   void Reset() override;
   bool ShouldTriggerForStep(int64_t step) const override;
-  std::pair<std::optional<double>, std::optional<int64_t>> UpdateLastTriggeredStep(
-      int64_t step) override;
+  std::pair<std::optional<double>, std::optional<int64_t>> UpdateLastTriggeredStep(int64_t step) override;
   std::optional<int64_t> last_triggered_step() const override { return last_step_; }
   HookSchedule NextDue(ScheduleUnit unit) const override;
 

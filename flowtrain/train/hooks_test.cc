@@ -118,8 +118,8 @@ TEST(SummarySaverHook, WritesStartAndSummaries) {
   options.every_n_steps = 3;
   options.output_dir = dir;
   options.summary_op = m.LossSummary();
-  auto sess = m.Session({std::make_shared<SummarySaverHook>(options),
-                         std::make_shared<StopAtStepHook>(LastStep{7})});
+  auto sess =
+      m.Session({std::make_shared<SummarySaverHook>(options), std::make_shared<StopAtStepHook>(LastStep{7})});
   m.RunUntilStop(*sess);
   sess->Close();
   std::vector<int64_t> steps;
@@ -146,9 +146,9 @@ TEST(LoggingTensorHook, LogsEveryNIterationsAndAtEnd) {
     two = ops::Const(int64_t{2});
   }
   {
-    auto hook = std::make_shared<LoggingTensorHook>(
-        std::map<std::string, Output>{{"z_two", two}, {"a_one", one}},
-        LoggingTensorHook::Every{.every_n_steps = 2, .at_end = true});
+    auto hook =
+        std::make_shared<LoggingTensorHook>(std::map<std::string, Output>{{"z_two", two}, {"a_one", one}},
+                                            LoggingTensorHook::Every{.every_n_steps = 2, .at_end = true});
     auto sess = m.Session({hook, std::make_shared<StopAtStepHook>(LastStep{4})});
     m.RunUntilStop(*sess);
     sess->Close();
@@ -158,10 +158,11 @@ TEST(LoggingTensorHook, LogsEveryNIterationsAndAtEnd) {
   for (const std::string& l : lines) {
     if (l.find("a_one = ") != std::string::npos) logged.push_back(l.substr(l.find("] ") + 2));
   }
-  ASSERT_EQ(logged.size(), 3u);  // iterations 0 and 2, and at end
+  ASSERT_EQ(logged.size(), 3u);                  // iterations 0 and 2, and at end
   EXPECT_EQ(logged[0], "a_one = 1, z_two = 2");  // sorted tags; iteration 0 logs
   EXPECT_NE(logged[1].find(" sec)"), std::string::npos);
-  EXPECT_THROW(LoggingTensorHook(LoggingTensorHook::Tensors{}, LoggingTensorHook::Every{}), InvalidArgumentError);
+  EXPECT_THROW(LoggingTensorHook(LoggingTensorHook::Tensors{}, LoggingTensorHook::Every{}),
+               InvalidArgumentError);
   EXPECT_THROW(LoggingTensorHook(LoggingTensorHook::Tensors{}, LoggingTensorHook::Every{.every_n_steps = 0}),
                InvalidArgumentError);
 }
@@ -180,7 +181,8 @@ TEST(HookConstruction, TakesTensorFlowsArguments) {
     auto from_map = std::make_shared<LoggingTensorHook>(std::map<std::string, Output>{{"loss", m.loss}}, 50);
     auto counter = std::make_shared<StepCounterHook>();
     auto counter_every_10 = std::make_shared<StepCounterHook>(10, dir);
-    auto checkpoints = std::make_shared<CheckpointSaverHook>(dir, CheckpointSaverHookOptions{.every_n_steps = 3});
+    auto checkpoints =
+        std::make_shared<CheckpointSaverHook>(dir, CheckpointSaverHookOptions{.every_n_steps = 3});
     auto summaries = std::make_shared<SummarySaverHook>(
         SummarySaverHookOptions{.every_n_steps = 2, .output_dir = dir, .summary_op = m.LossSummary()});
     auto stop = std::make_shared<StopAtStepHook>(NumSteps{4});
@@ -195,8 +197,9 @@ TEST(HookConstruction, TakesTensorFlowsArguments) {
   EXPECT_EQ(logged, 2 + 1);  // every 2 iterations of 4 (0, 2), and the map one's iteration 0
   EXPECT_EQ(LatestCheckpoint(dir), JoinPath(dir, "model.ckpt-4"));
   testing::ExpectInvalidArgument([&] { LoggingTensorHook({{"loss", m.loss}}, 0); }, {"every_n_iter=0"});
-  testing::ExpectInvalidArgument([&] { StepCounterHook(StepCounterHook::Options{.every_n_steps = std::nullopt}); },
-                                 {"Either every_secs or every_steps should be provided."});
+  testing::ExpectInvalidArgument(
+      [&] { StepCounterHook(StepCounterHook::Options{.every_n_steps = std::nullopt}); },
+      {"Either every_secs or every_steps should be provided."});
 }
 
 // A hook's SessionRunArgs fetches an Operation as Session::Run does: it runs, and the
@@ -347,8 +350,8 @@ TEST(CheckpointSaverHook, AsyncSavesReportEachCheckpointOnceWrittenAndEndWaits) 
   options.every_n_steps = 3;
   options.listeners = {listener};
   options.async_save = true;
-  auto sess = m.Session({std::make_shared<CheckpointSaverHook>(dir, options),
-                         std::make_shared<StopAtStepHook>(LastStep{10})});
+  auto sess = m.Session(
+      {std::make_shared<CheckpointSaverHook>(dir, options), std::make_shared<StopAtStepHook>(LastStep{10})});
   EXPECT_EQ(m.RunUntilStop(*sess), 10);
   sess->Close();
   EXPECT_EQ(listener->before, (std::vector<int64_t>{0, 3, 6, 9, 10}));
@@ -367,8 +370,9 @@ TEST(CheckpointSaverHook, AsyncSavesReportEachCheckpointOnceWrittenAndEndWaits) 
 TEST(ProfilerHook, WritesChromeTraces) {
   Model m;
   const std::string dir = testing::MakeTempDir("profile");
-  auto sess = m.Session({std::make_shared<ProfilerHook>(ProfilerHook::Options{.every_n_steps = 2, .output_dir = dir}),
-                         std::make_shared<StopAtStepHook>(LastStep{5})});
+  auto sess =
+      m.Session({std::make_shared<ProfilerHook>(ProfilerHook::Options{.every_n_steps = 2, .output_dir = dir}),
+                 std::make_shared<StopAtStepHook>(LastStep{5})});
   m.RunUntilStop(*sess);
   sess->Close();
   std::vector<std::string> traces;
@@ -402,9 +406,10 @@ TEST(ProfilerHook, ReportsTheTimeSpentInEachHook) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
   };
-  auto sess = m.Session({std::make_shared<SlowHook>(),
-                         std::make_shared<ProfilerHook>(ProfilerHook::Options{.every_n_steps = 3, .output_dir = dir}),
-                         std::make_shared<StopAtStepHook>(LastStep{6})});
+  auto sess =
+      m.Session({std::make_shared<SlowHook>(),
+                 std::make_shared<ProfilerHook>(ProfilerHook::Options{.every_n_steps = 3, .output_dir = dir}),
+                 std::make_shared<StopAtStepHook>(LastStep{6})});
   EXPECT_EQ(m.RunUntilStop(*sess), 6);
   const std::vector<HookTiming> timings = sess->hook_timings();
   ASSERT_EQ(timings.size(), 3u);
@@ -419,16 +424,19 @@ TEST(ProfilerHook, ReportsTheTimeSpentInEachHook) {
   const std::string json = ReadFileToString(JoinPath(dir, "timeline-6.json"));
   EXPECT_EQ(TraceNumber(json, "SlowHook", "calls"), 12);
   EXPECT_GE(TraceNumber(json, "SlowHook", "dur"), 6 * 2000);  // microseconds
-  EXPECT_EQ(TraceNumber(json, "ProfilerHook", "calls"), 5);  // its AfterRun is under way
+  EXPECT_EQ(TraceNumber(json, "ProfilerHook", "calls"), 5);   // its AfterRun is under way
   EXPECT_EQ(TraceNumber(json, "StopAtStepHook", "calls"), 1);
 }
 
 TEST(ProgressBarHook, PlainLinesWithRateAndEta) {
   Model m;
   std::FILE* out = std::tmpfile();
-  auto bar = std::make_shared<ProgressBarHook>(ProgressBarHook::Options{
-      .last_step = 8, .tensors = {{"loss", m.loss}},
-      .plain_interval = std::chrono::milliseconds(0), .stream = out, .force_tty = false});
+  auto bar = std::make_shared<ProgressBarHook>(
+      ProgressBarHook::Options{.last_step = 8,
+                               .tensors = {{"loss", m.loss}},
+                               .plain_interval = std::chrono::milliseconds(0),
+                               .stream = out,
+                               .force_tty = false});
   auto sess = m.Session({bar, std::make_shared<StopAtStepHook>(LastStep{8})});
   m.RunUntilStop(*sess);
   sess->Close();
@@ -455,11 +463,11 @@ TEST(ProgressBarHook, RedrawsABarInPlaceOnATerminal) {
   char buffer[4096] = {};
   const std::string drawn(buffer, std::fread(buffer, 1, sizeof(buffer) - 1, out));
   std::fclose(out);
-  EXPECT_EQ(drawn.rfind("\r[", 0), 0u) << drawn;                  // redrawn from the line start
-  EXPECT_NE(drawn.find("\033[K"), std::string::npos);               // clearing what was left
+  EXPECT_EQ(drawn.rfind("\r[", 0), 0u) << drawn;       // redrawn from the line start
+  EXPECT_NE(drawn.find("\033[K"), std::string::npos);  // clearing what was left
   EXPECT_NE(drawn.find("[==============================] 4/4 100%"), std::string::npos) << drawn;
   EXPECT_NE(drawn.find("done in"), std::string::npos);
-  EXPECT_EQ(drawn.back(), '\n');                                    // only the final draw ends the line
+  EXPECT_EQ(drawn.back(), '\n');  // only the final draw ends the line
   EXPECT_EQ(std::count(drawn.begin(), drawn.end(), '\n'), 1);
 }
 
@@ -469,7 +477,8 @@ TEST(EarlyStoppingHook, StopsWhenTheMetricStopsImproving) {
   size_t next = 0;
   auto hook = std::make_shared<EarlyStoppingHook>(EarlyStoppingHook::Options{
       .metric = [&](SessionInterface&) { return metrics[std::min(next++, metrics.size() - 1)]; },
-      .every_n_steps = 2, .patience = 3});
+      .every_n_steps = 2,
+      .patience = 3});
   auto sess = m.Session({hook});
   const int steps = m.RunUntilStop(*sess, 100);
   EXPECT_EQ(hook->best(), 3.0);

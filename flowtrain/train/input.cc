@@ -21,8 +21,8 @@ std::vector<DataType> DTypes(const std::vector<Output>& tensors) {
 }
 
 // The element shapes the queue is built with: given ones, else the inputs' static shapes.
-std::vector<PartialTensorShape> ElementShapes(const std::vector<Output>& tensors,
-                                              const BatchOptions& options, bool need_known) {
+std::vector<PartialTensorShape> ElementShapes(const std::vector<Output>& tensors, const BatchOptions& options,
+                                              bool need_known) {
   if (!options.shapes.empty()) {
     if (options.shapes.size() != tensors.size()) {
       InvalidArgument("shapes has ", options.shapes.size(), " entries for ", tensors.size(), " tensors");
@@ -38,8 +38,8 @@ std::vector<PartialTensorShape> ElementShapes(const std::vector<Output>& tensors
       shape = PartialTensorShape(std::span<const int64_t>(dims.data(), dims.size()));
     }
     if (need_known && !shape.IsFullyDefined()) {
-      InvalidArgument("All shapes must be fully defined: ", t.DebugString(),
-                      " has shape ", shape.DebugString(), "; give BatchOptions::shapes or use dynamic_pad");
+      InvalidArgument("All shapes must be fully defined: ", t.DebugString(), " has shape ",
+                      shape.DebugString(), "; give BatchOptions::shapes or use dynamic_pad");
     }
     shapes.push_back(shape);
   }
@@ -48,8 +48,7 @@ std::vector<PartialTensorShape> ElementShapes(const std::vector<Output>& tensors
 
 std::vector<Output> Finish(const ops::QueueBase& queue, const std::vector<Output>& tensors,
                            int32_t batch_size, const BatchOptions& options) {
-  const Operation enqueue =
-      options.enqueue_many ? queue.EnqueueMany(tensors) : queue.Enqueue(tensors);
+  const Operation enqueue = options.enqueue_many ? queue.EnqueueMany(tensors) : queue.Enqueue(tensors);
   AddQueueRunner(QueueRunner(queue, std::vector<Operation>(std::max(1, options.num_threads), enqueue)));
   return options.allow_smaller_final_batch ? queue.DequeueUpTo(batch_size, "batch")
                                            : queue.DequeueMany(batch_size, "batch");
@@ -104,7 +103,8 @@ ops::FIFOQueue StringInputProducer(const std::vector<std::string>& strings,
 }
 
 ops::FIFOQueue StringInputProducer(Output strings, const StringInputProducerOptions& options) {
-  return BuildStringInputProducer(*strings.graph(), [&] { return strings; }, options);
+  return BuildStringInputProducer(
+      *strings.graph(), [&] { return strings; }, options);
 }
 
 std::vector<Output> Batch(const std::vector<Output>& tensors, int32_t batch_size,
@@ -121,13 +121,12 @@ std::vector<Output> Batch(const std::vector<Output>& tensors, int32_t batch_size
   return Finish(queue, tensors, batch_size, options);
 }
 
-std::vector<Output> ShuffleBatch(const std::vector<Output>& tensors, int32_t batch_size,
-                                 int64_t capacity, int64_t min_after_dequeue,
-                                 const BatchOptions& options) {
+std::vector<Output> ShuffleBatch(const std::vector<Output>& tensors, int32_t batch_size, int64_t capacity,
+                                 int64_t min_after_dequeue, const BatchOptions& options) {
   if (tensors.empty()) InvalidArgument("ShuffleBatch needs at least one tensor");
   if (min_after_dequeue >= capacity) {
-    InvalidArgument("ShuffleBatch: min_after_dequeue (", min_after_dequeue,
-                    ") must be less than capacity (", capacity, ")");
+    InvalidArgument("ShuffleBatch: min_after_dequeue (", min_after_dequeue, ") must be less than capacity (",
+                    capacity, ")");
   }
   auto scope = tensors.front().graph()->NameScope(options.name.empty() ? "shuffle_batch" : options.name);
   ops::QueueOptions queue_options{.shapes = ElementShapes(tensors, options, true),

@@ -28,7 +28,7 @@ struct StringInputProducerOptions {
   // variable "<name>/limit_epochs/epochs": run ops::LocalVariablesInitializer() first
   // (MonitoredTrainingSession's local_init_op does).
   int64_t num_epochs = 0;
-  bool shuffle = true;     // a new permutation every epoch
+  bool shuffle = true;  // a new permutation every epoch
   std::optional<int64_t> seed;
   int64_t capacity = 32;
   std::string shared_name;
@@ -61,9 +61,8 @@ std::vector<Output> Batch(const std::vector<Output>& tensors, int32_t batch_size
                           const BatchOptions& options = {});
 // tf.train.shuffle_batch: batches drawn at random from a RandomShuffleQueue that keeps at
 // least `min_after_dequeue` elements to mix with.
-std::vector<Output> ShuffleBatch(const std::vector<Output>& tensors, int32_t batch_size,
-                                 int64_t capacity, int64_t min_after_dequeue,
-                                 const BatchOptions& options = {});
+std::vector<Output> ShuffleBatch(const std::vector<Output>& tensors, int32_t batch_size, int64_t capacity,
+                                 int64_t min_after_dequeue, const BatchOptions& options = {});
 
 }  // namespace flowtrain::train
 

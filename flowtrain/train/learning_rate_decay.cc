@@ -21,8 +21,8 @@ void RequireScalarStep(const Output& step, std::string_view op) {
 
 }  // namespace
 
-Output ExponentialDecay(double learning_rate, Output global_step, int64_t decay_steps,
-                        double decay_rate, bool staircase, std::string_view name) {
+Output ExponentialDecay(double learning_rate, Output global_step, int64_t decay_steps, double decay_rate,
+                        bool staircase, std::string_view name) {
   RequireScalarStep(global_step, "exponential_decay");
   if (decay_steps <= 0) InvalidArgument("exponential_decay: decay_steps must be positive");
   Graph& graph = *global_step.graph();
@@ -54,13 +54,14 @@ Output CosineDecay(double learning_rate, Output global_step, int64_t decay_steps
   Output angle = ops::Mul(ops::Const(static_cast<float>(M_PI)), completed_fraction, "mul");
   Output cosine_decayed = ops::Mul(ops::Const(0.5f, "mul_1/x"),
                                    ops::Add(ops::Const(1.0f, "add/x"), ops::Cos(angle), "add"), "mul_1");
-  Output decayed = ops::Add(ops::Mul(ops::Const(static_cast<float>(1 - alpha), "mul_2/x"), cosine_decayed, "mul_2"),
-                            ops::Const(static_cast<float>(alpha), "add_1/y"), "add_1");
+  Output decayed =
+      ops::Add(ops::Mul(ops::Const(static_cast<float>(1 - alpha), "mul_2/x"), cosine_decayed, "mul_2"),
+               ops::Const(static_cast<float>(alpha), "add_1/y"), "add_1");
   return ops::Mul(lr, decayed);
 }
 
-Output PiecewiseConstant(Output x, const std::vector<double>& boundaries,
-                         const std::vector<double>& values, std::string_view name) {
+Output PiecewiseConstant(Output x, const std::vector<double>& boundaries, const std::vector<double>& values,
+                         std::string_view name) {
   RequireScalarStep(x, "piecewise_constant");
   if (values.size() != boundaries.size() + 1) {
     InvalidArgument("The length of boundaries should be 1 less than the length of values");

@@ -19,9 +19,8 @@ namespace flowtrain::train {
 
 // learning_rate * decay_rate ^ (global_step / decay_steps), the exponent floored when
 // `staircase`. A float32 scalar.
-Output ExponentialDecay(double learning_rate, Output global_step, int64_t decay_steps,
-                        double decay_rate, bool staircase = false,
-                        std::string_view name = "ExponentialDecay");
+Output ExponentialDecay(double learning_rate, Output global_step, int64_t decay_steps, double decay_rate,
+                        bool staircase = false, std::string_view name = "ExponentialDecay");
 
 // TF 1.15's tf.train.cosine_decay: with s = min(global_step, decay_steps),
 //   learning_rate * ((1 - alpha) * 0.5 * (1 + cos(pi * s / decay_steps)) + alpha),
@@ -29,14 +28,13 @@ Output ExponentialDecay(double learning_rate, Output global_step, int64_t decay_
 // A float32 scalar named `name`/Mul_3, as TF names it (its unique names ignore case, and
 // the formula's mul, mul_1 and mul_2 come first).
 //   Output lr = train::CosineDecay(0.1, step, /*decay_steps=*/10000, /*alpha=*/0.01);
-Output CosineDecay(double learning_rate, Output global_step, int64_t decay_steps,
-                   double alpha = 0.0, std::string_view name = "CosineDecay");
+Output CosineDecay(double learning_rate, Output global_step, int64_t decay_steps, double alpha = 0.0,
+                   std::string_view name = "CosineDecay");
 
 // values[0] while x <= boundaries[0], values[i] while boundaries[i-1] < x <= boundaries[i],
 // values.back() after the last boundary. `boundaries` increasing; values.size() ==
 // boundaries.size() + 1. A float32 scalar; x is any integer or float scalar (the global step).
-Output PiecewiseConstant(Output x, const std::vector<double>& boundaries,
-                         const std::vector<double>& values,
+Output PiecewiseConstant(Output x, const std::vector<double>& boundaries, const std::vector<double>& values,
                          std::string_view name = "PiecewiseConstant");
 
 }  // namespace flowtrain::train

@@ -19,11 +19,14 @@ namespace {
 // Collections whose items are Variables, written as VariableDefs (TF registers these keys
 // with variable_pb2.VariableDef).
 bool IsVariableCollection(std::string_view key) {
-  static const std::set<std::string, std::less<>> kKeys = {
-      GraphKeys::kGlobalVariables,        GraphKeys::kLocalVariables,
-      GraphKeys::kModelVariables,         GraphKeys::kTrainableVariables,
-      GraphKeys::kMovingAverageVariables, GraphKeys::kConcatenatedVariables,
-      GraphKeys::kGlobalStep,             GraphKeys::kTrainableResourceVariables};
+  static const std::set<std::string, std::less<>> kKeys = {GraphKeys::kGlobalVariables,
+                                                           GraphKeys::kLocalVariables,
+                                                           GraphKeys::kModelVariables,
+                                                           GraphKeys::kTrainableVariables,
+                                                           GraphKeys::kMovingAverageVariables,
+                                                           GraphKeys::kConcatenatedVariables,
+                                                           GraphKeys::kGlobalStep,
+                                                           GraphKeys::kTrainableResourceVariables};
   return kKeys.contains(key);
 }
 
@@ -47,7 +50,8 @@ QueueRunner FromQueueRunnerDef(const tensorflow::QueueRunnerDef& def, Graph& gra
   options.cancel_op = graph.GetOperationByName(def.cancel_op_name());
   if (def.queue_closed_exception_types_size() > 0) {
     options.queue_closed_codes.clear();
-    for (int code : def.queue_closed_exception_types()) options.queue_closed_codes.push_back(static_cast<Code>(code));
+    for (int code : def.queue_closed_exception_types())
+      options.queue_closed_codes.push_back(static_cast<Code>(code));
   }
   return QueueRunner(ops::QueueBase::FromHandle(graph.GetOperationByName(def.queue_name()).output(0)),
                      std::move(enqueue_ops), std::move(options));
@@ -62,7 +66,8 @@ bool ToCollectionDef(const std::vector<std::any>& items, tensorflow::CollectionD
   }
   if (type == typeid(Variable)) {
     for (const std::any& item : items) {
-      def->mutable_bytes_list()->add_value(ToVariableDef(std::any_cast<const Variable&>(item)).SerializeAsString());
+      def->mutable_bytes_list()->add_value(
+          ToVariableDef(std::any_cast<const Variable&>(item)).SerializeAsString());
     }
   } else if (type == typeid(std::shared_ptr<Saver>)) {
     for (const std::any& item : items) {
@@ -72,7 +77,8 @@ bool ToCollectionDef(const std::vector<std::any>& items, tensorflow::CollectionD
     }
   } else if (type == typeid(QueueRunner)) {
     for (const std::any& item : items) {
-      def->mutable_bytes_list()->add_value(ToQueueRunnerDef(std::any_cast<const QueueRunner&>(item)).SerializeAsString());
+      def->mutable_bytes_list()->add_value(
+          ToQueueRunnerDef(std::any_cast<const QueueRunner&>(item)).SerializeAsString());
     }
   } else if (type == typeid(Operation)) {
     for (const std::any& item : items) {
@@ -144,8 +150,7 @@ tensorflow::VariableDef ToVariableDef(const Variable& variable) {
 }
 
 tensorflow::MetaGraphDef ExportMetaGraph(const Graph& graph, const tensorflow::SaverDef* saver_def,
-                                         const std::string& filename,
-                                         const ExportMetaGraphOptions& options) {
+                                         const std::string& filename, const ExportMetaGraphOptions& options) {
   tensorflow::MetaGraphDef meta;
   *meta.mutable_graph_def() = graph.ToGraphDef(options.add_shapes);
   if (options.clear_devices) {

@@ -47,8 +47,7 @@ struct ExportMetaGraphOptions {
 
 // The MetaGraphDef of `graph` with `saver_def` (if given); written in binary, atomically, to
 // `filename` when it is not empty.
-tensorflow::MetaGraphDef ExportMetaGraph(const Graph& graph,
-                                         const tensorflow::SaverDef* saver_def = nullptr,
+tensorflow::MetaGraphDef ExportMetaGraph(const Graph& graph, const tensorflow::SaverDef* saver_def = nullptr,
                                          const std::string& filename = "",
                                          const ExportMetaGraphOptions& options = {});
 

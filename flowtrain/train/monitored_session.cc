@@ -14,9 +14,7 @@
 namespace flowtrain::train {
 namespace {
 
-bool IsPreemption(const Error& e) {
-  return e.code() == Code::kAborted || e.code() == Code::kUnavailable;
-}
+bool IsPreemption(const Error& e) { return e.code() == Code::kAborted || e.code() == Code::kUnavailable; }
 
 // An exception raised inside a hook, carried through the session layers so that the
 // recoverable layer never retries it; unwrapped before it reaches the caller.
@@ -105,7 +103,7 @@ struct MonitoredSession::Impl {
 
   std::unique_ptr<Stack> stack;
   bool closed = false;
-  bool stop_requested = false;  // by a step function's RequestStop
+  bool stop_requested = false;   // by a step function's RequestStop
   bool input_exhausted = false;  // a Run ended in OutOfRange under OnOutOfRange::kStop
   int recoveries = 0;
   int consecutive_failures = 0;
@@ -235,9 +233,9 @@ struct MonitoredSession::Impl {
     stack = CreateStackWithRetry();
     info.global_step_after = last_global_step;  // read by CreateStack on the new session
     if (info.steps_rolled_back()) {
-      FT_LOG(WARNING) << "Session recovered from the latest checkpoint; "
-                      << *info.steps_rolled_back() << " step(s) rolled back (global step "
-                      << *info.global_step_before << " -> " << *info.global_step_after << ")";
+      FT_LOG(WARNING) << "Session recovered from the latest checkpoint; " << *info.steps_rolled_back()
+                      << " step(s) rolled back (global step " << *info.global_step_before << " -> "
+                      << *info.global_step_after << ")";
     }
     for (auto& hook : hooks) CallHook(nullptr, [&] { hook->AfterRecovery(info); });
     RefreshSchedules();
@@ -257,8 +255,8 @@ struct MonitoredSession::Impl {
     }
     if (!any_due) return RunWithoutHooks(feeds, fetches, targets, run_options, run_metadata);
 
-    SessionRunContext context(SessionRunArgs{fetches, targets, feeds, std::nullopt},
-                              s.seen_by_hooks.get(), iteration, last_global_step);
+    SessionRunContext context(SessionRunArgs{fetches, targets, feeds, std::nullopt}, s.seen_by_hooks.get(),
+                              iteration, last_global_step);
     RunOptions merged = run_options != nullptr ? *run_options : RunOptions{};
     run_fetches = fetches;
     std::vector<Operation> hook_targets;
@@ -267,7 +265,8 @@ struct MonitoredSession::Impl {
       fetch_ranges[i] = {0, 0};
       if (!due[i]) continue;
       const int64_t start = NowNanos();
-      std::optional<SessionRunArgs> args = CallHook(s.seen_by_hooks.get(), [&] { return hooks[i]->BeforeRun(context); });
+      std::optional<SessionRunArgs> args =
+          CallHook(s.seen_by_hooks.get(), [&] { return hooks[i]->BeforeRun(context); });
       timings[i].total_nanos += NowNanos() - start;
       ++timings[i].calls;
       if (!args) continue;
@@ -343,8 +342,8 @@ struct MonitoredSession::Impl {
   // A run no hook is due for: the caller's arguments as they are, plus the global step while
   // some hook's schedule follows it.
   std::vector<Tensor> RunWithoutHooks(const FeedList& feeds, const FetchList& fetches,
-                                      const std::vector<Operation>& targets,
-                                      const RunOptions* run_options, RunMetadata* run_metadata) {
+                                      const std::vector<Operation>& targets, const RunOptions* run_options,
+                                      RunMetadata* run_metadata) {
     SessionInterface& raw = *stack->raw;
     if (!global_step || !step_scheduled) {
       std::vector<Tensor> outputs = raw.Run(feeds, fetches, targets, run_options, run_metadata);
@@ -363,8 +362,8 @@ struct MonitoredSession::Impl {
 
   // ---- _CoordinatedSession.run ----
   std::vector<Tensor> CoordinatedRun(const FeedList& feeds, const FetchList& fetches,
-                                     const std::vector<Operation>& targets,
-                                     const RunOptions* run_options, RunMetadata* run_metadata) {
+                                     const std::vector<Operation>& targets, const RunOptions* run_options,
+                                     RunMetadata* run_metadata) {
     try {
       return HookedRun(feeds, fetches, targets, run_options, run_metadata);
     } catch (const HookFailure&) {
@@ -385,8 +384,8 @@ struct MonitoredSession::Impl {
 
   // ---- _RecoverableSession.run ----
   std::vector<Tensor> RecoverableRun(const FeedList& feeds, const FetchList& fetches,
-                                     const std::vector<Operation>& targets,
-                                     const RunOptions* run_options, RunMetadata* run_metadata) {
+                                     const std::vector<Operation>& targets, const RunOptions* run_options,
+                                     RunMetadata* run_metadata) {
     while (true) {
       EnsureStack();
       try {
@@ -520,8 +519,7 @@ std::vector<Tensor> MonitoredSession::Run(const FeedList& feeds, const FetchList
   return std::vector<Tensor>(fetches.size());
 }
 
-std::vector<Tensor> MonitoredSession::RunWithHooksForStepFn(const FeedList& feeds,
-                                                            const FetchList& fetches,
+std::vector<Tensor> MonitoredSession::RunWithHooksForStepFn(const FeedList& feeds, const FetchList& fetches,
                                                             const std::vector<Operation>& targets) {
   Impl& m = *impl_;
   m.EnsureStack();
@@ -614,10 +612,10 @@ int MonitoredSession::recoveries() const { return impl_->recoveries; }
 
 // ---- SingularMonitoredSession ----
 
-SingularMonitoredSession::SingularMonitoredSession(ChiefSessionCreatorOptions creator_options,
-                                                   HookList hooks, MonitoredSessionOptions options)
-    : MonitoredSession(std::make_shared<ChiefSessionCreator>(std::move(creator_options)),
-                       std::move(hooks), std::move(options), /*should_recover=*/false) {}
+SingularMonitoredSession::SingularMonitoredSession(ChiefSessionCreatorOptions creator_options, HookList hooks,
+                                                   MonitoredSessionOptions options)
+    : MonitoredSession(std::make_shared<ChiefSessionCreator>(std::move(creator_options)), std::move(hooks),
+                       std::move(options), /*should_recover=*/false) {}
 
 bool SingularMonitoredSession::ShouldStop() {
   Impl& m = *impl_;

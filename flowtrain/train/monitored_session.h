@@ -128,10 +128,10 @@ struct MonitoredSessionOptions {
 // ShouldStop() true.
 class StepContext {
  public:
-  StepContext(SessionInterface* raw, std::function<std::vector<Tensor>(const FeedList&,
-                                                                      const FetchList&,
-                                                                      const std::vector<Operation>&)>
-                                         run_with_hooks)
+  StepContext(
+      SessionInterface* raw,
+      std::function<std::vector<Tensor>(const FeedList&, const FetchList&, const std::vector<Operation>&)>
+          run_with_hooks)
       : raw_(raw), run_with_hooks_(std::move(run_with_hooks)) {}
   SessionInterface& session() const { return *raw_; }
   std::vector<Tensor> RunWithHooks(const FeedList& feeds, const FetchList& fetches,
@@ -142,8 +142,7 @@ class StepContext {
 
  private:
   SessionInterface* raw_;
-  std::function<std::vector<Tensor>(const FeedList&, const FetchList&,
-                                    const std::vector<Operation>&)>
+  std::function<std::vector<Tensor>(const FeedList&, const FetchList&, const std::vector<Operation>&)>
       run_with_hooks_;
 };
 
@@ -165,13 +164,10 @@ class MonitoredSession {
   // Throws FailedPrecondition once closed, OutOfRange after the input ran out, and the run's
   // or a hook's error otherwise (see RecoveryOptions for the ones it recovers from).
   std::vector<Tensor> Run(const FeedList& feeds, const FetchList& fetches,
-                          const std::vector<Operation>& targets = {},
-                          const RunOptions* run_options = nullptr,
+                          const std::vector<Operation>& targets = {}, const RunOptions* run_options = nullptr,
                           RunMetadata* run_metadata = nullptr);
   // Shorthands: run ops only; fetch tensors only.
-  void Run(const std::vector<Operation>& targets, const FeedList& feeds = {}) {
-    Run(feeds, {}, targets);
-  }
+  void Run(const std::vector<Operation>& targets, const FeedList& feeds = {}) { Run(feeds, {}, targets); }
 
   // Calls `step_fn(step_context)` once; returns its result (or a default value when it called
   // RequestStop, or when the input ran out under OnOutOfRange::kStop). A recovery re-runs the
@@ -195,8 +191,8 @@ class MonitoredSession {
 
  protected:
   struct Impl;
-  MonitoredSession(std::shared_ptr<SessionCreator> creator, HookList hooks,
-                   MonitoredSessionOptions options, bool should_recover);
+  MonitoredSession(std::shared_ptr<SessionCreator> creator, HookList hooks, MonitoredSessionOptions options,
+                   bool should_recover);
   std::vector<Tensor> RunWithHooksForStepFn(const FeedList& feeds, const FetchList& fetches,
                                             const std::vector<Operation>& targets);
   SessionInterface* CurrentRawSession();
@@ -225,10 +221,10 @@ auto MonitoredSession::RunStepFn(StepFn&& step_fn) -> decltype(step_fn(std::decl
   using Result = decltype(step_fn(std::declval<StepContext&>()));
   while (true) {
     // A retried function gets the new raw session (TF passes the stale one it captured).
-    StepContext context(CurrentRawSession(), [this](const FeedList& f, const FetchList& o,
-                                                    const std::vector<Operation>& t) {
-      return RunWithHooksForStepFn(f, o, t);
-    });
+    StepContext context(CurrentRawSession(),
+                        [this](const FeedList& f, const FetchList& o, const std::vector<Operation>& t) {
+                          return RunWithHooksForStepFn(f, o, t);
+                        });
     try {
       return step_fn(context);
     } catch (const StopIteration&) {

@@ -35,7 +35,10 @@ namespace {
 
 // Fails with Aborted while the counter is positive (a lost parameter server).
 std::atomic<int> g_aborts_left{0};
-FT_REGISTER_OP("MonitoredTestMaybeAbort").Input("x: int64").Output("y: int64").SetIsStateful()
+FT_REGISTER_OP("MonitoredTestMaybeAbort")
+    .Input("x: int64")
+    .Output("y: int64")
+    .SetIsStateful()
     .SetShapeFn(shape_fns::UnchangedShape);
 class MaybeAbortKernel : public OpKernel {
  public:
@@ -164,9 +167,9 @@ TEST(MonitoredSession, HooksAreCalledInTensorFlowsOrder) {
   EXPECT_EQ(b->last_value.scalar<int64_t>(), 1);  // fetched with the second step, stale by one
   sess.Close();
   EXPECT_FALSE(m.graph.finalized());  // was mutable before the session
-  const std::vector<std::string> expected = {
-      "a.begin", "b.begin", "a.create", "b.create", "a.before", "b.before", "a.after", "b.after",
-      "a.before", "b.before", "a.after", "b.after", "a.end", "b.end"};
+  const std::vector<std::string> expected = {"a.begin",  "b.begin", "a.create", "b.create", "a.before",
+                                             "b.before", "a.after", "b.after",  "a.before", "b.before",
+                                             "a.after",  "b.after", "a.end",    "b.end"};
   EXPECT_EQ(log, expected);
   EXPECT_THROW(sess.Run({m.train_op}), FailedPreconditionError);
   EXPECT_EQ(sess.hook_timings().size(), 2u);
@@ -320,7 +323,7 @@ TEST(MonitoredSession, APreemptionOfTheSessionAHookUsesIsRecovered) {
   MonitoredSession sess(std::make_shared<ChiefSessionCreator>(m.Chief(dir)),
                         {std::make_shared<CheckpointSaverHook>(dir, checkpoints), reader, recorder}, Fast());
   for (int i = 0; i < 3; ++i) sess.Run({m.train_op});  // step 3; checkpoints at 0 and 2
-  g_aborts_left = 1;  // the step runs, then the hook's own read fails
+  g_aborts_left = 1;                                   // the step runs, then the hook's own read fails
   sess.Run({m.train_op});
   EXPECT_EQ(sess.recoveries(), 1);
   EXPECT_EQ(std::count(log.begin(), log.end(), "r.create"), 2);
@@ -382,8 +385,8 @@ TEST(MonitoredSession, ThreadErrorsStopAndSurfaceAtClose) {
     }
   };
   {
-    MonitoredSession sess(std::make_shared<ChiefSessionCreator>(m.Chief()),
-                          {std::make_shared<ThreadHook>()}, Fast());
+    MonitoredSession sess(std::make_shared<ChiefSessionCreator>(m.Chief()), {std::make_shared<ThreadHook>()},
+                          Fast());
     EXPECT_TRUE(sess.ShouldStop());  // never throws on MonitoredSession
     EXPECT_THROW(sess.Close(), InvalidArgumentError);
   }
@@ -402,7 +405,7 @@ TEST(MonitoredSession, AbortedRunIsRecoveredFromTheLatestCheckpoint) {
   for (int i = 0; i < 5; ++i) sess->Run({m.train_op});  // step 5; checkpoints at 0 and 3
   g_aborts_left = 2;                                    // two failures, then success
   const Tensor step = sess->Run({}, {guarded})[0];
-  EXPECT_EQ(step.scalar<int64_t>(), 3);                 // resumed from model.ckpt-3
+  EXPECT_EQ(step.scalar<int64_t>(), 3);  // resumed from model.ckpt-3
   EXPECT_EQ(sess->recoveries(), 2);
   EXPECT_EQ(std::count(log.begin(), log.end(), "r.create"), 3);
   ASSERT_EQ(recorder->recoveries.size(), 2u);
@@ -606,8 +609,8 @@ TEST(MonitoredSession, ChiefAndWorkerShareOneVariableStore) {
   std::unique_ptr<MonitoredSession> worker_sess;
   MonitoredSession chief_sess(std::make_shared<ChiefSessionCreator>(chief), {}, Fast());
   chief_sess.Run({m.train_op});
-  worker_sess = std::make_unique<MonitoredSession>(std::make_shared<WorkerSessionCreator>(worker),
-                                                   HookList{}, Fast());
+  worker_sess =
+      std::make_unique<MonitoredSession>(std::make_shared<WorkerSessionCreator>(worker), HookList{}, Fast());
   worker_sess->Run({m.train_op});
   chief_sess.Run({m.train_op});
   const Tensor step = worker_sess->Run({}, {m.step.value()})[0];
@@ -632,8 +635,8 @@ TEST(MonitoredTrainingSession, ChiefAndWorkerShareVariablesAndOnlyTheChiefGetsDe
   // worker.
   std::vector<std::string> chief_hooks;
   for (const HookTiming& t : chief_sess->hook_timings()) chief_hooks.push_back(t.hook);
-  EXPECT_EQ(chief_hooks, (std::vector<std::string>{"StopAtStepHook", "StepCounterHook",
-                                                   "SummarySaverHook", "CheckpointSaverHook"}));
+  EXPECT_EQ(chief_hooks, (std::vector<std::string>{"StopAtStepHook", "StepCounterHook", "SummarySaverHook",
+                                                   "CheckpointSaverHook"}));
   EXPECT_TRUE(worker_sess->hook_timings().empty());
   worker_sess->Run({m.train_op});
   worker_sess->Run({m.train_op});
@@ -718,7 +721,8 @@ TEST(MonitoredTrainingSession, WritesATensorFlowShapedModelDirAndResumes) {
     while (reader.ReadEvent(&event)) {
       if (event.has_graph_def() || !event.graph_def().empty()) ++graphs;
       if (event.has_session_log() && event.session_log().status() == tensorflow::SessionLog::START) ++starts;
-      if (event.has_session_log() && event.session_log().status() == tensorflow::SessionLog::CHECKPOINT) ++checkpoints;
+      if (event.has_session_log() && event.session_log().status() == tensorflow::SessionLog::CHECKPOINT)
+        ++checkpoints;
     }
   }
   EXPECT_GE(graphs, 2);
@@ -738,7 +742,8 @@ std::set<std::string> EventKinds(const std::string& dir) {
       if (!e.graph_def().empty()) kinds.insert("graph_def");
       if (!e.meta_graph_def().empty()) kinds.insert("meta_graph_def");
       if (e.has_session_log()) {
-        kinds.insert(StrCat("session_log:", tensorflow::SessionLog::SessionStatus_Name(e.session_log().status())));
+        kinds.insert(
+            StrCat("session_log:", tensorflow::SessionLog::SessionStatus_Name(e.session_log().status())));
       }
       for (const auto& v : e.summary().value()) kinds.insert(StrCat("summary:", v.tag()));
     }

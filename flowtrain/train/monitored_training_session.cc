@@ -7,7 +7,9 @@ namespace flowtrain::train {
 namespace {
 
 template <typename T>
-bool Positive(const std::optional<T>& v) { return v.has_value() && *v > 0; }
+bool Positive(const std::optional<T>& v) {
+  return v.has_value() && *v > 0;
+}
 
 }  // namespace
 
@@ -45,8 +47,8 @@ std::unique_ptr<MonitoredSession> MonitoredTrainingSession(MonitoredTrainingSess
     worker.config = options.config;
     worker.max_wait = options.max_wait;
     worker.graph = graph;
-    return std::make_unique<MonitoredSession>(std::make_shared<WorkerSessionCreator>(worker),
-                                              options.hooks, session_options);
+    return std::make_unique<MonitoredSession>(std::make_shared<WorkerSessionCreator>(worker), options.hooks,
+                                              session_options);
   }
 
   HookList all_hooks = options.chief_only_hooks;
@@ -56,8 +58,7 @@ std::unique_ptr<MonitoredSession> MonitoredTrainingSession(MonitoredTrainingSess
   chief.config = options.config;
   chief.checkpoint_dir = options.checkpoint_dir;
   chief.graph = graph;
-  const std::string summary_dir =
-      options.summary_dir.empty() ? options.checkpoint_dir : options.summary_dir;
+  const std::string summary_dir = options.summary_dir.empty() ? options.checkpoint_dir : options.summary_dir;
   if (!summary_dir.empty()) {
     if (Positive(options.log_step_count_steps)) {
       StepCounterHook::Options counter;

@@ -44,20 +44,18 @@ template <typename T>
 class Defaulted {
  public:
   Defaulted() = default;
-  Defaulted(UseDefault) {}                                     // NOLINT
-  Defaulted(std::nullopt_t) : state_(State::kDisabled) {}     // NOLINT
+  Defaulted(UseDefault) {}                                 // NOLINT
+  Defaulted(std::nullopt_t) : state_(State::kDisabled) {}  // NOLINT
   template <typename U>
-    requires(std::is_arithmetic_v<U> && !std::is_same_v<U, bool> &&
-             (std::is_floating_point_v<T> || std::is_integral_v<U>))
-  Defaulted(U value) : state_(State::kValue), value_(static_cast<T>(value)) {}  // NOLINT
+  requires(std::is_arithmetic_v<U> && !std::is_same_v<U, bool> &&
+           (std::is_floating_point_v<T> || std::is_integral_v<U>)) Defaulted(U value)
+      : state_(State::kValue), value_(static_cast<T>(value)) {}  // NOLINT
 
   bool is_default() const { return state_ == State::kDefault; }
   bool disabled() const { return state_ == State::kDisabled; }
   bool has_value() const { return state_ == State::kValue; }
   // The value, or std::nullopt when disabled or left to the default.
-  std::optional<T> value_if_set() const {
-    return has_value() ? std::optional<T>(value_) : std::nullopt;
-  }
+  std::optional<T> value_if_set() const { return has_value() ? std::optional<T>(value_) : std::nullopt; }
 
  private:
   enum class State { kDefault, kDisabled, kValue };
@@ -72,8 +70,8 @@ struct MonitoredTrainingSessionOptions {
   std::shared_ptr<Scaffold> scaffold;
   HookList hooks;
   HookList chief_only_hooks;
-  Defaulted<double> save_checkpoint_secs;     // default 600 when steps unset
-  Defaulted<int64_t> save_summaries_steps;    // default 100 when secs unset
+  Defaulted<double> save_checkpoint_secs;   // default 600 when steps unset
+  Defaulted<int64_t> save_summaries_steps;  // default 100 when secs unset
   Defaulted<double> save_summaries_secs;
   ConfigProto config;
   std::chrono::nanoseconds stop_grace_period = std::chrono::seconds(120);
@@ -92,7 +90,7 @@ struct MonitoredTrainingSessionOptions {
   // An exhausted input ends the session as in TF's `with` block (OnOutOfRange::kStop: Run
   // returns empty Tensors, ShouldStop() turns true), or kThrow: Run throws OutOfRangeError.
   OnOutOfRange on_out_of_range = OnOutOfRange::kStop;
-  Graph* graph = nullptr;    // null: the default graph
+  Graph* graph = nullptr;  // null: the default graph
 };
 
 std::unique_ptr<MonitoredSession> MonitoredTrainingSession(MonitoredTrainingSessionOptions options = {});

@@ -30,13 +30,11 @@ std::string VarNames(const std::vector<GradAndVar>& grads_and_vars) {
 
 }  // namespace
 
-Optimizer::Optimizer(bool use_locking, std::string name)
-    : use_locking_(use_locking), name_(std::move(name)) {
+Optimizer::Optimizer(bool use_locking, std::string name) : use_locking_(use_locking), name_(std::move(name)) {
   if (name_.empty()) InvalidArgument("Must specify the optimizer name");
 }
 
-std::vector<GradAndVar> Optimizer::ComputeGradients(const Output& loss,
-                                                    std::vector<Variable> var_list) {
+std::vector<GradAndVar> Optimizer::ComputeGradients(const Output& loss, std::vector<Variable> var_list) {
   if (!loss) InvalidArgument(name_, ": the loss is empty");
   if (!IsFloatingType(loss.dtype())) {
     InvalidArgument("Invalid type ", DataTypeString(loss.dtype()),
@@ -66,8 +64,8 @@ Operation Optimizer::ApplyGradients(const std::vector<GradAndVar>& grads_and_var
   for (const auto& [grad, var] : grads_and_vars) {
     if (!var) InvalidArgument(name_, ": a (grad, var) pair has an empty variable");
     if (grad && grad.dtype() != var.dtype()) {
-      InvalidArgument(name_, ": gradient for ", var.op().name(), " has type ",
-                      DataTypeString(grad.dtype()), ", the variable ", DataTypeString(var.dtype()));
+      InvalidArgument(name_, ": gradient for ", var.op().name(), " has type ", DataTypeString(grad.dtype()),
+                      ", the variable ", DataTypeString(var.dtype()));
     }
     if (grad) var_list.push_back(var);
   }
@@ -121,9 +119,10 @@ Operation Optimizer::Minimize(const Output& loss, std::optional<Variable> global
   const bool any = std::any_of(grads_and_vars.begin(), grads_and_vars.end(),
                                [](const GradAndVar& gv) { return static_cast<bool>(gv.first); });
   if (!any) {
-    InvalidArgument("No gradients provided for any variable, check your graph for ops that do "
-                    "not support gradients, between variables [",
-                    VarNames(grads_and_vars), "] and loss ", loss.name(), ".");
+    InvalidArgument(
+        "No gradients provided for any variable, check your graph for ops that do "
+        "not support gradients, between variables [",
+        VarNames(grads_and_vars), "] and loss ", loss.name(), ".");
   }
   return ApplyGradients(grads_and_vars, std::move(global_step), name);
 }
@@ -189,8 +188,7 @@ Variable Optimizer::GetOrMakeSlot(const Variable& var, const ops::Initializer& i
   return slot;
 }
 
-Variable Optimizer::ZerosSlot(const Variable& var, std::string_view slot_name,
-                              std::string_view op_name) {
+Variable Optimizer::ZerosSlot(const Variable& var, std::string_view slot_name, std::string_view op_name) {
   return GetOrMakeSlot(var, ops::ZerosInitializer(), slot_name, op_name);
 }
 

@@ -51,14 +51,12 @@ class Optimizer {
   // (default: the graph's TRAINABLE_VARIABLES), as (grad, var) pairs in var_list order.
   // Gated per op as TF's default GATE_OP (see ops::Gradients' gate_gradients).
   // InvalidArgument "No variables to optimize." when the list is empty.
-  std::vector<GradAndVar> ComputeGradients(const Output& loss,
-                                           std::vector<Variable> var_list = {});
+  std::vector<GradAndVar> ComputeGradients(const Output& loss, std::vector<Variable> var_list = {});
 
   // Builds the updates; increments `global_step` after all of them when given. `name`
   // defaults to the optimizer's name. InvalidArgument when no pair has a gradient.
   Operation ApplyGradients(const std::vector<GradAndVar>& grads_and_vars,
-                           std::optional<Variable> global_step = std::nullopt,
-                           std::string_view name = {});
+                           std::optional<Variable> global_step = std::nullopt, std::string_view name = {});
 
   // ComputeGradients + ApplyGradients.
   Operation Minimize(const Output& loss, std::optional<Variable> global_step = std::nullopt,
@@ -93,14 +91,13 @@ class Optimizer {
   static Output CastTo(const Output& t, DataType dtype);
   // The slot variable "<var>/<op_name>" (made unique with _1, _2 ... as TF's variable scopes),
   // non-trainable, in GLOBAL_VARIABLES, colocated with `var`, initialized by `initializer`.
-  Variable GetOrMakeSlot(const Variable& var, const ops::Initializer& initializer,
-                         std::string_view slot_name, std::string_view op_name);
+  Variable GetOrMakeSlot(const Variable& var, const ops::Initializer& initializer, std::string_view slot_name,
+                         std::string_view op_name);
   Variable ZerosSlot(const Variable& var, std::string_view slot_name, std::string_view op_name);
   Variable GetSlotOrDie(const Variable& var, std::string_view slot_name) const;
   // A non-trainable scalar variable shared by all updates of this optimizer in this graph
   // ("beta1_power"), colocated with `colocate_with`; created once.
-  Variable CreateNonSlotVariable(double initial_value, std::string_view name,
-                                 const Variable& colocate_with);
+  Variable CreateNonSlotVariable(double initial_value, std::string_view name, const Variable& colocate_with);
   std::optional<Variable> GetNonSlotVariable(std::string_view name, Graph* graph) const;
 
  private:

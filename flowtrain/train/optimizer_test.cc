@@ -86,8 +86,8 @@ TEST(OptimizerTest, AdamNamesSlotsAndUpdatesAsTf) {
   std::vector<std::string> globals;
   for (const Variable& v : ops::GlobalVariables()) globals.push_back(v.op().name());
   EXPECT_EQ(globals, (std::vector<std::string>{"dense/kernel", "dense/bias", "global_step", "beta1_power",
-                                                "beta2_power", "dense/kernel/Adam", "dense/kernel/Adam_1",
-                                                "dense/bias/Adam", "dense/bias/Adam_1"}));
+                                               "beta2_power", "dense/kernel/Adam", "dense/kernel/Adam_1",
+                                               "dense/bias/Adam", "dense/bias/Adam_1"}));
   EXPECT_EQ(ops::TrainableVariables().size(), 2u);
   EXPECT_EQ(adam.variables().size(), 6u);
   // The train op is in TRAIN_OP.
@@ -116,14 +116,20 @@ TEST(OptimizerTest, SlotNamesOfEachOptimizer) {
   };
   std::vector<Case> cases = {
       {[] { return std::make_unique<GradientDescentOptimizer>(0.1); }, "GradientDescent", {}},
-      {[] { return std::make_unique<MomentumOptimizer>(0.1, 0.9); }, "Momentum",
+      {[] { return std::make_unique<MomentumOptimizer>(0.1, 0.9); },
+       "Momentum",
        {{"momentum", "dense/kernel/Momentum"}}},
-      {[] { return std::make_unique<AdagradOptimizer>(0.1); }, "Adagrad",
+      {[] { return std::make_unique<AdagradOptimizer>(0.1); },
+       "Adagrad",
        {{"accumulator", "dense/kernel/Adagrad"}}},
-      {[] { return std::make_unique<RMSPropOptimizer>(0.1); }, "RMSProp",
+      {[] { return std::make_unique<RMSPropOptimizer>(0.1); },
+       "RMSProp",
        {{"rms", "dense/kernel/RMSProp"}, {"momentum", "dense/kernel/RMSProp_1"}}},
-      {[] { return std::make_unique<RMSPropOptimizer>(0.1, RMSPropOptions{.centered = true}); }, "RMSProp",
-       {{"rms", "dense/kernel/RMSProp"}, {"mg", "dense/kernel/RMSProp_1"}, {"momentum", "dense/kernel/RMSProp_2"}}},
+      {[] { return std::make_unique<RMSPropOptimizer>(0.1, RMSPropOptions{.centered = true}); },
+       "RMSProp",
+       {{"rms", "dense/kernel/RMSProp"},
+        {"mg", "dense/kernel/RMSProp_1"},
+        {"momentum", "dense/kernel/RMSProp_2"}}},
   };
   const std::map<std::string, std::string> apply_ops = {{"GradientDescent", "ApplyGradientDescent"},
                                                         {"Momentum", "ApplyMomentum"},
@@ -282,9 +288,8 @@ TEST(OptimizerTest, AnSgdStepAppliesTheGradientsOfTheWeightsBeforeIt) {
             worst = std::max(worst, std::abs(now[i] - expected));
             largest = std::max(largest, std::abs(0.5 * grad[i]));
           }
-          EXPECT_LE(worst, 1e-3 * largest + 1e-7)
-              << grads_and_vars[v].second.name() << " step " << step << " remapping " << remapping
-              << " inter_op " << inter_op;
+          EXPECT_LE(worst, 1e-3 * largest + 1e-7) << grads_and_vars[v].second.name() << " step " << step
+                                                  << " remapping " << remapping << " inter_op " << inter_op;
         }
       }
     }

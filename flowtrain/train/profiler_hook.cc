@@ -14,9 +14,15 @@ std::string JsonString(std::string_view s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char buf[8];
@@ -46,12 +52,11 @@ std::string ChromeTraceJson(const RunMetadata& metadata, const std::vector<HookT
                             ",\"args\":{\"name\":", JsonString(StrCat(dev.device(), " Compute")), "}}"));
     for (const auto& node : dev.node_stats()) {
       const std::string op = node.timeline_label().empty() ? node.node_name() : node.timeline_label();
-      events.push_back(StrCat("{\"name\":", JsonString(node.node_name()), ",\"cat\":\"Op\",\"ph\":\"X\",\"pid\":",
-                              pid, ",\"tid\":", node.thread_id(), ",\"ts\":",
-                              node.all_start_micros() - first_start, ",\"dur\":",
-                              std::max<int64_t>(node.all_end_rel_micros(), 0),
-                              ",\"args\":{\"name\":", JsonString(node.node_name()),
-                              ",\"op\":", JsonString(op), "}}"));
+      events.push_back(
+          StrCat("{\"name\":", JsonString(node.node_name()), ",\"cat\":\"Op\",\"ph\":\"X\",\"pid\":", pid,
+                 ",\"tid\":", node.thread_id(), ",\"ts\":", node.all_start_micros() - first_start,
+                 ",\"dur\":", std::max<int64_t>(node.all_end_rel_micros(), 0),
+                 ",\"args\":{\"name\":", JsonString(node.node_name()), ",\"op\":", JsonString(op), "}}"));
     }
     ++pid;
   }
@@ -62,8 +67,8 @@ std::string ChromeTraceJson(const RunMetadata& metadata, const std::vector<HookT
     int tid = 0;
     for (const HookTiming& t : *hook_timings) {
       const int64_t micros = t.total_nanos / 1000;
-      events.push_back(StrCat("{\"name\":", JsonString(t.hook), ",\"cat\":\"Hook\",\"ph\":\"X\",\"pid\":", pid,
-                              ",\"tid\":", tid++, ",\"ts\":", ts, ",\"dur\":", micros,
+      events.push_back(StrCat("{\"name\":", JsonString(t.hook), ",\"cat\":\"Hook\",\"ph\":\"X\",\"pid\":",
+                              pid, ",\"tid\":", tid++, ",\"ts\":", ts, ",\"dur\":", micros,
                               ",\"args\":{\"calls\":", t.calls, ",\"total_ns\":", t.total_nanos, "}}"));
     }
   }
@@ -84,8 +89,7 @@ void ProfilerHook::Begin() {
 
 std::optional<SessionRunArgs> ProfilerHook::BeforeRun(SessionRunContext& context) {
   // After runs it was not called for, the step it expects is the session's, not its own.
-  if (next_step_ && last_iteration_ && context.iteration() != *last_iteration_ + 1 &&
-      context.global_step()) {
+  if (next_step_ && last_iteration_ && context.iteration() != *last_iteration_ + 1 && context.global_step()) {
     next_step_ = *context.global_step() + 1;
   }
   requested_ = next_step_.has_value() && timer_.ShouldTriggerForStep(*next_step_);

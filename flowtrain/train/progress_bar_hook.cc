@@ -30,9 +30,14 @@ std::string FormatScalar(const Tensor& t) {
   if (t.NumElements() != 1) return t.SummarizeValue(3);
   char buf[32];
   switch (t.dtype()) {
-    case DT_FLOAT: std::snprintf(buf, sizeof(buf), "%.4f", t.flat<float>()[0]); return buf;
-    case DT_DOUBLE: std::snprintf(buf, sizeof(buf), "%.4f", t.flat<double>()[0]); return buf;
-    default: return t.SummarizeValue(1);
+    case DT_FLOAT:
+      std::snprintf(buf, sizeof(buf), "%.4f", t.flat<float>()[0]);
+      return buf;
+    case DT_DOUBLE:
+      std::snprintf(buf, sizeof(buf), "%.4f", t.flat<double>()[0]);
+      return buf;
+    default:
+      return t.SummarizeValue(1);
   }
 }
 

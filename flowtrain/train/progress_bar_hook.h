@@ -25,13 +25,13 @@ namespace flowtrain::train {
 class ProgressBarHook : public SessionRunHook {
  public:
   struct Options {
-    std::optional<int64_t> last_step;      // the bar's end; without it only counts are shown
-    std::optional<int64_t> num_steps;      // or: this many steps after the first session's step
+    std::optional<int64_t> last_step;  // the bar's end; without it only counts are shown
+    std::optional<int64_t> num_steps;  // or: this many steps after the first session's step
     std::vector<std::pair<std::string, Output>> tensors;
     std::chrono::milliseconds redraw_interval{100};   // on a terminal
     std::chrono::milliseconds plain_interval{10000};  // otherwise
     FILE* stream = stderr;
-    std::optional<bool> force_tty;         // for tests; default: isatty(stream)
+    std::optional<bool> force_tty;  // for tests; default: isatty(stream)
   };
   explicit ProgressBarHook(Options options);
   void Begin() override;

@@ -99,14 +99,12 @@ void QueueRunner::Run(std::shared_ptr<State> state, SessionInterface* sess, Oper
   if (!decremented) decrement();
 }
 
-void QueueRunner::CloseOnStop(std::shared_ptr<State> state, SessionInterface* sess,
-                              Coordinator* coord) {
+void QueueRunner::CloseOnStop(std::shared_ptr<State> state, SessionInterface* sess, Coordinator* coord) {
   coord->WaitForStop();
   try {
     sess->Run({}, {}, {state->cancel_op});
   } catch (const std::exception& e) {
-    FT_LOG(INFO) << "Ignored exception while cancelling queue " << state->queue.name() << ": "
-                 << e.what();
+    FT_LOG(INFO) << "Ignored exception while cancelling queue " << state->queue.name() << ": " << e.what();
   }
 }
 

@@ -66,9 +66,9 @@ TEST(QueueOps, EnqueueDequeueAndCloseInASession) {
               std::string::npos)
         << e.what();
   }
-  EXPECT_THROW(sess.Run({{x, Tensor::FromVector<float>({0, 0})}, {s, Tensor::Scalar<std::string>("")}},
-                        {}, {enqueue}),
-               CancelledError);
+  EXPECT_THROW(
+      sess.Run({{x, Tensor::FromVector<float>({0, 0})}, {s, Tensor::Scalar<std::string>("")}}, {}, {enqueue}),
+      CancelledError);
 }
 
 TEST(QueueOps, SessionCloseAndTimeoutWakeABlockedDequeue) {

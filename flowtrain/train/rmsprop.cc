@@ -38,8 +38,8 @@ Operation RMSPropOptimizer::ApplyDense(const Output& grad, const Variable& var) 
         .op();
   }
   return ops::ApplyRMSProp(var.ref(), rms.ref(), mom.ref(), CastTo(learning_rate_t_, dtype),
-                           CastTo(decay_t_, dtype), CastTo(momentum_t_, dtype),
-                           CastTo(epsilon_t_, dtype), grad, use_locking())
+                           CastTo(decay_t_, dtype), CastTo(momentum_t_, dtype), CastTo(epsilon_t_, dtype),
+                           grad, use_locking())
       .op();
 }
 

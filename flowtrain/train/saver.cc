@@ -73,24 +73,26 @@ int64_t GlobalStep::Resolve(SessionInterface& session) const {
     case DT_INT32:
       return value.scalar<int32_t>();
     default:
-      InvalidArgument("global_step must be an integer tensor, got ", DataTypeString(value.dtype()),
-                      " from ", tensor->name());
+      InvalidArgument("global_step must be an integer tensor, got ", DataTypeString(value.dtype()), " from ",
+                      tensor->name());
   }
 }
 
 // ---- Construction and graph building ----
 
 Saver::Saver(SaverOptions options) : options_(std::move(options)) {
-  if (options_.defer_build && (!options_.var_list.empty() || !options_.var_map.empty() ||
-                               !options_.saveable_objects.empty())) {
-    InvalidArgument("If `var_list` is provided then build cannot be deferred. Either set "
-                    "defer_build=False or var_list=None.");
+  if (options_.defer_build &&
+      (!options_.var_list.empty() || !options_.var_map.empty() || !options_.saveable_objects.empty())) {
+    InvalidArgument(
+        "If `var_list` is provided then build cannot be deferred. Either set "
+        "defer_build=False or var_list=None.");
   }
   if (options_.max_to_keep < 0) options_.max_to_keep = 0;
   graph_ = options_.graph;
   if (graph_ == nullptr && !options_.var_list.empty()) graph_ = options_.var_list.front().graph();
   if (graph_ == nullptr && !options_.var_map.empty()) graph_ = options_.var_map.begin()->second.graph();
-  if (graph_ == nullptr && !options_.saveable_objects.empty() && options_.saveable_objects.front() != nullptr) {
+  if (graph_ == nullptr && !options_.saveable_objects.empty() &&
+      options_.saveable_objects.front() != nullptr) {
     graph_ = options_.saveable_objects.front()->op.graph();
   }
   if (graph_ == nullptr) graph_ = &GetDefaultGraph();
@@ -166,7 +168,9 @@ void Saver::CollectSaveables() {
     if (object == nullptr || object->specs.empty() || !object->restore) {
       InvalidArgument("Saver: a SaveableObject needs at least one spec and a restore function");
     }
-    Saveable s{.name = object->name, .specs = object->specs, .device = object->op.device(),
+    Saveable s{.name = object->name,
+               .specs = object->specs,
+               .device = object->op.device(),
                .restore = object->restore};
     for (const SaveableObject::SaveSpec& spec : object->specs) {
       if (spec.tensor.graph() != graph_) {
@@ -199,9 +203,8 @@ void Saver::Build() {
   Output filename;
   {
     OpNameScope filename_scope(g, "filename");
-    Output input = ops::Const(Tensor::Scalar<std::string>(
-                                  options_.filename.empty() ? "model" : options_.filename),
-                              "input");
+    Output input = ops::Const(
+        Tensor::Scalar<std::string>(options_.filename.empty() ? "model" : options_.filename), "input");
     filename = ExactlyNamed("PlaceholderWithDefault", filename_scope)
                    .Input(input)
                    .Attr("dtype", DT_STRING)
@@ -255,15 +258,15 @@ Output Saver::AddSaveOps(Output filename, const std::vector<Saveable>& saveables
   return ops::Identity(filename, "control_dependency");
 }
 
-Output Saver::AddShardedSaveOps(
-    Output filename, const std::vector<std::pair<std::string, std::vector<Saveable>>>& shards) {
+Output Saver::AddShardedSaveOps(Output filename,
+                                const std::vector<std::pair<std::string, std::vector<Saveable>>>& shards) {
   Graph& g = *graph_;
   // Shards are written to a temporary directory beside the checkpoint, then merged into it.
   Output tmp_prefix;
   {
     OpNameScope join_scope(g, "StringJoin");
-    Output suffix = ops::Const(Tensor::Scalar<std::string>(StrCat("_temp_", RandomHex(16), "/part")),
-                               "inputs_1");
+    Output suffix =
+        ops::Const(Tensor::Scalar<std::string>(StrCat("_temp_", RandomHex(16), "/part")), "inputs_1");
     tmp_prefix = ExactlyNamed("StringJoin", join_scope)
                      .Input(std::vector<Output>{filename, suffix})
                      .Attr("separator", "")
@@ -380,8 +383,7 @@ void Saver::BuildForSave() {
 }
 
 std::string Saver::CheckpointFile(SessionInterface& session, const std::string& save_path,
-                                  const GlobalStep& global_step,
-                                  const std::string& latest_filename) const {
+                                  const GlobalStep& global_step, const std::string& latest_filename) const {
   if (latest_filename.find('/') != std::string::npos) {
     InvalidArgument("'latest_filename' must not contain path components");
   }
@@ -396,8 +398,8 @@ std::string Saver::CheckpointFile(SessionInterface& session, const std::string& 
       checkpoint_file = StrCat(save_path, "-", step);
     }
   } else if (Basename(save_path) == latest_filename && !saver_def_.sharded()) {
-    InvalidArgument("'latest_filename' collides with 'save_path': '", latest_filename, "' and '",
-                    save_path, "'");
+    InvalidArgument("'latest_filename' collides with 'save_path': '", latest_filename, "' and '", save_path,
+                    "'");
   }
   if (!is_empty_) {
     const std::string save_dir = Dirname(save_path);
@@ -410,19 +412,17 @@ std::string Saver::CheckpointFile(SessionInterface& session, const std::string& 
 }
 
 void Saver::CommitCheckpoint(const std::string& save_path, const std::string& checkpoint,
-                             const std::string& latest_filename,
-                             const std::string& meta_graph_suffix) {
+                             const std::string& latest_filename, const std::string& meta_graph_suffix) {
   absl::MutexLock lock(&mu_);
   RecordLastCheckpoint(checkpoint);
-  UpdateCheckpointStateInternal(Dirname(save_path), checkpoint, last_checkpoints_paths(),
-                                latest_filename, options_.save_relative_paths);
+  UpdateCheckpointStateInternal(Dirname(save_path), checkpoint, last_checkpoints_paths(), latest_filename,
+                                options_.save_relative_paths);
   MaybeDeleteOldCheckpoints(meta_graph_suffix);
 }
 
 std::string Saver::Save(SessionInterface& session, const std::string& save_path,
                         const GlobalStep& global_step, const std::string& latest_filename_arg,
-                        const std::string& meta_graph_suffix, bool write_meta_graph,
-                        bool write_state) {
+                        const std::string& meta_graph_suffix, bool write_meta_graph, bool write_state) {
   BuildForSave();
   const std::string latest_filename = latest_filename_arg.empty() ? "checkpoint" : latest_filename_arg;
   const std::string checkpoint_file = CheckpointFile(session, save_path, global_step, latest_filename);
@@ -446,8 +446,7 @@ uint64_t CheckpointSnapshot::bytes() const {
 }
 
 CheckpointSnapshot Saver::TakeSnapshot(SessionInterface& session, const std::string& save_path,
-                                       const GlobalStep& global_step,
-                                       const std::string& latest_filename_arg,
+                                       const GlobalStep& global_step, const std::string& latest_filename_arg,
                                        bool write_meta_graph) {
   BuildForSave();
   const std::string latest_filename = latest_filename_arg.empty() ? "checkpoint" : latest_filename_arg;
@@ -469,7 +468,8 @@ CheckpointSnapshot Saver::TakeSnapshot(SessionInterface& session, const std::str
     stack.pop_back();
     if (node->type() == "SaveV2") {
       fetches.emplace_back(node->input(1).node, node->input(1).index);
-      for (int i = 3; i < node->num_inputs(); ++i) fetches.emplace_back(node->input(i).node, node->input(i).index);
+      for (int i = 3; i < node->num_inputs(); ++i)
+        fetches.emplace_back(node->input(i).node, node->input(i).index);
       tensors_per_op.push_back(node->num_inputs() - 3);
     }
     auto visit = [&](Node* n) {
@@ -501,8 +501,7 @@ CheckpointSnapshot Saver::TakeSnapshot(SessionInterface& session, const std::str
   return snapshot;
 }
 
-std::string Saver::WriteSnapshot(const CheckpointSnapshot& snapshot,
-                                 const std::string& latest_filename_arg,
+std::string Saver::WriteSnapshot(const CheckpointSnapshot& snapshot, const std::string& latest_filename_arg,
                                  const std::string& meta_graph_suffix, bool write_state) {
   const std::string latest_filename = latest_filename_arg.empty() ? "checkpoint" : latest_filename_arg;
   std::string model_checkpoint_path;
@@ -511,7 +510,8 @@ std::string Saver::WriteSnapshot(const CheckpointSnapshot& snapshot,
     for (size_t i = 0; i < snapshot.keys.size(); ++i) writer.Add(snapshot.keys[i], snapshot.tensors[i]);
     writer.Finish();
     model_checkpoint_path = snapshot.checkpoint_file;
-    if (write_state) CommitCheckpoint(snapshot.save_path, model_checkpoint_path, latest_filename, meta_graph_suffix);
+    if (write_state)
+      CommitCheckpoint(snapshot.save_path, model_checkpoint_path, latest_filename, meta_graph_suffix);
   }
   if (snapshot.meta_graph) {
     WriteFileAtomically(MetaGraphFilename(snapshot.checkpoint_file, meta_graph_suffix),
@@ -526,8 +526,7 @@ tensorflow::MetaGraphDef Saver::ExportMetaGraph(const std::string& filename) con
 
 // ---- Restoring ----
 
-void Saver::Restore(SessionInterface& session, const std::string& save_path,
-                    const RestoreOptions& options) {
+void Saver::Restore(SessionInterface& session, const std::string& save_path, const RestoreOptions& options) {
   absl::MutexLock lock(&mu_);
   RestoreLocked(session, save_path, options);
 }
@@ -553,16 +552,15 @@ void Saver::CheckAgainstIndex(const std::string& save_path) const {
     }
     const io::BundleReader::DtypeAndShape stored = reader.LookupDtypeAndShape(t.key);
     if (stored.dtype != t.dtype) {
-      InvalidArgument(kMismatchHelp, "tensor_name = ", t.key, "; expected dtype ",
-                      DataTypeString(t.dtype), " does not equal original dtype ",
-                      DataTypeString(stored.dtype), " (variable '", t.variable, "', checkpoint '",
-                      save_path, "')");
+      InvalidArgument(kMismatchHelp, "tensor_name = ", t.key, "; expected dtype ", DataTypeString(t.dtype),
+                      " does not equal original dtype ", DataTypeString(stored.dtype), " (variable '",
+                      t.variable, "', checkpoint '", save_path, "')");
     }
     if (!t.shape.unknown_rank() && !t.shape.IsCompatibleWith(PartialTensorShape(stored.shape))) {
-      InvalidArgument(kMismatchHelp, "Assign requires shapes of both tensors to match. lhs shape= ",
-                      t.shape.DebugString(), " rhs shape= ", stored.shape.DebugString(),
-                      " (variable '", t.variable, "', key '", t.key, "' in checkpoint '",
-                      save_path, "')");
+      InvalidArgument(kMismatchHelp,
+                      "Assign requires shapes of both tensors to match. lhs shape= ", t.shape.DebugString(),
+                      " rhs shape= ", stored.shape.DebugString(), " (variable '", t.variable, "', key '",
+                      t.key, "' in checkpoint '", save_path, "')");
     }
   }
   // Every data file must be there before any variable changes.
@@ -589,8 +587,7 @@ void Saver::RunRestore(SessionInterface& session, const std::string& save_path,
   }
 }
 
-std::optional<std::string> Saver::RestoreLatest(SessionInterface& session,
-                                                const std::string& checkpoint_dir,
+std::optional<std::string> Saver::RestoreLatest(SessionInterface& session, const std::string& checkpoint_dir,
                                                 const RestoreLatestOptions& options) {
   absl::MutexLock lock(&mu_);
   if (!options.fall_back_to_intact) {
@@ -624,8 +621,8 @@ std::optional<std::string> Saver::RestoreLatest(SessionInterface& session,
       continue;
     }
     if (!skipped.empty()) {
-      FT_LOG(WARNING) << "Restored " << candidate << ", the newest intact checkpoint in "
-                      << checkpoint_dir << "; skipped: " << StrJoin(skipped, "; ");
+      FT_LOG(WARNING) << "Restored " << candidate << ", the newest intact checkpoint in " << checkpoint_dir
+                      << "; skipped: " << StrJoin(skipped, "; ");
     }
     return candidate;
   }
@@ -680,8 +677,7 @@ void Saver::RecoverLastCheckpoints(const std::vector<std::string>& checkpoint_pa
   SetLastCheckpointsWithTime(with_time);
 }
 
-void Saver::SetLastCheckpointsWithTime(
-    const std::vector<std::pair<std::string, double>>& checkpoints) {
+void Saver::SetLastCheckpointsWithTime(const std::vector<std::pair<std::string, double>>& checkpoints) {
   absl::MutexLock lock(&mu_);
   last_checkpoints_ = checkpoints;
 }

@@ -91,9 +91,9 @@ struct SaverOptions {
 class GlobalStep {
  public:
   GlobalStep() = default;
-  GlobalStep(int64_t step) : value_(step) {}                   // NOLINT
-  GlobalStep(int step) : value_(static_cast<int64_t>(step)) {}  // NOLINT
-  GlobalStep(Output tensor) : value_(tensor) {}                 // NOLINT
+  GlobalStep(int64_t step) : value_(step) {}                          // NOLINT
+  GlobalStep(int step) : value_(static_cast<int64_t>(step)) {}        // NOLINT
+  GlobalStep(Output tensor) : value_(tensor) {}                       // NOLINT
   GlobalStep(const Variable& variable) : value_(variable.value()) {}  // NOLINT
   bool has_value() const { return !std::holds_alternative<std::monostate>(value_); }
   // The step, running the tensor in `session` if it is one.
@@ -161,8 +161,7 @@ class Saver {
   // writes `<prefix>.<meta_graph_suffix>`. InvalidArgument("Parent directory of <save_path>
   // doesn't exist, can't save.") if the directory is missing.
   std::string Save(SessionInterface& session, const std::string& save_path,
-                   const GlobalStep& global_step = {},
-                   const std::string& latest_filename = "checkpoint",
+                   const GlobalStep& global_step = {}, const std::string& latest_filename = "checkpoint",
                    const std::string& meta_graph_suffix = "meta", bool write_meta_graph = true,
                    bool write_state = true);
 
@@ -193,8 +192,7 @@ class Saver {
 
   // Restores every variable from the checkpoint at `save_path` (a prefix as Save returns).
   // InvalidArgument("The passed save_path is not a valid checkpoint: ...") if there is none.
-  void Restore(SessionInterface& session, const std::string& save_path,
-               const RestoreOptions& options = {});
+  void Restore(SessionInterface& session, const std::string& save_path, const RestoreOptions& options = {});
 
   // Beyond TF: restores the newest checkpoint of `checkpoint_dir` (see RestoreLatestOptions)
   // and returns its prefix, or nullopt if the directory names no checkpoint. The session
@@ -204,8 +202,7 @@ class Saver {
   //
   // DataLoss if no listed checkpoint is intact (naming each one skipped); NotFound or
   // InvalidArgument (graph/checkpoint mismatch) from the first intact one are not retried.
-  std::optional<std::string> RestoreLatest(SessionInterface& session,
-                                           const std::string& checkpoint_dir,
+  std::optional<std::string> RestoreLatest(SessionInterface& session, const std::string& checkpoint_dir,
                                            const RestoreLatestOptions& options = {});
 
   // The MetaGraphDef of the saver's graph (shapes, stripped op list, collections, this
@@ -250,8 +247,7 @@ class Saver {
   Output AddSaveOps(Output filename, const std::vector<Saveable>& saveables);
   Output AddShardedSaveOps(Output filename,
                            const std::vector<std::pair<std::string, std::vector<Saveable>>>& shards);
-  Operation AddRestoreOps(Output filename, const std::vector<Saveable>& saveables,
-                          std::string_view name);
+  Operation AddRestoreOps(Output filename, const std::vector<Saveable>& saveables, std::string_view name);
   void AnalyzeRestoreGraph();
   void BuildForSave();
   // The prefix Save writes for these arguments, after checking them.
@@ -260,15 +256,13 @@ class Saver {
   // Records a written checkpoint in the state file and deletes the oldest beyond max_to_keep.
   void CommitCheckpoint(const std::string& save_path, const std::string& checkpoint,
                         const std::string& latest_filename, const std::string& meta_graph_suffix);
-  void RestoreLocked(SessionInterface& session, const std::string& save_path,
-                     const RestoreOptions& options) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RestoreLocked(SessionInterface& session, const std::string& save_path, const RestoreOptions& options)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CheckAgainstIndex(const std::string& save_path) const;
-  void RunRestore(SessionInterface& session, const std::string& save_path,
-                  const RestoreOptions& options);
+  void RunRestore(SessionInterface& session, const std::string& save_path, const RestoreOptions& options);
   std::vector<std::string> last_checkpoints_paths() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RecordLastCheckpoint(const std::string& path) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void MaybeDeleteOldCheckpoints(const std::string& meta_graph_suffix)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void MaybeDeleteOldCheckpoints(const std::string& meta_graph_suffix) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   SaverOptions options_;
   Graph* graph_ = nullptr;

@@ -47,13 +47,15 @@ inline constexpr int64_t kWeights = 256 * 1024;
 struct CrashModel {
   CrashModel(bool sharded) {
     auto as_default = graph.AsDefault();
-    w = Variable([] { return ops::Fill(ops::Const<int32_t>({static_cast<int32_t>(kWeights)}), ops::Const(0.0f)); },
-                 {.name = "w"});
+    w = Variable(
+        [] { return ops::Fill(ops::Const<int32_t>({static_cast<int32_t>(kWeights)}), ops::Const(0.0f)); },
+        {.name = "w"});
     step = Variable(Tensor::Scalar<int64_t>(0), {.name = "step", .trainable = false});
     w_in = ops::Placeholder(DT_FLOAT, {kWeights}, "w_in");
     step_in = ops::Placeholder(DT_INT64, {}, "step_in");
     set = {w.Assign(w_in).op(), step.Assign(step_in).op()};
-    bump = w.AssignAdd(ops::Fill(ops::Const<int32_t>({static_cast<int32_t>(kWeights)}), ops::Const(1000.0f))).op();
+    bump = w.AssignAdd(ops::Fill(ops::Const<int32_t>({static_cast<int32_t>(kWeights)}), ops::Const(1000.0f)))
+               .op();
     saver = std::make_unique<Saver>(SaverOptions{.sharded = sharded, .max_to_keep = 3, .graph = &graph});
   }
   Graph graph;
@@ -74,7 +76,8 @@ struct Progress {
 };
 
 inline int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -145,7 +148,8 @@ inline int64_t CheckLatest(const std::string& dir, bool sharded) {
 // the save duration measured so far. Checks after each kill that
 // the latest checkpoint restores, and at the end that the kills landed inside saves, in
 // several different saves and in every quarter of a save's duration.
-inline void RunKillLoop(const std::string& dir, int kills, int saves_spanned, uint32_t seed, bool async = false) {
+inline void RunKillLoop(const std::string& dir, int kills, int saves_spanned, uint32_t seed,
+                        bool async = false) {
   void* shared = mmap(nullptr, sizeof(Progress), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(shared, MAP_FAILED);
   Progress* progress = new (shared) Progress;
@@ -154,7 +158,7 @@ inline void RunKillLoop(const std::string& dir, int kills, int saves_spanned, ui
   double save_ns = 0;  // running estimate of one Save's duration
   int restored = 0, in_save = 0;
   int64_t last_step = -1;
-  std::set<int64_t> saves_hit;       // saves_done when killed inside a save
+  std::set<int64_t> saves_hit;        // saves_done when killed inside a save
   std::array<int, 4> quarters_hit{};  // which quarter of that save's duration
   // A calibration child first: the save duration is measured over three saves.
   for (int i = -1; i < kills; ++i) {
@@ -172,8 +176,8 @@ inline void RunKillLoop(const std::string& dir, int kills, int saves_spanned, ui
     if (i >= 0) {
       // Waits for the aimed-at save to start, then for the aimed-at point of it.
       const int64_t target_save = (i / 4) % saves_spanned;
-      while (!(progress->saves_done == target_save && progress->in_save) && progress->saves_done <= target_save &&
-             NowNs() < deadline) {
+      while (!(progress->saves_done == target_save && progress->in_save) &&
+             progress->saves_done <= target_save && NowNs() < deadline) {
         std::this_thread::sleep_for(std::chrono::microseconds(100));
       }
       const double fraction = ((i % 4) + within_quarter(rng)) / 4.0;
@@ -185,7 +189,8 @@ inline void RunKillLoop(const std::string& dir, int kills, int saves_spanned, ui
     int status = 0;
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
     ASSERT_TRUE(WIFSIGNALED(status)) << "the save loop exited on its own with status " << status;
-    ASSERT_GT(progress->ready_ns.load(), 0) << "the child never finished its setup (signal " << WTERMSIG(status) << ")";
+    ASSERT_GT(progress->ready_ns.load(), 0)
+        << "the child never finished its setup (signal " << WTERMSIG(status) << ")";
     if (progress->saves_done > 0) {
       const double last = static_cast<double>(progress->last_save_ns.load());
       save_ns = save_ns == 0 ? last : 0.8 * save_ns + 0.2 * last;
@@ -205,10 +210,11 @@ inline void RunKillLoop(const std::string& dir, int kills, int saves_spanned, ui
       last_step = step;
     }
   }
-  std::printf("crash test (seed %u%s): %d kills, %d inside a save (in %zu different saves; quarters %d/%d/%d/%d), "
-              "save %.1f ms, %d restores, last step %lld\n",
-              seed, async ? ", async" : "", kills, in_save, saves_hit.size(), quarters_hit[0], quarters_hit[1], quarters_hit[2],
-              quarters_hit[3], save_ns / 1e6, restored, static_cast<long long>(last_step));
+  std::printf(
+      "crash test (seed %u%s): %d kills, %d inside a save (in %zu different saves; quarters %d/%d/%d/%d), "
+      "save %.1f ms, %d restores, last step %lld\n",
+      seed, async ? ", async" : "", kills, in_save, saves_hit.size(), quarters_hit[0], quarters_hit[1],
+      quarters_hit[2], quarters_hit[3], save_ns / 1e6, restored, static_cast<long long>(last_step));
   munmap(shared, sizeof(Progress));
   // Aimed inside saves: most kills land there (the rest between two saves), in several of
   // them, and in every quarter of a save's duration.

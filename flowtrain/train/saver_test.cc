@@ -77,10 +77,10 @@ TEST(SaverTest, BuildsTfSaveRestoreSubgraph) {
   Graph g;
   Model m(g);
   Saver saver({.graph = &g});
-  for (const char* name : {"save/filename/input", "save/filename", "save/Const", "save/SaveV2",
-                           "save/SaveV2/tensor_names", "save/SaveV2/shape_and_slices",
-                           "save/control_dependency", "save/RestoreV2", "save/Assign",
-                           "save/Assign_1", "save/Assign_2", "save/restore_all"}) {
+  for (const char* name :
+       {"save/filename/input", "save/filename", "save/Const", "save/SaveV2", "save/SaveV2/tensor_names",
+        "save/SaveV2/shape_and_slices", "save/control_dependency", "save/RestoreV2", "save/Assign",
+        "save/Assign_1", "save/Assign_2", "save/restore_all"}) {
     EXPECT_NE(g.FindNode(name), nullptr) << name;
   }
   EXPECT_EQ(g.FindNode("save/SaveV2")->type(), "SaveV2");
@@ -107,11 +107,11 @@ TEST(SaverTest, ShardedSubgraphMatchesTf) {
   Graph g;
   Model m(g);
   Saver saver({.sharded = true, .graph = &g});
-  for (const char* name : {"save/StringJoin/inputs_1", "save/StringJoin", "save/num_shards",
-                           "save/ShardedFilename/shard", "save/ShardedFilename", "save/SaveV2",
-                           "save/control_dependency", "save/MergeV2Checkpoints/checkpoint_prefixes",
-                           "save/MergeV2Checkpoints", "save/Identity", "save/RestoreV2",
-                           "save/restore_shard", "save/restore_all"}) {
+  for (const char* name :
+       {"save/StringJoin/inputs_1", "save/StringJoin", "save/num_shards", "save/ShardedFilename/shard",
+        "save/ShardedFilename", "save/SaveV2", "save/control_dependency",
+        "save/MergeV2Checkpoints/checkpoint_prefixes", "save/MergeV2Checkpoints", "save/Identity",
+        "save/RestoreV2", "save/restore_shard", "save/restore_all"}) {
     EXPECT_NE(g.FindNode(name), nullptr) << name;
   }
   EXPECT_EQ(g.FindNode("save/SaveV2")->requested_device(), "/device:CPU:0");
@@ -295,7 +295,8 @@ TEST(SaverTest, SaveErrors) {
     saver.Save(sess, dir + "/missing/model.ckpt", 1);
     FAIL() << "expected an error";
   } catch (const InvalidArgumentError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("Parent directory of " + dir + "/missing/model.ckpt doesn't exist, can't save."));
+    EXPECT_THAT(e.what(),
+                HasSubstr("Parent directory of " + dir + "/missing/model.ckpt doesn't exist, can't save."));
   }
   EXPECT_THROW(saver.Save(sess, dir + "/model.ckpt", 1, "sub/checkpoint"), InvalidArgumentError);
   EXPECT_THROW(saver.Save(sess, dir + "/checkpoint"), InvalidArgumentError);
@@ -306,7 +307,7 @@ TEST(SaverTest, SaveErrors) {
   Session empty_sess(empty_graph);
   EXPECT_EQ(empty.Save(empty_sess, dir + "/empty", 1), "");
   EXPECT_TRUE(FileExists(dir + "/empty-1.meta"));  // the meta graph is written even when empty
-  empty.Restore(empty_sess, dir + "/nothing");      // no-op
+  empty.Restore(empty_sess, dir + "/nothing");     // no-op
 }
 
 TEST(SaverTest, UninitializedVariableFailsSave) {
@@ -369,7 +370,9 @@ TEST(SaverTest, RestoreShapeOrDtypeMismatchNamesVariableAndShapes) {
       saver.Restore(sess, path);
       FAIL() << "expected InvalidArgument";
     } catch (const InvalidArgumentError& e) {
-      EXPECT_THAT(e.what(), HasSubstr("Assign requires shapes of both tensors to match. lhs shape= [2] rhs shape= [3]"));
+      EXPECT_THAT(
+          e.what(),
+          HasSubstr("Assign requires shapes of both tensors to match. lhs shape= [2] rhs shape= [3]"));
       EXPECT_THAT(e.what(), HasSubstr("variable 'b'"));
     }
   }
@@ -469,7 +472,8 @@ TEST(SaverTest, LargeRestoreIntoFreshMemoryAndDamageFoundLate) {
     for (int i = 0; i < kVariables; ++i) {
       // A ramp, so that a misplaced page would show.
       Tensor ramp(DT_FLOAT, TensorShape({kFloats}));
-      for (int32_t k = 0; k < kFloats; ++k) ramp.flat<float>()[k] = static_cast<float>(k) + 1000.0f * static_cast<float>(i);
+      for (int32_t k = 0; k < kFloats; ++k)
+        ramp.flat<float>()[k] = static_cast<float>(k) + 1000.0f * static_cast<float>(i);
       vars.emplace_back(ramp, VariableOptions{.name = StrCat("big_", i)});
       sets.push_back(vars.back().Assign(ops::Fill(ops::Const<int32_t>({kFloats}), ops::Const(-1.0f))).op());
     }
@@ -491,7 +495,8 @@ TEST(SaverTest, LargeRestoreIntoFreshMemoryAndDamageFoundLate) {
     Session sess(g);
     saver.Restore(sess, path);
     for (int i = 0; i < kVariables; ++i) {
-      for (int64_t index : {int64_t{0}, int64_t{4095}, int64_t{4096}, int64_t{kFloats / 2}, int64_t{kFloats - 1}}) {
+      for (int64_t index :
+           {int64_t{0}, int64_t{4095}, int64_t{4096}, int64_t{kFloats / 2}, int64_t{kFloats - 1}}) {
         EXPECT_EQ(value_at(sess, i, index), static_cast<float>(index) + 1000.0f * static_cast<float>(i));
       }
     }

@@ -19,8 +19,7 @@ T GetOrDefault(Graph& graph, std::string_view arg_name, std::string_view key,
   std::vector<T> items = graph.GetCollection<T>(key);
   if (items.size() > 1) {
     FailedPrecondition("More than one item in the collection \"", key,
-                       "\". Please indicate which one to use by passing it to the constructor as ",
-                       arg_name);
+                       "\". Please indicate which one to use by passing it to the constructor as ", arg_name);
   }
   if (items.size() == 1) return items[0];
   T value = make();
@@ -55,8 +54,8 @@ void Scaffold::Finalize(Graph& graph) {
     });
   }
   if (!ready_for_local_init_op) {
-    ready_for_local_init_op = GetOrDefault<Output>(
-        graph, "ready_for_local_init_op", GraphKeys::kReadyForLocalInitOp, [&] {
+    ready_for_local_init_op =
+        GetOrDefault<Output>(graph, "ready_for_local_init_op", GraphKeys::kReadyForLocalInitOp, [&] {
           return ops::ReportUninitializedVariables(ops::GlobalVariables(&graph),
                                                    "report_uninitialized_variables_1", &graph);
         });

@@ -33,9 +33,9 @@ struct ChiefSessionCreatorOptions {
   std::shared_ptr<Scaffold> scaffold;  // null: a default Scaffold
   std::string master;                  // "" in-process, "grpc://host:port" remote
   ConfigProto config;
-  std::string checkpoint_dir;          // restore the latest checkpoint found here
+  std::string checkpoint_dir;                 // restore the latest checkpoint found here
   std::string checkpoint_filename_with_path;  // or this exact checkpoint
-  Graph* graph = nullptr;              // null: the default graph at construction
+  Graph* graph = nullptr;                     // null: the default graph at construction
 };
 
 class ChiefSessionCreator : public SessionCreator {

@@ -19,8 +19,10 @@ std::string OpName(const Operation& op) { return op ? op.name() : std::string("N
 SessionManager::SessionManager(Graph& graph, SessionManagerOptions options)
     : graph_(graph), options_(std::move(options)) {
   if (options_.ready_for_local_init_op && !options_.local_init_op) {
-    InvalidArgument("If you pass a ready_for_local_init_op you must also pass a local_init_op, "
-                    "ready_for_local_init_op [", options_.ready_for_local_init_op.name(), "]");
+    InvalidArgument(
+        "If you pass a ready_for_local_init_op you must also pass a local_init_op, "
+        "ready_for_local_init_op [",
+        options_.ready_for_local_init_op.name(), "]");
   }
 }
 
@@ -35,8 +37,7 @@ std::unique_ptr<SessionInterface> SessionManager::NewRawSession(const std::strin
 namespace {
 
 // TF's _ready: ready if the op is unset or reports no uninitialized variables.
-std::pair<bool, std::string> Ready(const Output& op, SessionInterface& session,
-                                   std::string_view what) {
+std::pair<bool, std::string> Ready(const Output& op, SessionInterface& session, std::string_view what) {
   if (!op) return {true, ""};
   try {
     const Tensor names = session.Run({}, {op}, {})[0];
@@ -123,15 +124,15 @@ std::unique_ptr<SessionInterface> SessionManager::PrepareSession(const PrepareSe
   }
   auto [local_ok, local_reason] = TryRunLocalInitOp(*session);
   if (!local_ok) {
-    FailedPrecondition("Init operations did not make model ready for local_init.  Init op: ",
-                       OpName(options.init_op), ", init fn: ", options.init_fn ? "set" : "None",
-                       ", error: ", local_reason);
+    FailedPrecondition(
+        "Init operations did not make model ready for local_init.  Init op: ", OpName(options.init_op),
+        ", init fn: ", options.init_fn ? "set" : "None", ", error: ", local_reason);
   }
   auto [ready, reason] = ModelReady(*session);
   if (!ready) {
     FailedPrecondition("Init operations did not make model ready.  Init op: ", OpName(options.init_op),
-                       ", init fn: ", options.init_fn ? "set" : "None", ", local_init_op: ",
-                       OpName(options_.local_init_op), ", error: ", reason);
+                       ", init fn: ", options.init_fn ? "set" : "None",
+                       ", local_init_op: ", OpName(options_.local_init_op), ", error: ", reason);
   }
   return std::move(session);
 }

@@ -70,8 +70,7 @@ TEST(Scaffold, FinalizeFillsTensorFlowsDefaultsAndReusesCollections) {
   EXPECT_EQ(s.init_op.name(), "group_deps");
   // TF's report_uninitialized_variables ends in a boolean_mask: ".../boolean_mask/GatherV2".
   EXPECT_EQ(s.ready_op.op().name(), "report_uninitialized_variables/boolean_mask/GatherV2");
-  EXPECT_EQ(s.ready_for_local_init_op.op().name(),
-            "report_uninitialized_variables_1/boolean_mask/GatherV2");
+  EXPECT_EQ(s.ready_for_local_init_op.op().name(), "report_uninitialized_variables_1/boolean_mask/GatherV2");
   EXPECT_EQ(s.local_init_op.name(), "group_deps_1");
   EXPECT_TRUE(static_cast<bool>(s.summary_op));  // the merged SUMMARIES collection
   ASSERT_NE(s.saver, nullptr);

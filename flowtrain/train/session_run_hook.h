@@ -128,14 +128,14 @@ struct SessionRunValues {
 // Beyond TF: what a hook is told when the monitored session recreated its session after a
 // preemption error (Aborted/Unavailable).
 struct RecoveryInfo {
-  int attempt = 0;                 // recoveries so far in this MonitoredSession
-  std::string error;               // the error that caused it
+  int attempt = 0;    // recoveries so far in this MonitoredSession
+  std::string error;  // the error that caused it
   // The global step after the last successful run, known when that run fetched it: while some
   // hook's schedule follows the global step (MonitoredTrainingSession's chief hooks do) or when
   // some hook was due on it (with HookScheduling::kEveryRun every hook is due on every run);
   // otherwise nullopt.
   std::optional<int64_t> global_step_before;
-  std::optional<int64_t> global_step_after;   // the global step restored from the checkpoint
+  std::optional<int64_t> global_step_after;  // the global step restored from the checkpoint
   // Steps lost: global_step_before - global_step_after, when both are known.
   std::optional<int64_t> steps_rolled_back() const {
     if (!global_step_before || !global_step_after) return std::nullopt;
@@ -148,9 +148,7 @@ class SessionRunHook {
   virtual ~SessionRunHook() = default;
   virtual void Begin() {}
   virtual void AfterCreateSession(SessionInterface& session, Coordinator& coord) {}
-  virtual std::optional<SessionRunArgs> BeforeRun(SessionRunContext& run_context) {
-    return std::nullopt;
-  }
+  virtual std::optional<SessionRunArgs> BeforeRun(SessionRunContext& run_context) { return std::nullopt; }
   virtual void AfterRun(SessionRunContext& run_context, const SessionRunValues& run_values) {}
   virtual void End(SessionInterface& session) {}
   // Beyond TF: called after the session was recreated, once every hook's AfterCreateSession

@@ -54,8 +54,7 @@ TEST(StopOnSignalHookTest, RestoresThePreviousHandlers) {
     StopOnSignalHook stop({.signals = {SIGUSR1}});
     EXPECT_NE(CurrentAction(SIGUSR1).sa_handler, before);
     // One hook per signal: a second would leave the first's handler unowned.
-    testing::ExpectInvalidArgument([] { StopOnSignalHook other({.signals = {SIGUSR1}}); },
-                                   "already handled");
+    testing::ExpectInvalidArgument([] { StopOnSignalHook other({.signals = {SIGUSR1}}); }, "already handled");
     EXPECT_NE(CurrentAction(SIGUSR1).sa_handler, before);
   }
   EXPECT_EQ(CurrentAction(SIGUSR1).sa_handler, before);

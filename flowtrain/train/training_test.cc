@@ -68,8 +68,8 @@ TEST(LearningRateDecayTest, CosineDecayFollowsTensorFlowsFormula) {
     EXPECT_NEAR(At(s, plain, step, at), tf_formula(0.1, at, 1000, 0.0), 1e-7) << at;
     EXPECT_NEAR(At(s, floored, step, at), tf_formula(0.5, at, 300, 0.2), 1e-7) << at;
   }
-  EXPECT_NEAR(At(s, plain, step, 500), 0.05, 1e-7);    // halfway: half the rate
-  EXPECT_NEAR(At(s, floored, step, 300), 0.1, 1e-7);   // the end: alpha * learning_rate
+  EXPECT_NEAR(At(s, plain, step, 500), 0.05, 1e-7);   // halfway: half the rate
+  EXPECT_NEAR(At(s, floored, step, 300), 0.1, 1e-7);  // the end: alpha * learning_rate
   EXPECT_THROW(CosineDecay(0.1, step, 0), InvalidArgumentError);
 }
 
@@ -132,13 +132,15 @@ std::vector<NamedOptimizer> AllOptimizers(double sgd_lr) {
   return {
       {"GradientDescent", [=] { return std::make_unique<GradientDescentOptimizer>(sgd_lr); }},
       {"Momentum", [=] { return std::make_unique<MomentumOptimizer>(sgd_lr / 5, 0.9); }},
-      {"Nesterov", [=] {
+      {"Nesterov",
+       [=] {
          return std::make_unique<MomentumOptimizer>(sgd_lr / 5, 0.9, MomentumOptions{.use_nesterov = true});
        }},
       {"Adam", [] { return std::make_unique<AdamOptimizer>(0.05); }},
       {"Adagrad", [] { return std::make_unique<AdagradOptimizer>(0.5); }},
       {"RMSProp", [] { return std::make_unique<RMSPropOptimizer>(0.01); }},
-      {"CenteredRMSProp", [] { return std::make_unique<RMSPropOptimizer>(0.01, RMSPropOptions{.centered = true}); }},
+      {"CenteredRMSProp",
+       [] { return std::make_unique<RMSPropOptimizer>(0.01, RMSPropOptions{.centered = true}); }},
   };
 }
 

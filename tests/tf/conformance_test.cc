@@ -15,8 +15,8 @@
 //   max|a - b| / max(max|b|, 1e-6)        (a: flowtrain, b: TF)
 // at most 1e-5 for float32 forward values, 1e-4 for float32 gradients and final variables,
 // 1e-12 for float64 in every check, 1e-3 for half and 1e-2 for bfloat16 (whose one rounding
-// may land on either side), and 1e-4 per step (|a - b| / max(|b|, 1e-6)) for losses. Integers, bools and strings must be equal;
-// shapes and dtypes always.
+// may land on either side), and 1e-4 per step (|a - b| / max(|b|, 1e-6)) for losses. Integers, bools and
+// strings must be equal; shapes and dtypes always.
 //
 // Checks that flowtrain cannot pass yet are listed in tests/tf/expected_failures.txt, one line
 //   <model> <check> <feature> <needle> <reason...>
@@ -145,9 +145,7 @@ class Manifest {
 
 // ---- comparison --------------------------------------------------------------------------
 
-bool IsFloating(DataType t) {
-  return t == DT_FLOAT || t == DT_DOUBLE || t == DT_HALF || t == DT_BFLOAT16;
-}
+bool IsFloating(DataType t) { return t == DT_FLOAT || t == DT_DOUBLE || t == DT_HALF || t == DT_BFLOAT16; }
 
 std::vector<double> AsDoubles(const Tensor& t) {
   std::vector<double> out;
@@ -157,11 +155,20 @@ std::vector<double> AsDoubles(const Tensor& t) {
     for (const T& v : t.flat<T>()) out.push_back(static_cast<double>(static_cast<float>(v)));
   };
   switch (t.dtype()) {
-    case DT_FLOAT: for (float v : t.flat<float>()) out.push_back(v); break;
-    case DT_DOUBLE: for (double v : t.flat<double>()) out.push_back(v); break;
-    case DT_HALF: add(half{}); break;
-    case DT_BFLOAT16: add(bfloat16{}); break;
-    default: Internal("AsDoubles: ", DataTypeString(t.dtype()));
+    case DT_FLOAT:
+      for (float v : t.flat<float>()) out.push_back(v);
+      break;
+    case DT_DOUBLE:
+      for (double v : t.flat<double>()) out.push_back(v);
+      break;
+    case DT_HALF:
+      add(half{});
+      break;
+    case DT_BFLOAT16:
+      add(bfloat16{});
+      break;
+    default:
+      Internal("AsDoubles: ", DataTypeString(t.dtype()));
   }
   return out;
 }
@@ -174,11 +181,9 @@ bool ExactlyEqual(const Tensor& a, const Tensor& b) {
   return std::equal(fa.begin(), fa.end(), fb.begin(), fb.end());
 }
 
-std::string Compare(const std::string& what, const Tensor& a, const Tensor& b,
-                    double float32_tolerance) {
+std::string Compare(const std::string& what, const Tensor& a, const Tensor& b, double float32_tolerance) {
   if (a.dtype() != b.dtype()) {
-    return StrCat(what, ": dtype ", DataTypeString(a.dtype()), ", TF's is ",
-                  DataTypeString(b.dtype()));
+    return StrCat(what, ": dtype ", DataTypeString(a.dtype()), ", TF's is ", DataTypeString(b.dtype()));
   }
   if (a.shape() != b.shape()) {
     return StrCat(what, ": shape ", a.shape().DebugString(), ", TF's is ", b.shape().DebugString());
@@ -196,22 +201,43 @@ std::string Compare(const std::string& what, const Tensor& a, const Tensor& b,
       scale = std::max(scale, std::abs(vb[i]));
     }
     if (diff / scale <= tolerance) return "";
-    return StrCat(what, ": relative error ", diff / scale, " > ", tolerance, "\n  flowtrain: ",
-                  a.SummarizeValue(12), "\n  TF:        ", b.SummarizeValue(12));
+    return StrCat(what, ": relative error ", diff / scale, " > ", tolerance,
+                  "\n  flowtrain: ", a.SummarizeValue(12), "\n  TF:        ", b.SummarizeValue(12));
   }
   bool equal = false;
   switch (a.dtype()) {
-    case DT_STRING: equal = ExactlyEqual<std::string>(a, b); break;
-    case DT_BOOL: equal = ExactlyEqual<bool>(a, b); break;
-    case DT_INT8: equal = ExactlyEqual<int8_t>(a, b); break;
-    case DT_INT16: equal = ExactlyEqual<int16_t>(a, b); break;
-    case DT_INT32: equal = ExactlyEqual<int32_t>(a, b); break;
-    case DT_INT64: equal = ExactlyEqual<int64_t>(a, b); break;
-    case DT_UINT8: equal = ExactlyEqual<uint8_t>(a, b); break;
-    case DT_UINT16: equal = ExactlyEqual<uint16_t>(a, b); break;
-    case DT_UINT32: equal = ExactlyEqual<uint32_t>(a, b); break;
-    case DT_UINT64: equal = ExactlyEqual<uint64_t>(a, b); break;
-    default: return StrCat(what, ": cannot compare dtype ", DataTypeString(a.dtype()));
+    case DT_STRING:
+      equal = ExactlyEqual<std::string>(a, b);
+      break;
+    case DT_BOOL:
+      equal = ExactlyEqual<bool>(a, b);
+      break;
+    case DT_INT8:
+      equal = ExactlyEqual<int8_t>(a, b);
+      break;
+    case DT_INT16:
+      equal = ExactlyEqual<int16_t>(a, b);
+      break;
+    case DT_INT32:
+      equal = ExactlyEqual<int32_t>(a, b);
+      break;
+    case DT_INT64:
+      equal = ExactlyEqual<int64_t>(a, b);
+      break;
+    case DT_UINT8:
+      equal = ExactlyEqual<uint8_t>(a, b);
+      break;
+    case DT_UINT16:
+      equal = ExactlyEqual<uint16_t>(a, b);
+      break;
+    case DT_UINT32:
+      equal = ExactlyEqual<uint32_t>(a, b);
+      break;
+    case DT_UINT64:
+      equal = ExactlyEqual<uint64_t>(a, b);
+      break;
+    default:
+      return StrCat(what, ": cannot compare dtype ", DataTypeString(a.dtype()));
   }
   if (equal) return "";
   return StrCat(what, ": differs\n  flowtrain: ", a.SummarizeValue(12),
@@ -226,8 +252,8 @@ struct ExpectedFailure {
 };
 
 const std::set<std::string>& AllowedFeatures() {
-  static const std::set<std::string> kAllowed = {"control-flow", "rnn", "sparse", "batch-norm",
-                                                 "saved-model", "partitioned"};
+  static const std::set<std::string> kAllowed = {"control-flow", "rnn",         "sparse",
+                                                 "batch-norm",   "saved-model", "partitioned"};
   return kAllowed;
 }
 
@@ -306,8 +332,8 @@ class CheckRunner {
     if (entry == expected.end()) {
       ADD_FAILURE() << model_ << " " << check << " fails: " << failure;
     } else if (failure.find(entry->second.needle) == std::string::npos) {
-      ADD_FAILURE() << model_ << " " << check << " is listed as failing for '"
-                    << entry->second.needle << "' (expected_failures.txt:" << entry->second.line
+      ADD_FAILURE() << model_ << " " << check << " is listed as failing for '" << entry->second.needle
+                    << "' (expected_failures.txt:" << entry->second.line
                     << ") but fails for another reason: " << failure;
     } else {
       std::cout << "[ EXPECTED ] " << model_ << " " << check << " (" << entry->second.feature
@@ -366,8 +392,8 @@ std::string MissingOpsAndAttrs(const tensorflow::GraphDef& def) {
     for (const auto& [name, value] : node.attr()) {
       if (name.starts_with("_")) continue;
       const auto& defs = reg->def.attr();
-      const bool known = std::any_of(defs.begin(), defs.end(),
-                                     [&](const auto& a) { return a.name() == name; });
+      const bool known =
+          std::any_of(defs.begin(), defs.end(), [&](const auto& a) { return a.name() == name; });
       const std::string attr = StrCat(node.op(), ".", name);
       if (!known && std::find(attrs.begin(), attrs.end(), attr) == attrs.end()) {
         attrs.push_back(attr);
@@ -401,8 +427,7 @@ std::string ImportCheck(Loaded& m) {
   // The text MetaGraphDef must import too; the binary one is the graph the checks run.
   if (fs::exists(m.dir / "model.pbtxt")) {
     Graph from_meta_text;
-    train::ImportMetaGraph(ParseText<tensorflow::MetaGraphDef>(m.dir / "model.pbtxt"),
-                           &from_meta_text);
+    train::ImportMetaGraph(ParseText<tensorflow::MetaGraphDef>(m.dir / "model.pbtxt"), &from_meta_text);
   }
   m.saver = train::ImportMetaGraph((m.dir / m.manifest->One("meta")).string(), &m.graph);
   if (m.graph.num_nodes() != from_binary.num_nodes()) {
@@ -442,8 +467,7 @@ std::string ForwardCheck(Loaded& m) {
   const std::vector<Tensor> outs = m.session->Run(Feeds(m, "feed", "input/"), fetches, {});
   std::string failures;
   for (size_t i = 0; i < fetches.size(); ++i) {
-    const std::string f =
-        Compare(fetches[i], outs[i], m.data->GetTensor(StrCat("output/", i)), 1e-5);
+    const std::string f = Compare(fetches[i], outs[i], m.data->GetTensor(StrCat("output/", i)), 1e-5);
     if (!f.empty()) failures += f + "\n";
   }
   return failures;
@@ -455,8 +479,7 @@ std::string GradientsCheck(Loaded& m) {
   std::vector<Output> xs;
   for (const std::string& v : vars) xs.push_back(m.graph.GetTensorByName(v + ":0"));
   const std::vector<Output> grads =
-      ops::Gradients({m.graph.GetTensorByName(m.manifest->One("loss"))}, xs, {},
-                     "flowtrain_gradients");
+      ops::Gradients({m.graph.GetTensorByName(m.manifest->One("loss"))}, xs, {}, "flowtrain_gradients");
   std::vector<std::string> fetch_names;
   for (size_t i = 0; i < grads.size(); ++i) {
     if (!grads[i].node()) return StrCat("flowtrain finds no gradient for ", vars[i]);
@@ -465,8 +488,8 @@ std::string GradientsCheck(Loaded& m) {
   const std::vector<Tensor> values = m.session->Run(Feeds(m, "feed", "input/"), fetch_names, {});
   std::string failures;
   for (size_t i = 0; i < vars.size(); ++i) {
-    const std::string f = Compare("d loss / d " + vars[i], values[i],
-                                  m.data->GetTensor(StrCat("grad/", i)), 1e-4);
+    const std::string f =
+        Compare("d loss / d " + vars[i], values[i], m.data->GetTensor(StrCat("grad/", i)), 1e-4);
     if (!f.empty()) failures += f + "\n";
   }
   return failures;
@@ -491,8 +514,7 @@ std::string TrainCheck(Loaded& m) {
   const auto& vars = m.manifest->All("var");
   for (size_t i = 0; i < vars.size(); ++i) {
     const Tensor value = m.session->Run({}, {vars[i] + ":0"}, {}).at(0);
-    const std::string f = Compare("final " + vars[i], value,
-                                  m.data->GetTensor(StrCat("final/", i)), 1e-4);
+    const std::string f = Compare("final " + vars[i], value, m.data->GetTensor(StrCat("final/", i)), 1e-4);
     if (!f.empty()) failures += f + "\n";
   }
   return failures;
@@ -517,9 +539,9 @@ class StandardModelTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(StandardModelTest, MatchesTensorFlow) { RunStandardModel(GetParam()); }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, StandardModelTest,
-                         ::testing::Values("logistic_regression", "mlp_adam", "cnn",
-                                           "control_flow", "lstm", "embedding_adagrad",
-                                           "monitored_training", "dtypes", "partitioned"),
+                         ::testing::Values("logistic_regression", "mlp_adam", "cnn", "control_flow", "lstm",
+                                           "embedding_adagrad", "monitored_training", "dtypes",
+                                           "partitioned"),
                          [](const auto& info) { return info.param; });
 
 // ---- 1. the seed's program ---------------------------------------------------------------
@@ -601,8 +623,7 @@ TEST(SavedModelTest, ServesTheSignatureFromTheRestoredVariables) {
   std::shared_ptr<train::Saver> saver;
   tensorflow::MetaGraphDef meta;
   checks.Run("load", {}, [&] {
-    auto found = MetaGraphFromSavedModel(ReadFileOrFail(saved / "saved_model.pb"),
-                                         manifest.One("tag"));
+    auto found = MetaGraphFromSavedModel(ReadFileOrFail(saved / "saved_model.pb"), manifest.One("tag"));
     if (!found) return StrCat("saved_model.pb has no MetaGraphDef tagged ", manifest.One("tag"));
     meta = *found;
     saver = train::ImportMetaGraph(meta, &graph);
@@ -643,11 +664,10 @@ TEST(SavedModelTest, ServesTheSignatureFromTheRestoredVariables) {
 
 TEST(ExpectedFailuresTest, NamesKnownModelsAndAllowedFeaturesOnly) {
   const std::set<std::string> models = {
-      "seed_program", "logistic_regression", "mlp_adam", "cnn", "control_flow", "lstm",
-      "embedding_adagrad", "monitored_training", "saved_model", "dtypes", "partitioned"};
+      "seed_program",      "logistic_regression", "mlp_adam",    "cnn",    "control_flow", "lstm",
+      "embedding_adagrad", "monitored_training",  "saved_model", "dtypes", "partitioned"};
   // Models 1, 2, 3 and 10 must pass fully, whatever the file says.
-  const std::set<std::string> must_pass = {"seed_program", "logistic_regression", "mlp_adam",
-                                           "dtypes"};
+  const std::set<std::string> must_pass = {"seed_program", "logistic_regression", "mlp_adam", "dtypes"};
   for (const auto& [key, e] : LoadExpectedFailures()) {
     EXPECT_TRUE(models.contains(key.first))
         << "expected_failures.txt:" << e.line << ": unknown model " << key.first;

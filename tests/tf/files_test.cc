@@ -51,8 +51,7 @@ using ::testing::HasSubstr;
 
 // Where write_tf_files.py wrote this run's files.
 std::string Dir(const std::string& relative = "") {
-  return relative.empty() ? std::string(FLOWTRAIN_TF_FILES_DIR)
-                          : JoinPath(FLOWTRAIN_TF_FILES_DIR, relative);
+  return relative.empty() ? std::string(FLOWTRAIN_TF_FILES_DIR) : JoinPath(FLOWTRAIN_TF_FILES_DIR, relative);
 }
 
 // What TF read back from its own files: expected/<name>.pb, a Summary used as named tensors.
@@ -95,8 +94,7 @@ void ExpectSameTensor(const Tensor& got, const Tensor& want, const std::string& 
   EXPECT_EQ(DataTypeEnumName(got.dtype()), DataTypeEnumName(want.dtype())) << what;
   EXPECT_EQ(got.shape(), want.shape()) << what;
   EXPECT_EQ(TensorToProto(got).SerializeAsString(), TensorToProto(want).SerializeAsString())
-      << what << "\n  flowtrain: " << got.DebugString(20) << "\n  TF:        "
-      << want.DebugString(20);
+      << what << "\n  flowtrain: " << got.DebugString(20) << "\n  TF:        " << want.DebugString(20);
 }
 
 // Every tensor of the checkpoint at `prefix`, read by CheckpointReader and BundleReader, is
@@ -159,8 +157,8 @@ std::string Quoted(const std::string& path) { return "'" + path + "'"; }
 TEST(TfFilesModelDir, EveryCheckpointReadsAsTfReadsIt) {
   const Expected expected("model_dir");
   const std::vector<std::string> checkpoints = expected.Strings("checkpoints");
-  ASSERT_EQ(checkpoints, (std::vector<std::string>{"model.ckpt-0", "model.ckpt-100",
-                                                   "model.ckpt-200", "model.ckpt-300"}));
+  ASSERT_EQ(checkpoints,
+            (std::vector<std::string>{"model.ckpt-0", "model.ckpt-100", "model.ckpt-200", "model.ckpt-300"}));
   for (const std::string& checkpoint : checkpoints) {
     ExpectCheckpointAsTfReadIt(Dir("model_dir/" + checkpoint), expected, checkpoint);
   }
@@ -198,8 +196,7 @@ TEST(TfFilesModelDir, SaverRestoresTheTfCheckpointIntoAFlowtrainGraph) {
     Session sess(g);
     saver.Restore(sess, Dir("model_dir/" + checkpoint));
     for (const auto& [key, var] : vars) {
-      ExpectSameTensor(sess.Run({}, {var.value()}, {})[0], expected.Get(checkpoint + "/" + key),
-                       key);
+      ExpectSameTensor(sess.Run({}, {var.value()}, {})[0], expected.Get(checkpoint + "/" + key), key);
     }
   }
 }
@@ -210,18 +207,16 @@ TEST(TfFilesModelDir, MetaGraphAndGraphPbtxt) {
   const std::string prefix = Dir("model_dir/model.ckpt-300");
   tensorflow::MetaGraphDef meta;
   ASSERT_TRUE(meta.ParseFromString(ReadFileToString(prefix + ".meta")));
-  EXPECT_EQ(meta.saver_def().filename_tensor_name(),
-            expected.String("saver_def/filename_tensor_name"));
+  EXPECT_EQ(meta.saver_def().filename_tensor_name(), expected.String("saver_def/filename_tensor_name"));
   EXPECT_EQ(meta.saver_def().save_tensor_name(), expected.String("saver_def/save_tensor_name"));
   EXPECT_EQ(meta.saver_def().restore_op_name(), expected.String("saver_def/restore_op_name"));
   EXPECT_EQ(meta.saver_def().sharded(), expected.Scalar<bool>("saver_def/sharded"));
   EXPECT_EQ(meta.graph_def().node_size(), expected.Scalar<int32_t>("meta_graph_nodes"));
-  EXPECT_EQ(meta.meta_info_def().tensorflow_version(),
-            expected.String("meta_tensorflow_version"));
+  EXPECT_EQ(meta.meta_info_def().tensorflow_version(), expected.String("meta_tensorflow_version"));
 
   tensorflow::GraphDef graph;
-  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
-      ReadFileToString(Dir("model_dir/graph.pbtxt")), &graph));
+  ASSERT_TRUE(
+      google::protobuf::TextFormat::ParseFromString(ReadFileToString(Dir("model_dir/graph.pbtxt")), &graph));
   EXPECT_EQ(graph.node_size(), expected.Scalar<int32_t>("graph_pbtxt_nodes"));
 }
 
@@ -302,13 +297,11 @@ TEST(TfFilesModelDir, CommandLineReadsTheModelDir) {
   ASSERT_EQ(events.exit_code, 0) << events.output;
   EXPECT_THAT(events.output, HasSubstr("Run .  (2 event files)"));
   EXPECT_THAT(events.output,
-              HasSubstr(StrCat("graph: ", expected.Vector<int32_t>("events/graph_nodes").back(),
-                               " nodes")));
+              HasSubstr(StrCat("graph: ", expected.Vector<int32_t>("events/graph_nodes").back(), " nodes")));
   // (Whether TF's last loss summary is at step 300 or earlier depends on its timing.)
   const std::vector<int64_t> loss_steps = expected.Vector<int64_t>("events/scalar/loss/steps");
-  EXPECT_THAT(events.output, ContainsRegex(StrCat("loss +", loss_steps.size(), "  ",
-                                                  loss_steps.front(), "\\.\\.",
-                                                  loss_steps.back(), " ")));
+  EXPECT_THAT(events.output, ContainsRegex(StrCat("loss +", loss_steps.size(), "  ", loss_steps.front(),
+                                                  "\\.\\.", loss_steps.back(), " ")));
   // The session logs' counts and step ranges per status, as TF wrote them.
   const std::vector<int32_t> statuses = expected.Vector<int32_t>("events/session_log_statuses");
   const std::vector<int64_t> log_steps = expected.Vector<int64_t>("events/session_log_steps");
@@ -322,8 +315,7 @@ TEST(TfFilesModelDir, CommandLineReadsTheModelDir) {
       last = log_steps[i];
     }
     ASSERT_GT(count, 0) << name;
-    EXPECT_THAT(events.output, ContainsRegex(StrCat(name, " +", count, "  steps ", first,
-                                                    "\\.\\.", last)));
+    EXPECT_THAT(events.output, ContainsRegex(StrCat(name, " +", count, "  steps ", first, "\\.\\.", last)));
   }
 
   const std::string prefix = Dir("model_dir/model.ckpt-300");
@@ -335,8 +327,7 @@ TEST(TfFilesModelDir, CommandLineReadsTheModelDir) {
     want += key + " (" + DataTypeEnumName(t.dtype()) + ") " + t.shape().DebugString() + "\n";
   }
   EXPECT_EQ(listing.output, want);
-  const CliResult step =
-      RunFlowtrainCli("inspect-checkpoint " + Quoted(prefix) + " --tensor global_step");
+  const CliResult step = RunFlowtrainCli("inspect-checkpoint " + Quoted(prefix) + " --tensor global_step");
   EXPECT_EQ(step.exit_code, 0) << step.output;
   EXPECT_EQ(step.output, "tensor_name:  global_step\n300\n");
 }
@@ -474,8 +465,7 @@ TEST(TfFilesCheckpointState, Tf2CheckpointManagerStateWithTimestamps) {
   EXPECT_EQ(std::vector<double>(state->all_model_checkpoint_timestamps().begin(),
                                 state->all_model_checkpoint_timestamps().end()),
             expected.Vector<double>("state/all_model_checkpoint_timestamps"));
-  EXPECT_EQ(state->last_preserved_timestamp(),
-            expected.Scalar<double>("state/last_preserved_timestamp"));
+  EXPECT_EQ(state->last_preserved_timestamp(), expected.Scalar<double>("state/last_preserved_timestamp"));
   EXPECT_EQ(train::LatestCheckpoint(dir), expected.String("state/latest_checkpoint"));
   EXPECT_EQ(train::LatestCheckpoint(dir), JoinPath(dir, "ckpt-3"));
   // flowtrain writes the same state, relative paths and timestamps, as TF's bytes.
@@ -486,8 +476,7 @@ TEST(TfFilesCheckpointState, Tf2CheckpointManagerStateWithTimestamps) {
   }
   train::UpdateCheckpointStateInternal(
       again, JoinPath(again, "ckpt-3"), paths, "checkpoint", /*save_relative_paths=*/true,
-      {state->all_model_checkpoint_timestamps().begin(),
-       state->all_model_checkpoint_timestamps().end()},
+      {state->all_model_checkpoint_timestamps().begin(), state->all_model_checkpoint_timestamps().end()},
       state->last_preserved_timestamp());
   EXPECT_EQ(ReadFileToString(JoinPath(again, "checkpoint")), text);
   ExpectCheckpointAsTfReadIt(*train::LatestCheckpoint(dir), expected, "latest");
@@ -571,8 +560,7 @@ TEST(TfFilesTf2Scalars, RawEventsAreFloatTensorScalars) {
 
 TEST(TfFilesTf2Scalars, CommandLinePrintsTheSeries) {
   if (!FileExists(FlowtrainCliPath())) GTEST_SKIP() << "tools/flowtrain is not built";
-  const CliResult r =
-      RunFlowtrainCli("events " + Quoted(Dir("events_tf2_scalar")) + " --tag my_metric");
+  const CliResult r = RunFlowtrainCli("events " + Quoted(Dir("events_tf2_scalar")) + " --tag my_metric");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("scalar my_metric (60 points)"));
   EXPECT_THAT(r.output, HasSubstr("min 0 at step 0, max 29.5 at step 59"));
@@ -600,8 +588,7 @@ TEST(TfFilesExamples, ParseExampleGivesWhatTfParsed) {
       {"feature2", ops::FixedLenFeature{DT_STRING, TensorShape({})}},
       {"feature3", ops::FixedLenFeature{DT_FLOAT, TensorShape({})}},
       {"pair", ops::FixedLenFeature{DT_FLOAT, TensorShape({2})}},
-      {"missing", ops::FixedLenFeature{DT_FLOAT, TensorShape({3}),
-                                       Tensor::FromVector<float>({7, 8, 9})}},
+      {"missing", ops::FixedLenFeature{DT_FLOAT, TensorShape({3}), Tensor::FromVector<float>({7, 8, 9})}},
       {"tags", ops::VarLenFeature{DT_STRING}},
       {"ids", ops::VarLenFeature{DT_INT64}}};
   Graph g;
@@ -613,9 +600,9 @@ TEST(TfFilesExamples, ParseExampleGivesWhatTfParsed) {
   for (const auto& [name, spec] : features) {
     if (std::holds_alternative<ops::VarLenFeature>(spec)) {
       const ops::SparseTensor& sparse = parsed.sparse.at(name);
-      for (const auto& [part, output] : {std::pair{"indices", sparse.indices},
-                                         std::pair{"values", sparse.values},
-                                         std::pair{"dense_shape", sparse.dense_shape}}) {
+      for (const auto& [part, output] :
+           {std::pair{"indices", sparse.indices}, std::pair{"values", sparse.values},
+            std::pair{"dense_shape", sparse.dense_shape}}) {
         names.push_back(name + "/" + part);
         fetches.push_back(output);
       }

@@ -73,7 +73,8 @@ DataSet WriteDataSet(const std::string& dir) {
   }
   auto write = [&](const std::string& name, const std::vector<float>& values) {
     std::ofstream out(dir + "/" + name, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(float)));
+    out.write(reinterpret_cast<const char*>(values.data()),
+              static_cast<std::streamsize>(values.size() * sizeof(float)));
     ASSERT_TRUE(out.good()) << name;
   };
   write("x.bin", data.x);
@@ -175,8 +176,12 @@ std::ostream& operator<<(std::ostream& os, const Variant& v) {
   return os << v.optimizer << (v.relative_model_dir ? ", relative model directory" : "");
 }
 
-const Variant kAdam{"adam", false, {"global_step", "beta1_power", "beta2_power", "dense/kernel/Adam", "dense_1/bias/Adam_1"}, 15};
-const Variant kMomentumInRelativeDir{"momentum", true, {"global_step", "dense/kernel/Momentum", "dense_1/bias/Momentum"}, 9};
+const Variant kAdam{"adam",
+                    false,
+                    {"global_step", "beta1_power", "beta2_power", "dense/kernel/Adam", "dense_1/bias/Adam_1"},
+                    15};
+const Variant kMomentumInRelativeDir{
+    "momentum", true, {"global_step", "dense/kernel/Momentum", "dense_1/bias/Momentum"}, 9};
 
 // Both checkpoints hold the same variables with the same dtypes, shapes and bits: the model's
 // 4 weights, their slots, the optimizer's other variables and global_step.
@@ -202,7 +207,8 @@ void ExpectSameCheckpoint(const Variant& variant, const std::string& a, const st
 PythonRun RunTf(const Variant& variant, const std::string& data_dir, const std::string& model_dir,
                 int64_t last_step, const std::string& losses) {
   return RunTfPython({TfScript("handover/handover.py"), "--optimizer", variant.optimizer, "--data", data_dir,
-                      "--model-dir", model_dir, "--last-step", std::to_string(last_step), "--losses", losses});
+                      "--model-dir", model_dir, "--last-step", std::to_string(last_step), "--losses",
+                      losses});
 }
 
 // flowtrain's side: handover.py's model, trained with MonitoredTrainingSession on `model_dir`
@@ -342,7 +348,8 @@ TEST_P(Handover, TfThenFlowtrainThenTfContinuesOneJob) {
   ExpectCheckpointsInState(model_dir, {100, 130, 160, 190, 200});
   // What flowtrain restored is what TF saved: its session re-saved step 100 before training.
   ExpectSameCheckpoint(variant, tf_checkpoint, model_dir + "/model.ckpt-100");
-  const std::string flowtrain_checkpoint = CopyCheckpoint(model_dir + "/model.ckpt-200", root + "/flowtrain_checkpoint");
+  const std::string flowtrain_checkpoint =
+      CopyCheckpoint(model_dir + "/model.ckpt-200", root + "/flowtrain_checkpoint");
 
   const PythonRun phase3 = RunTf(variant, data_dir, model_dir, 300, root + "/phase3.losses");
   ASSERT_EQ(phase3.exit_code, 0) << phase3.output;
@@ -357,11 +364,10 @@ TEST_P(Handover, TfThenFlowtrainThenTfContinuesOneJob) {
   ExpectSameCheckpoint(variant, flowtrain_checkpoint, model_dir + "/model.ckpt-200");
   ExpectLossesOfReference(ReadLosses(root + "/phase3.losses"), reference_losses, 200, 300);
 
-  const PythonRun check = RunTfPython({TfScript("handover/check_handover.py"),
-                                       "--model-dir", model_dir, "--reference-dir", reference_dir,
-                                       "--reference-losses", root + "/reference.losses", "--data", data_dir,
-                                       "--tf-checkpoint", tf_checkpoint, "--flowtrain-checkpoint",
-                                       flowtrain_checkpoint});
+  const PythonRun check =
+      RunTfPython({TfScript("handover/check_handover.py"), "--model-dir", model_dir, "--reference-dir",
+                   reference_dir, "--reference-losses", root + "/reference.losses", "--data", data_dir,
+                   "--tf-checkpoint", tf_checkpoint, "--flowtrain-checkpoint", flowtrain_checkpoint});
   EXPECT_EQ(check.exit_code, 0) << check.output;
 }
 

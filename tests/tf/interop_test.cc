@@ -101,9 +101,9 @@ std::string TensorJson(const Tensor& t) {
     values += v;
   };
   switch (t.dtype()) {
-#define FT_CASE(ENUM, TYPE, NAME, FORMAT)                    \
-  case ENUM:                                                 \
-    dtype = NAME;                                            \
+#define FT_CASE(ENUM, TYPE, NAME, FORMAT)                   \
+  case ENUM:                                                \
+    dtype = NAME;                                           \
     for (const TYPE& v : t.flat<TYPE>()) append(FORMAT(v)); \
     break;
 #define FT_FLOAT(v) Number(static_cast<double>(static_cast<float>(v)))
@@ -216,8 +216,7 @@ std::string TrainedCheckpointJson(Model& m, Session& sess) {
 
 // Initializes `m`'s variables in `sess`, trains 5 steps on `batch` and saves the checkpoint
 // dir/model.ckpt-5; returns its prefix.
-std::string TrainFiveStepsAndSave(Model& m, Session& sess, const Batch& batch,
-                                  const std::string& dir) {
+std::string TrainFiveStepsAndSave(Model& m, Session& sess, const Batch& batch, const std::string& dir) {
   sess.Run({}, {}, {ops::GlobalVariablesInitializer(&m.graph)});
   for (int i = 0; i < 5; ++i) sess.Run({{m.x, batch.x}, {m.y, batch.y}}, {}, {m.train_op});
   return m.saver->Save(sess, dir + "/model.ckpt", m.global_step);
@@ -233,8 +232,8 @@ void CheckpointRoundTrip(const std::string& optimizer, bool sharded) {
   const std::string prefix = TrainFiveStepsAndSave(m, sess, batch, dir);
   ASSERT_EQ(prefix, dir + "/model.ckpt-5");
   WriteFile(dir + "/expected.json", TrainedCheckpointJson(m, sess));
-  RunChecker("check_checkpoint.py", {"--prefix", prefix, "--expected", dir + "/expected.json",
-                                     "--optimizer", optimizer});
+  RunChecker("check_checkpoint.py",
+             {"--prefix", prefix, "--expected", dir + "/expected.json", "--optimizer", optimizer});
 }
 
 TEST(InteropTest, AdamCheckpointLoadsAndRestoresInTensorFlow) { CheckpointRoundTrip("adam", false); }
@@ -249,15 +248,14 @@ TEST(InteropTest, CheckpointOfEveryDtypeReadsExactlyInTensorFlow) {
   Graph g;
   auto as_default = g.AsDefault();
   std::vector<std::pair<std::string, Tensor>> values = {
-      {"f32", Tensor::FromVector<float>({0.0f, -0.0f, 1.5f, -3.25e-38f, 3.4028235e38f,
-                                         1.17549435e-38f, 1e-45f, 0.1f, INFINITY, -INFINITY},
+      {"f32", Tensor::FromVector<float>({0.0f, -0.0f, 1.5f, -3.25e-38f, 3.4028235e38f, 1.17549435e-38f,
+                                         1e-45f, 0.1f, INFINITY, -INFINITY},
                                         TensorShape({2, 5}))},
-      {"f64", Tensor::FromVector<double>({0.1, -2.5e-308, 1.7976931348623157e308, 4.9e-324,
-                                          M_PI, -0.0})},
-      {"f16", Tensor::FromVector<half>({half(0.0f), half(1.0f / 3), half(-65504.0f), half(6e-8f),
-                                        half(0.099975586f)})},
-      {"bf16", Tensor::FromVector<bfloat16>({bfloat16(0.1f), bfloat16(-3.0e38f), bfloat16(1e-30f),
-                                             bfloat16(7.0f)})},
+      {"f64", Tensor::FromVector<double>({0.1, -2.5e-308, 1.7976931348623157e308, 4.9e-324, M_PI, -0.0})},
+      {"f16", Tensor::FromVector<half>(
+                  {half(0.0f), half(1.0f / 3), half(-65504.0f), half(6e-8f), half(0.099975586f)})},
+      {"bf16",
+       Tensor::FromVector<bfloat16>({bfloat16(0.1f), bfloat16(-3.0e38f), bfloat16(1e-30f), bfloat16(7.0f)})},
       {"i8", Tensor::FromVector<int8_t>({-128, -1, 0, 1, 127})},
       {"i16", Tensor::FromVector<int16_t>({-32768, -2, 0, 3, 32767})},
       {"i32", Tensor::FromVector<int32_t>({INT32_MIN, -5, 0, 6, INT32_MAX}, TensorShape({5, 1}))},
@@ -267,9 +265,9 @@ TEST(InteropTest, CheckpointOfEveryDtypeReadsExactlyInTensorFlow) {
       {"u32", Tensor::FromVector<uint32_t>({0, 1, 3000000000u, 4294967295u})},
       {"u64", Tensor::FromVector<uint64_t>({0, 1, 18446744073709551615ull})},
       {"flag", Tensor::FromVector<bool>({true, false, true}, TensorShape({1, 3}))},
-      {"words", Tensor::FromVector<std::string>({"", "hello", std::string("nul\0byte", 8),
-                                                 "\xc3\xa9t\xc3\xa9", std::string(300, 'z')},
-                                                TensorShape({5}))},
+      {"words", Tensor::FromVector<std::string>(
+                    {"", "hello", std::string("nul\0byte", 8), "\xc3\xa9t\xc3\xa9", std::string(300, 'z')},
+                    TensorShape({5}))},
       {"scalar_f32", Tensor::Scalar<float>(-42.125f)},
       {"empty_f32", Tensor::FromVector<float>({}, TensorShape({0, 3}))},
   };
@@ -341,8 +339,8 @@ TEST(InteropTest, MonitoredTrainingSessionMetaGraphTrainsOnInTensorFlow) {
     Output h = layers::Conv2D(images, 4, {3, 3}, {1, 1}, "same", ops::Relu);
     h = layers::MaxPooling2D(h, {2, 2}, {2, 2});
     Output logits = layers::Dense(layers::Flatten(h), 3);
-    Output loss = ops::Identity(
-        ops::ReduceMean(ops::SparseSoftmaxCrossEntropyWithLogits(labels, logits)), "loss");
+    Output loss =
+        ops::Identity(ops::ReduceMean(ops::SparseSoftmaxCrossEntropyWithLogits(labels, logits)), "loss");
     summary::Scalar("xent", loss);
     summary::Histogram("logits", logits);
     Variable step = train::GetOrCreateGlobalStep();
@@ -495,9 +493,9 @@ TEST(InteropTest, TfRecordsOfExamplesParseInTensorFlow) {
     for (const std::string& b : blobs) blob_hex.push_back(Hex(b));
     if (i > 0) examples += ",\n";
     examples += "{\"label\":" + List(std::vector<int64_t>{label}) + ",\"weights\":" + List(weights) +
-                ",\"name\":" + List(std::vector<std::string>{Hex(name)}) + ",\"tokens\":" +
-                List(tokens) + ",\"scores\":" + List(scores) + ",\"blobs\":" + List(blob_hex) +
-                ",\"serialized\":\"" + Hex(serialized.back()) + "\"}";
+                ",\"name\":" + List(std::vector<std::string>{Hex(name)}) + ",\"tokens\":" + List(tokens) +
+                ",\"scores\":" + List(scores) + ",\"blobs\":" + List(blob_hex) + ",\"serialized\":\"" +
+                Hex(serialized.back()) + "\"}";
   }
   examples += "]";
   for (const std::string compression : {"", "ZLIB", "GZIP"}) {
@@ -555,13 +553,13 @@ TEST(InteropTest, EventFilesReadInTensorBoard) {
       for (int k = 0; k < 800; ++k) clip.push_back(0.9f * std::sin(0.05f * k * (1 + step % 3)));
       const std::string text = "step **" + std::to_string(step) + "** of flowtrain";
       const float loss_value = 1.0f / (1.0f + step);
-      std::vector<Tensor> out = sess.Run(
-          {{loss, Tensor::Scalar<float>(loss_value)},
-           {weights, Tensor::FromVector<float>(w)},
-           {pixels, Tensor::FromVector<uint8_t>(px, TensorShape({2, 4, 5, 3}))},
-           {sound, Tensor::FromVector<float>(clip, TensorShape({2, 400}))},
-           {note, Tensor::Scalar<std::string>(text)}},
-          {merged, doubled});
+      std::vector<Tensor> out =
+          sess.Run({{loss, Tensor::Scalar<float>(loss_value)},
+                    {weights, Tensor::FromVector<float>(w)},
+                    {pixels, Tensor::FromVector<uint8_t>(px, TensorShape({2, 4, 5, 3}))},
+                    {sound, Tensor::FromVector<float>(clip, TensorShape({2, 400}))},
+                    {note, Tensor::Scalar<std::string>(text)}},
+                   {merged, doubled});
       writer.AddSummary(out[0].scalar<std::string>(), step);
       if (steps_json.size() > 1) steps_json += ",\n";
       steps_json += "{\"step\":" + std::to_string(step) + ",\"loss\":" + TensorJson(out[1]) +
@@ -589,8 +587,7 @@ TEST(InteropTest, HistogramBinsMatchTensorBoardsDashboard) {
   Output scale = ops::Placeholder(DT_FLOAT, PartialTensorShape({}), "scale");
   std::vector<float> pre;
   for (int k = 0; k < 500; ++k) pre.push_back(std::sin(0.37f * k) - 0.2f);
-  summary::Histogram("activations",
-                     ops::Relu(ops::Mul(ops::Const<float>(pre, TensorShape({500})), scale)));
+  summary::Histogram("activations", ops::Relu(ops::Mul(ops::Const<float>(pre, TensorShape({500})), scale)));
   Output merged = summary::MergeAll();
   {
     Session sess(g);
@@ -607,14 +604,14 @@ TEST(InteropTest, HistogramBinsMatchTensorBoardsDashboard) {
     if (histograms.size() > 1) histograms += ",\n";
     histograms += "{\"step\":" + std::to_string(h.step) + ",\"bins\":[";
     for (size_t i = 0; i < h.bins.size(); ++i) {
-      histograms += StrCat(i > 0 ? "," : "", "{\"left\":", h.bins[i].left, ",\"width\":",
-                           h.bins[i].width, ",\"count\":", h.bins[i].count, "}");
+      histograms += StrCat(i > 0 ? "," : "", "{\"left\":", h.bins[i].left, ",\"width\":", h.bins[i].width,
+                           ",\"count\":", h.bins[i].count, "}");
     }
     histograms += "]}";
   }
   histograms += "]";
-  WriteFile(dir + "/expected.json", "{\"logdir\":" + Quote(logdir) +
-                                        ",\"tag\":\"activations\",\n\"histograms\":" + histograms + "}");
+  WriteFile(dir + "/expected.json",
+            "{\"logdir\":" + Quote(logdir) + ",\"tag\":\"activations\",\n\"histograms\":" + histograms + "}");
   RunChecker("check_histogram_bins.py", {"--expected", dir + "/expected.json"});
 }
 

@@ -51,8 +51,7 @@ PythonRun RunTfPython(const std::vector<std::string>& args) {
   envp.push_back(nullptr);
 
   pid_t pid = 0;
-  const int spawn_error =
-      ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
+  const int spawn_error = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   ::close(pipe_fds[1]);
   if (spawn_error != 0) {

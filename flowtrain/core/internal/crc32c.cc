@@ -68,19 +68,20 @@ constexpr size_t kStreamBytes = 512;
 struct ShiftTables {
   ShiftTables() {
     uint32_t shift = 1u << 31;  // x^0
-    for (size_t i = 0; i < 8 * kStreamBytes; ++i) shift = (shift & 1) ? (shift >> 1) ^ kPolynomial : shift >> 1;
+    for (size_t i = 0; i < 8 * kStreamBytes; ++i)
+      shift = (shift & 1) ? (shift >> 1) ^ kPolynomial : shift >> 1;
     for (int k = 0; k < 4; ++k) {
       for (uint32_t b = 0; b < 256; ++b) table[k][b] = MultiplyModP(shift, b << (8 * k));
     }
   }
   uint32_t Shift(uint32_t crc) const {
-    return table[0][crc & 0xff] ^ table[1][(crc >> 8) & 0xff] ^ table[2][(crc >> 16) & 0xff] ^ table[3][crc >> 24];
+    return table[0][crc & 0xff] ^ table[1][(crc >> 8) & 0xff] ^ table[2][(crc >> 16) & 0xff] ^
+           table[3][crc >> 24];
   }
   uint32_t table[4][256];
 };
 
-__attribute__((target("sse4.2"))) uint32_t ExtendHardware(uint32_t crc, const uint8_t* p,
-                                                           size_t n) {
+__attribute__((target("sse4.2"))) uint32_t ExtendHardware(uint32_t crc, const uint8_t* p, size_t n) {
   uint64_t c = ~crc;
   if (n >= 3 * kStreamBytes) {
     static const ShiftTables shift;
@@ -96,7 +97,8 @@ __attribute__((target("sse4.2"))) uint32_t ExtendHardware(uint32_t crc, const ui
         c2 = _mm_crc32_u64(c2, w2);
       }
       // The register is linear in the message: (A B C) = shift(shift(A) ^ B) ^ C.
-      c = shift.Shift(shift.Shift(static_cast<uint32_t>(c)) ^ static_cast<uint32_t>(c1)) ^ static_cast<uint32_t>(c2);
+      c = shift.Shift(shift.Shift(static_cast<uint32_t>(c)) ^ static_cast<uint32_t>(c1)) ^
+          static_cast<uint32_t>(c2);
       p += 3 * kStreamBytes;
       n -= 3 * kStreamBytes;
     } while (n >= 3 * kStreamBytes);
@@ -142,8 +144,7 @@ uint64_t FoldMultiplier(size_t n) { return uint64_t{XPowModP(n - 1)} << 32; }
 
 // Per 128-bit lane: the multiplier of the high-degree (low) quadword, then the low-degree one.
 struct FoldPair {
-  explicit FoldPair(size_t bits)
-      : by_high(FoldMultiplier(bits + 64)), by_low(FoldMultiplier(bits)) {}
+  explicit FoldPair(size_t bits) : by_high(FoldMultiplier(bits + 64)), by_low(FoldMultiplier(bits)) {}
   uint64_t by_high, by_low;
 };
 
@@ -168,8 +169,8 @@ FT_CRC_FOLD_TARGET inline __m512i Broadcast(const FoldPair& k) {
 
 // Each 128-bit lane of x folded by k's distance, plus `onto`.
 FT_CRC_FOLD_TARGET inline __m512i Fold(__m512i x, __m512i k, __m512i onto) {
-  return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(x, k, 0x00),
-                                   _mm512_clmulepi64_epi128(x, k, 0x11), onto, 0x96);
+  return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(x, k, 0x00), _mm512_clmulepi64_epi128(x, k, 0x11),
+                                   onto, 0x96);
 }
 
 FT_CRC_FOLD_TARGET uint32_t ExtendFolding(uint32_t crc, const uint8_t* p, size_t n) {
@@ -202,14 +203,12 @@ FT_CRC_FOLD_TARGET uint32_t ExtendFolding(uint32_t crc, const uint8_t* p, size_t
         0, 0, static_cast<long long>(k.by128.by_low), static_cast<long long>(k.by128.by_high),
         static_cast<long long>(k.by256.by_low), static_cast<long long>(k.by256.by_high),
         static_cast<long long>(k.by384.by_low), static_cast<long long>(k.by384.by_high));
-    const __m512i z = _mm512_xor_si512(_mm512_clmulepi64_epi128(y, lanes, 0x00),
-                                       _mm512_clmulepi64_epi128(y, lanes, 0x11));
+    const __m512i z =
+        _mm512_xor_si512(_mm512_clmulepi64_epi128(y, lanes, 0x00), _mm512_clmulepi64_epi128(y, lanes, 0x11));
     // (maskz: the plain extract leaves GCC 12 warning of an undefined pass-through register.)
     const __m128i s = _mm_ternarylogic_epi64(
-        _mm_xor_si128(_mm512_maskz_extracti32x4_epi32(0xf, z, 0),
-                      _mm512_maskz_extracti32x4_epi32(0xf, z, 1)),
-        _mm512_maskz_extracti32x4_epi32(0xf, z, 2), _mm512_maskz_extracti32x4_epi32(0xf, y, 3),
-        0x96);
+        _mm_xor_si128(_mm512_maskz_extracti32x4_epi32(0xf, z, 0), _mm512_maskz_extracti32x4_epi32(0xf, z, 1)),
+        _mm512_maskz_extracti32x4_epi32(0xf, z, 2), _mm512_maskz_extracti32x4_epi32(0xf, y, 3), 0x96);
     c = _mm_crc32_u64(0, static_cast<uint64_t>(_mm_cvtsi128_si64(s)));
     c = _mm_crc32_u64(c, static_cast<uint64_t>(_mm_extract_epi64(s, 1)));
   }
@@ -228,8 +227,8 @@ bool DetectHardware() {
 // libgcc's answers count the instruction sets only when the OS saves the AVX-512 registers.
 bool DetectFolding() {
   __builtin_cpu_init();
-  return DetectHardware() && __builtin_cpu_supports("avx512f") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("vpclmulqdq");
+  return DetectHardware() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("vpclmulqdq");
 }
 #else
 bool DetectHardware() { return false; }

@@ -25,9 +25,8 @@ bool TakesStateOf(const Node* n, int i) {
 
 class Partitioner {
  public:
-  Partitioner(const Graph& graph, const std::vector<Endpoint>& feeds,
-              const std::vector<Endpoint>& fetches, const std::vector<const Node*>& targets,
-              const PartitionOptions& options)
+  Partitioner(const Graph& graph, const std::vector<Endpoint>& feeds, const std::vector<Endpoint>& fetches,
+              const std::vector<const Node*>& targets, const PartitionOptions& options)
       : graph_(graph), fetches_(fetches), targets_(targets), options_(options) {
     for (size_t i = 0; i < feeds.size(); ++i) feed_index_.emplace(IdOf(feeds[i]), static_cast<int>(i));
   }
@@ -64,13 +63,12 @@ class Partitioner {
       for (const Node* c : n->control_inputs()) need(c);
     }
     needed_.assign(needed_set_.begin(), needed_set_.end());
-    std::sort(needed_.begin(), needed_.end(),
-              [](const Node* a, const Node* b) { return a->id() < b->id(); });
+    std::sort(needed_.begin(), needed_.end(), [](const Node* a, const Node* b) { return a->id() < b->id(); });
     for (const Node* n : needed_) {
       for (const Endpoint& e : n->inputs()) {
         if (e.node->id() >= n->id()) {
-          Unimplemented("The distributed runtime needs an acyclic graph: ", n->DebugName(),
-                        " reads ", e.node->DebugName(), " built after it");
+          Unimplemented("The distributed runtime needs an acyclic graph: ", n->DebugName(), " reads ",
+                        e.node->DebugName(), " built after it");
         }
       }
     }
@@ -112,14 +110,13 @@ class Partitioner {
     if (!spec.job.empty()) task = TaskId{spec.job, 0};
     if (spec.task) task.index = *spec.task;
     auto fail = [&](std::string_view why) {
-      InvalidArgument("Cannot assign a device for operation ", n->name(), ": ",
-                      anchor == n ? std::string("it")
-                                  : StrCat("its colocation group (with ", anchor->name(), ")"),
-                      " was explicitly assigned to ", requested, " but ", why);
+      InvalidArgument(
+          "Cannot assign a device for operation ", n->name(), ": ",
+          anchor == n ? std::string("it") : StrCat("its colocation group (with ", anchor->name(), ")"),
+          " was explicitly assigned to ", requested, " but ", why);
     };
     if (task.index >= options_.cluster.num_tasks(task.job)) {
-      fail(StrCat("the cluster has no task ", task.name(), " (cluster: ",
-                  options_.cluster.ToString(), ")"));
+      fail(StrCat("the cluster has no task ", task.name(), " (cluster: ", options_.cluster.ToString(), ")"));
     }
     if (spec.replica && *spec.replica != 0) fail("replicas other than 0 do not exist");
     const bool cpu = spec.device_type.empty() || spec.device_type == "CPU";
@@ -137,8 +134,8 @@ class Partitioner {
         if (!TakesStateOf(n, i) || FeedIndex(e) >= 0) continue;
         if (task_.at(e.node) != task_.at(n)) {
           InvalidArgument("Node ", n->name(), " on ", task_.at(n).name(), " takes a reference or handle to ",
-                          e.node->name(), " on ", task_.at(e.node).name(),
-                          ": colocate it with ", e.node->name());
+                          e.node->name(), " on ", task_.at(e.node).name(), ": colocate it with ",
+                          e.node->name());
         }
       }
     }
@@ -199,7 +196,8 @@ class Partitioner {
       last = std::max(last, *stages.rbegin());
     }
     for (const Endpoint& e : fetches_) {
-      if (FeedIndex(e) >= 0 || copyable_.count(e.node) == 0 || !IsRefType(e.node->output_type(e.index))) continue;
+      if (FeedIndex(e) >= 0 || copyable_.count(e.node) == 0 || !IsRefType(e.node->output_type(e.index)))
+        continue;
       const int stage = last_stage.at(task_.at(e.node));
       instances_[e.node].insert(stage);
       ref_fetch_stage_[e.node] = stage;
@@ -211,9 +209,7 @@ class Partitioner {
     return stage == *stages.begin() ? n->name() : StrCat(n->name(), "/flowtrain_stage_", stage);
   }
   // The stage whose instance of `n` produces what other tasks, later stages and fetches see.
-  int ProducingStage(const Node* n) const {
-    return copyable_.count(n) != 0 ? 0 : stage_.at(n);
-  }
+  int ProducingStage(const Node* n) const { return copyable_.count(n) != 0 ? 0 : stage_.at(n); }
 
   Stage& StageOf(const TaskId& task, int stage) { return stages_[task][stage]; }
 
@@ -290,10 +286,9 @@ class Partitioner {
     }
     const std::string key = StrCat("^", src->name());
     Stage& from = StageOf(src_task, ProducingStage(src));
-    const bool sent = std::any_of(from.control_pushes().begin(), from.control_pushes().end(),
-                                  [&](const PushTarget& p) {
-                                    return p.key() == key && p.job() == task.job && p.task() == task.index;
-                                  });
+    const bool sent = std::any_of(
+        from.control_pushes().begin(), from.control_pushes().end(),
+        [&](const PushTarget& p) { return p.key() == key && p.job() == task.job && p.task() == task.index; });
     if (!sent) {
       PushTarget* push = from.add_control_pushes();
       push->set_job(task.job);
@@ -368,7 +363,7 @@ class Partitioner {
   std::unordered_map<const Node*, const Node*> anchors_;
   std::unordered_map<const Node*, TaskId> task_;
   std::unordered_set<const Node*> copyable_;
-  std::unordered_map<const Node*, int> stage_;           // nodes that are not copyable
+  std::unordered_map<const Node*, int> stage_;  // nodes that are not copyable
   std::unordered_map<const Node*, std::set<int>> instances_;
   std::unordered_map<const Node*, int> ref_fetch_stage_;  // fetched variables: where to read
 
@@ -382,8 +377,7 @@ class Partitioner {
 }  // namespace
 
 PartitionPlan PartitionGraph(const Graph& graph, const std::vector<Endpoint>& feeds,
-                             const std::vector<Endpoint>& fetches,
-                             const std::vector<const Node*>& targets,
+                             const std::vector<Endpoint>& fetches, const std::vector<const Node*>& targets,
                              const PartitionOptions& options) {
   return Partitioner(graph, feeds, fetches, targets, options).Build();
 }

@@ -49,15 +49,14 @@ struct PartitionPlan {
 
 struct PartitionOptions {
   ClusterSpec cluster;
-  TaskId default_task;  // the task of nodes that name no job
+  TaskId default_task;                // the task of nodes that name no job
   bool allow_soft_placement = false;  // GPU requests fall back to the task's CPU
 };
 
 // Throws InvalidArgument for a device outside the cluster, a reference or handle from another
 // task, or a graph that is not in topological order of node ids.
 PartitionPlan PartitionGraph(const Graph& graph, const std::vector<Endpoint>& feeds,
-                             const std::vector<Endpoint>& fetches,
-                             const std::vector<const Node*>& targets,
+                             const std::vector<Endpoint>& fetches, const std::vector<const Node*>& targets,
                              const PartitionOptions& options);
 
 }  // namespace flowtrain::distributed

@@ -40,11 +40,11 @@ TEST(PartitionTest, OnlyTensorsOfEdgesBetweenTasksArePushed) {
     on_ps = ops::Mul(v.ref(), ops::Const(3.0f, "three"), "on_ps");  // stays on the ps
   }
   Output x = ops::Placeholder(DT_FLOAT, {}, "x");
-  Output y = ops::Add(on_ps, x, "y");                               // on the worker
-  Output assign = v.Assign(y, "assign");                             // the variable's task
+  Output y = ops::Add(on_ps, x, "y");     // on the worker
+  Output assign = v.Assign(y, "assign");  // the variable's task
 
-  PartitionPlan plan = PartitionGraph(g, {Endpoint{x.node(), 0}}, {Endpoint{x.node(), 0}},
-                                      {assign.node()}, Options());
+  PartitionPlan plan =
+      PartitionGraph(g, {Endpoint{x.node(), 0}}, {Endpoint{x.node(), 0}}, {assign.node()}, Options());
   ASSERT_EQ(plan.partitions.size(), 2u);
   EXPECT_EQ(plan.fetch_is_feed, (std::vector<int>{0}));
   EXPECT_EQ(Pushes(plan.partitions.at(kPs)), (std::vector<std::string>{"on_ps:0->worker"}));
@@ -81,8 +81,11 @@ TEST(PartitionTest, ReferencesAndColocationFollowTheVariable) {
     auto missing = g.Device("/job:ps/task:1");
     elsewhere = ops::Identity(v, "elsewhere");
   }
-  testing::ExpectInvalidArgument([&] { PartitionGraph(g, {}, {Endpoint{elsewhere.node(), 0}}, {}, Options()); },
-                                 {"Cannot assign a device for operation elsewhere", "no task /job:ps/replica:0/task:1"});
+  testing::ExpectInvalidArgument(
+      [&] {
+        PartitionGraph(g, {}, {Endpoint{elsewhere.node(), 0}}, {}, Options());
+      },
+      {"Cannot assign a device for operation elsewhere", "no task /job:ps/replica:0/task:1"});
 }
 
 }  // namespace

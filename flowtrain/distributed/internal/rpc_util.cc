@@ -52,8 +52,7 @@ std::unique_ptr<WorkerService::Stub> NewWorkerStub(const std::string& address) {
   // 40 s instead of hanging: pings during calls, and a peer that stops answering is dead.
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepalivePingMs);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
-  return WorkerService::NewStub(
-      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+  return WorkerService::NewStub(grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
 }
 
 }  // namespace flowtrain::distributed

@@ -145,8 +145,7 @@ void Worker::WatchCancelledSteps() {
   }
 }
 
-grpc::Status Worker::GetStatus(grpc::ServerContext*, const GetStatusRequest*,
-                               GetStatusResponse* response) {
+grpc::Status Worker::GetStatus(grpc::ServerContext*, const GetStatusRequest*, GetStatusResponse* response) {
   response->set_cluster(cluster().ToString());
   response->set_job_name(job_name_);
   response->set_task_index(task_index_);
@@ -179,7 +178,8 @@ grpc::Status Worker::RegisterGraph(grpc::ServerContext*, const RegisterGraphRequ
       std::vector<Endpoint> feeds;
       for (const StageInput& input : spec.inputs()) {
         Node* placeholder = partition->graph.FindNode(input.placeholder());
-        if (placeholder == nullptr) InvalidArgument("No placeholder ", input.placeholder(), " in the partition");
+        if (placeholder == nullptr)
+          InvalidArgument("No placeholder ", input.placeholder(), " in the partition");
         feeds.push_back(Endpoint{placeholder, 0});
         Partition::Input& in = stage.inputs.emplace_back();
         in.kind = input.source_case();
@@ -294,7 +294,8 @@ grpc::Status Worker::SendTensors(grpc::ServerContext*, const SendTensorsRequest*
       if (shutting_down_) Unavailable("Task ", task_name_, " is shutting down");
     }
     if (request->keys_size() != request->tensors_size()) {
-      InvalidArgument("SendTensors: ", request->keys_size(), " keys for ", request->tensors_size(), " tensors");
+      InvalidArgument("SendTensors: ", request->keys_size(), " keys for ", request->tensors_size(),
+                      " tensors");
     }
     std::vector<Tensor> tensors;
     for (int i = 0; i < request->keys_size(); ++i) {
@@ -327,9 +328,9 @@ void Worker::RunStepOrThrow(grpc::ServerContext* context, const RunStepRequest& 
                             RunStepResponse* response) {
   std::shared_ptr<Partition> partition = FindPartition(request.handle());
   const int64_t step_id = request.step_id();
-  const Clock::time_point deadline =
-      request.timeout_in_ms() > 0 ? Clock::now() + std::chrono::milliseconds(request.timeout_in_ms())
-                                  : Clock::time_point::max();
+  const Clock::time_point deadline = request.timeout_in_ms() > 0
+                                         ? Clock::now() + std::chrono::milliseconds(request.timeout_in_ms())
+                                         : Clock::time_point::max();
   CancellationManager step_cancellation;
   ActiveStep active{context, &step_cancellation, partition.get()};
   std::shared_ptr<StepState> step = GetOrCreateStep(step_id, true);
@@ -378,12 +379,11 @@ void Worker::RunStepOrThrow(grpc::ServerContext* context, const RunStepRequest& 
       while (!all_received()) {
         if (step_cancellation.IsCancelled()) Cancelled("Step ", step_id, " was cancelled on ", task_name_);
         if (Clock::now() >= deadline) {
-          DeadlineExceeded("Timed out waiting for tensors from other tasks in step ", step_id,
-                           " on ", task_name_);
+          DeadlineExceeded("Timed out waiting for tensors from other tasks in step ", step_id, " on ",
+                           task_name_);
         }
         const Clock::time_point now = Clock::now();
-        step->cv.WaitWithTimeout(&step->mu,
-                                 absl::FromChrono(std::min(deadline, now + kPollInterval) - now));
+        step->cv.WaitWithTimeout(&step->mu, absl::FromChrono(std::min(deadline, now + kPollInterval) - now));
       }
       for (const Partition::Input& input : stage.inputs) {
         if (input.kind == StageInput::kClientFeed) {

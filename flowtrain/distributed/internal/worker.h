@@ -64,8 +64,7 @@ class Worker final : public WorkerService::Service {
   std::shared_ptr<Partition> FindPartition(const std::string& handle);
   std::shared_ptr<StepState> GetOrCreateStep(int64_t step_id, bool for_run);
   void FinishStep(int64_t step_id);
-  void RunStepOrThrow(grpc::ServerContext* context, const RunStepRequest& request,
-                      RunStepResponse* response);
+  void RunStepOrThrow(grpc::ServerContext* context, const RunStepRequest& request, RunStepResponse* response);
   void Push(int64_t step_id, const std::string& job, int task, SendTensorsRequest& request,
             std::chrono::steady_clock::time_point deadline);
   WorkerService::Stub* StubFor(const std::string& job, int task, std::string* address);

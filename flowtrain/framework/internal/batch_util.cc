@@ -23,9 +23,9 @@ Tensor Stack(const std::vector<Tensor>& elements, std::string_view what, DataTyp
   for (size_t i = 0; i < elements.size(); ++i) {
     const Tensor& e = elements[i];
     if (e.dtype() != first.dtype() || e.shape() != first.shape()) {
-      InvalidArgument(what, ": cannot batch tensors with different shapes in component: ",
-                      "first element had shape ", first.shape().DebugString(), " and element ", i,
-                      " had shape ", e.shape().DebugString());
+      InvalidArgument(
+          what, ": cannot batch tensors with different shapes in component: ", "first element had shape ",
+          first.shape().DebugString(), " and element ", i, " had shape ", e.shape().DebugString());
     }
     if (plain) {
       std::memcpy(static_cast<char*>(out.raw_data()) + i * row_bytes, e.raw_data(), row_bytes);
@@ -51,8 +51,8 @@ namespace {
 
 // Copies `src` into the top-left corner of `dst` (same rank, every dim of dst >= src's).
 template <typename T>
-void CopyPadded(const T* src, const TensorShape& src_shape, T* dst, const TensorShape& dst_shape,
-                int dim, int64_t src_offset, int64_t dst_offset) {
+void CopyPadded(const T* src, const TensorShape& src_shape, T* dst, const TensorShape& dst_shape, int dim,
+                int64_t src_offset, int64_t dst_offset) {
   if (dim == src_shape.dims()) {
     dst[dst_offset] = src[src_offset];
     return;

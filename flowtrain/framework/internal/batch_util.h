@@ -16,8 +16,8 @@ namespace flowtrain::batch_util {
 
 // Stacks tensors of one dtype and shape; InvalidArgument naming `what` if shapes differ.
 // `dtype` and `element_shape` describe the result when `elements` is empty.
-Tensor Stack(const std::vector<Tensor>& elements, std::string_view what,
-             DataType dtype = DT_INVALID, const TensorShape& element_shape = {});
+Tensor Stack(const std::vector<Tensor>& elements, std::string_view what, DataType dtype = DT_INVALID,
+             const TensorShape& element_shape = {});
 // Splits dimension 0; the rows share `batch`'s buffer.
 std::vector<Tensor> Unstack(const Tensor& batch);
 // Stacks tensors of one rank, padding each to the largest size of every dimension (or to

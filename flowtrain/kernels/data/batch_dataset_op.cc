@@ -14,7 +14,8 @@ namespace {
 // TFRecord pipeline's records) instead of copying them.
 Tensor StackStrings(std::vector<Tensor>& column) {
   for (const Tensor& e : column) {
-    if (e.shape() != column[0].shape() || !e.RefCountIsOne()) return batch_util::Stack(column, "BatchDataset");
+    if (e.shape() != column[0].shape() || !e.RefCountIsOne())
+      return batch_util::Stack(column, "BatchDataset");
   }
   TensorShape shape = column[0].shape();
   shape.InsertDim(0, static_cast<int64_t>(column.size()));
@@ -56,7 +57,8 @@ class BatchDataset : public DatasetBase {
       std::vector<Tensor> column(elements.size());
       for (size_t c = 0; c < elements[0].size(); ++c) {
         for (size_t i = 0; i < elements.size(); ++i) column[i] = std::move(elements[i][c]);
-        out->push_back(column[0].dtype() == DT_STRING ? StackStrings(column) : batch_util::Stack(column, "BatchDataset"));
+        out->push_back(column[0].dtype() == DT_STRING ? StackStrings(column)
+                                                      : batch_util::Stack(column, "BatchDataset"));
       }
       return true;
     }

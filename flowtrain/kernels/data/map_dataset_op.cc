@@ -36,7 +36,8 @@ class MapDataset : public DatasetBase {
       out = fn_.fn(in, origins);
     } catch (...) {
       if (origins.empty() || fn_.names_records) throw;
-      RethrowWithContext(ErrorFromException(std::current_exception()), StrCat("In ", DescribeOrigins(origins), ": "));
+      RethrowWithContext(ErrorFromException(std::current_exception()),
+                         StrCat("In ", DescribeOrigins(origins), ": "));
     }
     if (out.size() != types_.size()) {
       InvalidArgument("Map function ", function_name_, " returned ", out.size(), " tensors, expected ",
@@ -53,7 +54,9 @@ class MapDataset : public DatasetBase {
 
   // The origins of a mapped element: a single record's output still comes from that record;
   // the rows of a mapped batch need not match the input's, so they have none.
-  static const RecordOrigins& KeptOrigins(const RecordOrigins& in) { return in.size() == 1 ? in : NoOrigins(); }
+  static const RecordOrigins& KeptOrigins(const RecordOrigins& in) {
+    return in.size() == 1 ? in : NoOrigins();
+  }
 
   class SequentialIter : public IteratorBase {
    public:
@@ -202,8 +205,8 @@ class MapDataset : public DatasetBase {
     RecordOrigins origins_;                    // of the element last returned
     bool input_exhausted_ = false;
     absl::Mutex mu_;
-    absl::CondVar cv_;       // a call finished
-    absl::CondVar work_cv_;  // a call was queued, or stopping_
+    absl::CondVar cv_;                             // a call finished
+    absl::CondVar work_cv_;                        // a call was queued, or stopping_
     std::deque<Call> queue_ ABSL_GUARDED_BY(mu_);  // calls no worker has taken yet
     int in_flight_ ABSL_GUARDED_BY(mu_) = 0;       // calls queued or running
     bool stopping_ ABSL_GUARDED_BY(mu_) = false;

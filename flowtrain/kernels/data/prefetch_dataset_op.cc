@@ -24,7 +24,8 @@ constexpr int64_t kAutotuneMaxBytes = 64 << 20;
 class PrefetchDataset : public DatasetBase {
  public:
   // `buffer_size` 0 or -1 (tf.data.experimental.AUTOTUNE) autotunes the buffer.
-  PrefetchDataset(DatasetRef input, int64_t buffer_size) : input_(std::move(input)), buffer_size_(buffer_size) {}
+  PrefetchDataset(DatasetRef input, int64_t buffer_size)
+      : input_(std::move(input)), buffer_size_(buffer_size) {}
   std::string DebugString() const override { return "PrefetchDataset"; }
 
   // A producer thread fills the buffer; errors travel through it in order, so an exception
@@ -97,7 +98,8 @@ class PrefetchDataset : public DatasetBase {
       sized_ = true;
       size_t bytes = 1;
       for (const Tensor& t : first) bytes += t.TotalBytes();
-      capacity_ = std::clamp<int64_t>(kAutotuneMaxBytes / static_cast<int64_t>(bytes), 1, kAutotuneMaxElements);
+      capacity_ =
+          std::clamp<int64_t>(kAutotuneMaxBytes / static_cast<int64_t>(bytes), 1, kAutotuneMaxElements);
     }
 
     void Produce() ABSL_LOCKS_EXCLUDED(mu_, input_mu_) {
@@ -172,8 +174,9 @@ struct PrefetchDatasetOp : DatasetOpKernel {
   DatasetRef MakeDataset(OpKernelContext* ctx) override {
     const int64_t buffer_size = ScalarInt(ctx, 1);
     if (buffer_size < -1) {
-      InvalidArgument("PrefetchDataset: buffer_size must be >= 0 or set buffer_size to be -1 for auto-tuning, got ",
-                      buffer_size);
+      InvalidArgument(
+          "PrefetchDataset: buffer_size must be >= 0 or set buffer_size to be -1 for auto-tuning, got ",
+          buffer_size);
     }
     return std::make_shared<PrefetchDataset>(Input(ctx), buffer_size);
   }

@@ -21,10 +21,14 @@ void CopyElements(const Tensor& src, int64_t src_offset, Tensor& dst, int64_t ds
 
 int64_t ReadIndex(const Tensor& t, int64_t i) {
   switch (t.dtype()) {
-    case DT_INT32: return t.flat<int32_t>()[i];
-    case DT_INT64: return t.flat<int64_t>()[i];
-    case DT_UINT8: return t.flat<uint8_t>()[i];
-    default: InvalidArgument("Expected an int32 or int64 index tensor, got ", DataTypeString(t.dtype()));
+    case DT_INT32:
+      return t.flat<int32_t>()[i];
+    case DT_INT64:
+      return t.flat<int64_t>()[i];
+    case DT_UINT8:
+      return t.flat<uint8_t>()[i];
+    default:
+      InvalidArgument("Expected an int32 or int64 index tensor, got ", DataTypeString(t.dtype()));
   }
 }
 

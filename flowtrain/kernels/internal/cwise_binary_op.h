@@ -47,15 +47,25 @@ constexpr bool kIsArray = std::is_base_of_v<Eigen::ArrayBase<X>, X>;
 // (logical ops); kStringInputs — string inputs are accepted; kNoNegativeIntegerExponent —
 // integer y must be >= 0 (Pow).
 template <typename Fn>
-constexpr bool kBoolOutput = requires { requires Fn::kBoolOutput; };
+constexpr bool kBoolOutput = requires {
+  requires Fn::kBoolOutput;
+};
 template <typename Fn>
-constexpr bool kBoolInputs = requires { requires Fn::kBoolInputs; };
+constexpr bool kBoolInputs = requires {
+  requires Fn::kBoolInputs;
+};
 template <typename Fn>
-constexpr bool kBoolOnly = requires { requires Fn::kBoolOnly; };
+constexpr bool kBoolOnly = requires {
+  requires Fn::kBoolOnly;
+};
 template <typename Fn>
-constexpr bool kStringInputs = requires { requires Fn::kStringInputs; };
+constexpr bool kStringInputs = requires {
+  requires Fn::kStringInputs;
+};
 template <typename Fn>
-constexpr bool kNoNegativeIntegerExponent = requires { requires Fn::kNoNegativeIntegerExponent; };
+constexpr bool kNoNegativeIntegerExponent = requires {
+  requires Fn::kNoNegativeIntegerExponent;
+};
 template <typename Fn, typename T>
 using CwiseOut = std::conditional_t<kBoolOutput<Fn>, bool, T>;
 
@@ -127,7 +137,8 @@ class BinaryCwiseOp : public OpKernel {
         return;
       }
       ForRange(ctx, nx, [&](int64_t b, int64_t e) {
-        ArrayMap<Out>(po + b, e - b) = Fn::Apply(ConstArrayMap<T>(px + b, e - b), ConstArrayMap<T>(py + b, e - b));
+        ArrayMap<Out>(po + b, e - b) =
+            Fn::Apply(ConstArrayMap<T>(px + b, e - b), ConstArrayMap<T>(py + b, e - b));
       });
       return;
     }
@@ -177,7 +188,8 @@ class BinaryCwiseOp : public OpKernel {
         const int64_t step_x = sx[rank - 1];
         const int64_t step_y = sy[rank - 1];
         if (step_x == 1 && step_y == 1) {
-          ArrayMap<Out>(o, inner) = Fn::Apply(ConstArrayMap<T>(px + ox, inner), ConstArrayMap<T>(py + oy, inner));
+          ArrayMap<Out>(o, inner) =
+              Fn::Apply(ConstArrayMap<T>(px + ox, inner), ConstArrayMap<T>(py + oy, inner));
         } else if (step_x == 1 && step_y == 0) {
           ArrayMap<Out>(o, inner) = Fn::Apply(ConstArrayMap<T>(px + ox, inner), py[oy]);
         } else if (step_x == 0 && step_y == 1) {

@@ -29,8 +29,12 @@ using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 template <typename Fn>
 void DispatchFloat(DataType dtype, const OpKernel& kernel, Fn&& fn) {
   switch (BaseType(dtype)) {
-    case DT_FLOAT: fn.template operator()<float>(); return;
-    case DT_DOUBLE: fn.template operator()<double>(); return;
+    case DT_FLOAT:
+      fn.template operator()<float>();
+      return;
+    case DT_DOUBLE:
+      fn.template operator()<double>();
+      return;
     default:
       InvalidArgument(kernel.type_string(), " '", kernel.name(), "' has no CPU kernel for ",
                       DataTypeString(dtype));
@@ -40,8 +44,8 @@ void DispatchFloat(DataType dtype, const OpKernel& kernel, Fn&& fn) {
 // InvalidArgument naming the kernel unless `a` and `b` have one shape.
 inline void CheckSameShape(const Tensor& a, const Tensor& b, const OpKernel& kernel) {
   if (a.shape() != b.shape()) {
-    InvalidArgument(kernel.type_string(), ": inputs must have the same shape, got ",
-                    a.shape().DebugString(), " and ", b.shape().DebugString());
+    InvalidArgument(kernel.type_string(), ": inputs must have the same shape, got ", a.shape().DebugString(),
+                    " and ", b.shape().DebugString());
   }
 }
 

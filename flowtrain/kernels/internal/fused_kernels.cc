@@ -16,9 +16,14 @@ namespace {
 template <typename Fn>
 void DispatchGemmType(DataType dtype, const OpKernel& kernel, Fn&& fn) {
   switch (BaseType(dtype)) {
-    case DT_FLOAT: fn.template operator()<float>(); return;
-    case DT_DOUBLE: fn.template operator()<double>(); return;
-    default: InvalidArgument(kernel.name(), ": the fused MatMul has no CPU kernel for ", DataTypeString(dtype));
+    case DT_FLOAT:
+      fn.template operator()<float>();
+      return;
+    case DT_DOUBLE:
+      fn.template operator()<double>();
+      return;
+    default:
+      InvalidArgument(kernel.name(), ": the fused MatMul has no CPU kernel for ", DataTypeString(dtype));
   }
 }
 
@@ -70,8 +75,8 @@ class MatMulReluGradOp : public OpKernel {
     const MatMulShape s = CheckMatMulShape(a, b, transpose_a_, transpose_b_);
     const TensorShape shape({s.m, s.n});
     if (features.shape() != shape || features.dtype() != a.dtype()) {
-      InvalidArgument("ReluGrad: gradients and features must have the same shape and type: ", shape.DebugString(),
-                      " vs. ", features.shape().DebugString());
+      InvalidArgument("ReluGrad: gradients and features must have the same shape and type: ",
+                      shape.DebugString(), " vs. ", features.shape().DebugString());
     }
     Tensor* out = ctx->allocate_output(0, shape);
     DispatchGemmType(a.dtype(), *this, [&]<typename T>() {
@@ -109,10 +114,12 @@ class MatMulApplyGradientDescentOp : public OpKernel {
       InvalidArgument("ApplyGradientDescent: var and grad do not have the same shape",
                       var->tensor.shape().DebugString(), " ", grad_shape.DebugString());
     }
-    if (alpha.dims() != 0) InvalidArgument("ApplyGradientDescent: alpha is not a scalar: ", alpha.shape().DebugString());
+    if (alpha.dims() != 0)
+      InvalidArgument("ApplyGradientDescent: alpha is not a scalar: ", alpha.shape().DebugString());
     if (var->tensor.dtype() != a.dtype() || alpha.dtype() != a.dtype()) {
-      InvalidArgument("ApplyGradientDescent: var, alpha and grad differ in type: ", DataTypeString(var->tensor.dtype()),
-                      ", ", DataTypeString(alpha.dtype()), ", ", DataTypeString(a.dtype()));
+      InvalidArgument(
+          "ApplyGradientDescent: var, alpha and grad differ in type: ", DataTypeString(var->tensor.dtype()),
+          ", ", DataTypeString(alpha.dtype()), ", ", DataTypeString(a.dtype()));
     }
     var->PrepareForInPlaceUpdate();
     // The lambda runs inside DispatchGemmType, beyond the analysis' sight of the lock held
@@ -135,7 +142,8 @@ class MatMulApplyGradientDescentOp : public OpKernel {
 
 }  // namespace
 
-std::unique_ptr<OpKernel> CreateFusedMatMulKernel(const Node& matmul, const Node& bias_add, const Node* relu) {
+std::unique_ptr<OpKernel> CreateFusedMatMulKernel(const Node& matmul, const Node& bias_add,
+                                                  const Node* relu) {
   OpKernelConstruction construction(relu != nullptr ? *relu : bias_add);
   return std::make_unique<FusedMatMulOp>(construction, matmul, relu != nullptr);
 }

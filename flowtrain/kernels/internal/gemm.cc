@@ -92,14 +92,15 @@ class ReusedBlocking : public Eigen::internal::level3_blocking<T, T> {
 // column-major view of the same memory.
 template <typename T, int kLhsOrder, int kRhsOrder>
 void BlockedProduct(const GemmArgs<T>& g) {
-  using Impl = Eigen::internal::general_matrix_matrix_product<Index, T, kLhsOrder, false, T, kRhsOrder,
-                                                              false, Eigen::RowMajor, 1>;
+  using Impl = Eigen::internal::general_matrix_matrix_product<Index, T, kLhsOrder, false, T, kRhsOrder, false,
+                                                              Eigen::RowMajor, 1>;
   ReusedBlocking<T> blocking(g.m, g.n, g.k);
   Impl::run(g.m, g.n, g.k, g.a, g.lda, g.b, g.ldb, g.c, 1, g.ldc, g.alpha, blocking, nullptr);
 }
 
 template <typename T, int kOrder>
-using MatrixView = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, kOrder>, 0, Eigen::OuterStride<>>;
+using MatrixView =
+    Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, kOrder>, 0, Eigen::OuterStride<>>;
 template <typename T>
 using ColumnView = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>, 0, Eigen::InnerStride<>>;
 template <typename T>
@@ -123,9 +124,11 @@ void MatrixVectorProduct(const GemmArgs<T>& g) {
     ConstColumnView<T> x(g.b, g.k, Eigen::InnerStride<>(g.transpose_b ? 1 : g.ldb));
     ColumnView<T> y(g.c, g.m, Eigen::InnerStride<>(g.ldc));
     if (g.transpose_a) {
-      Assign(y, MatrixView<T, Eigen::ColMajor>(g.a, g.m, g.k, Eigen::OuterStride<>(g.lda)) * x, g.accumulate, g.alpha);
+      Assign(y, MatrixView<T, Eigen::ColMajor>(g.a, g.m, g.k, Eigen::OuterStride<>(g.lda)) * x, g.accumulate,
+             g.alpha);
     } else {
-      Assign(y, MatrixView<T, Eigen::RowMajor>(g.a, g.m, g.k, Eigen::OuterStride<>(g.lda)) * x, g.accumulate, g.alpha);
+      Assign(y, MatrixView<T, Eigen::RowMajor>(g.a, g.m, g.k, Eigen::OuterStride<>(g.lda)) * x, g.accumulate,
+             g.alpha);
     }
     return;
   }
@@ -133,9 +136,11 @@ void MatrixVectorProduct(const GemmArgs<T>& g) {
   ConstColumnView<T> x(g.a, g.k, Eigen::InnerStride<>(g.transpose_a ? g.lda : 1));
   ColumnView<T> y(g.c, g.n, Eigen::InnerStride<>(1));
   if (g.transpose_b) {
-    Assign(y, MatrixView<T, Eigen::RowMajor>(g.b, g.n, g.k, Eigen::OuterStride<>(g.ldb)) * x, g.accumulate, g.alpha);
+    Assign(y, MatrixView<T, Eigen::RowMajor>(g.b, g.n, g.k, Eigen::OuterStride<>(g.ldb)) * x, g.accumulate,
+           g.alpha);
   } else {
-    Assign(y, MatrixView<T, Eigen::ColMajor>(g.b, g.n, g.k, Eigen::OuterStride<>(g.ldb)) * x, g.accumulate, g.alpha);
+    Assign(y, MatrixView<T, Eigen::ColMajor>(g.b, g.n, g.k, Eigen::OuterStride<>(g.ldb)) * x, g.accumulate,
+           g.alpha);
   }
 }
 
@@ -149,9 +154,9 @@ void MatrixVectorProduct(const GemmArgs<T>& g) {
 // Tiles over c's edges store through masks.
 namespace avx512 {
 
-constexpr int64_t kRows = 8;     // rows of c per tile
-constexpr int64_t kCols = 32;    // columns of c per tile: two 16-float vectors
-constexpr int64_t kDepth = 512;  // k per packed block
+constexpr int64_t kRows = 8;        // rows of c per tile
+constexpr int64_t kCols = 32;       // columns of c per tile: two 16-float vectors
+constexpr int64_t kDepth = 512;     // k per packed block
 constexpr int64_t kGroupRows = 64;  // rows of op(a) packed together (a multiple of kRows)
 // Bytes of a packed block of op(b) that the rows of a group pass over before the next slice:
 // with the group of op(a), well inside the 1-2 MB L2 of the cores this is tuned for.
@@ -179,14 +184,16 @@ struct Epilogue {
 // between the loop and the store.
 template <int kVectors, bool kStore, bool kEpilogue>
 // Inlined into Sgemm: a call per tile cost ~5% on products of depth 64.
-[[gnu::always_inline]] inline void MicroKernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t rows,
-                                               int64_t cols, const Epilogue& epilogue) {
+[[gnu::always_inline]] inline void MicroKernel(int64_t kc, const float* a, const float* b, float* c,
+                                               int64_t ldc, int64_t rows, int64_t cols,
+                                               const Epilogue& epilogue) {
   if constexpr (kEpilogue && !kStore) {
     // Accumulating into a variable (the fused SGD update): its tile, a row apart in memory and
     // not in cache, is fetched while the products run instead of stalling the loads after.
     for (int i = 0; i < kRows; ++i) {
       if (i >= rows) break;
-      for (int v = 0; v < kVectors; ++v) _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 16 * v), _MM_HINT_T0);
+      for (int v = 0; v < kVectors; ++v)
+        _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 16 * v), _MM_HINT_T0);
     }
   }
   __m512 acc[kRows][kVectors];
@@ -212,7 +219,8 @@ template <int kVectors, bool kStore, bool kEpilogue>
       if (i >= rows) break;
       float* row = c + i * ldc;
       for (int v = 0; v < kVectors; ++v) {
-        const __m512 sum = kStore ? acc[i][v] : _mm512_add_ps(_mm512_maskz_loadu_ps(mask[v], row + 16 * v), acc[i][v]);
+        const __m512 sum =
+            kStore ? acc[i][v] : _mm512_add_ps(_mm512_maskz_loadu_ps(mask[v], row + 16 * v), acc[i][v]);
         _mm512_mask_storeu_ps(row + 16 * v, mask[v], sum);
       }
     }
@@ -226,7 +234,8 @@ template <int kVectors, bool kStore, bool kEpilogue>
   }
   __m512 bias[kVectors];
   for (int v = 0; v < kVectors; ++v) {
-    bias[v] = epilogue.bias != nullptr ? _mm512_maskz_loadu_ps(mask[v], epilogue.bias + 16 * v) : _mm512_setzero_ps();
+    bias[v] = epilogue.bias != nullptr ? _mm512_maskz_loadu_ps(mask[v], epilogue.bias + 16 * v)
+                                       : _mm512_setzero_ps();
   }
   const bool add_bias = epilogue.bias != nullptr;
 #pragma GCC unroll 8
@@ -234,7 +243,8 @@ template <int kVectors, bool kStore, bool kEpilogue>
     if (i >= rows) break;
     float* row = c + i * ldc;
     for (int v = 0; v < kVectors; ++v) {
-      __m512 sum = kStore ? acc[i][v] : _mm512_add_ps(_mm512_maskz_loadu_ps(mask[v], row + 16 * v), acc[i][v]);
+      __m512 sum =
+          kStore ? acc[i][v] : _mm512_add_ps(_mm512_maskz_loadu_ps(mask[v], row + 16 * v), acc[i][v]);
       if (add_bias) sum = _mm512_add_ps(sum, bias[v]);
       if (epilogue.relu) sum = _mm512_max_ps(sum, _mm512_setzero_ps());
       if (epilogue.features != nullptr) {
@@ -330,7 +340,8 @@ void PackSpans(const float* src, int64_t ld, int64_t count, int64_t kc, int64_t 
     for (int64_t p = 0; p < panels; ++p) {
       for (int64_t v = 0; v < width; v += 16) {
         const int64_t j = p * width + v;  // the vector's first column
-        if (ahead != nullptr && j < count) _mm_prefetch(reinterpret_cast<const char*>(ahead + j), _MM_HINT_T0);
+        if (ahead != nullptr && j < count)
+          _mm_prefetch(reinterpret_cast<const char*>(ahead + j), _MM_HINT_T0);
         float* out = d + p * width * kc + v;
         if (j + 16 <= count) {
           _mm512_store_ps(out, _mm512_loadu_ps(s + j));
@@ -345,13 +356,15 @@ void PackSpans(const float* src, int64_t ld, int64_t count, int64_t kc, int64_t 
 // Rows [row, row + rows) of op(a) at depth [depth_begin, depth_begin + depth), as panels of
 // kRows rows: panel p at dst + p * kRows * depth, as dst[kk * kRows + i] (zero for rows past
 // the end).
-void PackRowsOfA(const GemmArgs<float>& g, int64_t row, int64_t rows, int64_t depth_begin, int64_t depth, float* dst) {
+void PackRowsOfA(const GemmArgs<float>& g, int64_t row, int64_t rows, int64_t depth_begin, int64_t depth,
+                 float* dst) {
   if (g.transpose_a) {
     PackSpans(g.a + depth_begin * g.lda + row, g.lda, rows, depth, kRows, dst);
     return;
   }
   for (int64_t i0 = 0; i0 < rows; i0 += kRows) {
-    PackLines(g.a + (row + i0) * g.lda + depth_begin, g.lda, std::min(kRows, rows - i0), depth, kRows, dst + i0 * depth);
+    PackLines(g.a + (row + i0) * g.lda + depth_begin, g.lda, std::min(kRows, rows - i0), depth, kRows,
+              dst + i0 * depth);
   }
 }
 
@@ -376,7 +389,8 @@ void PackBlockOfB(const GemmArgs<float>& g, int64_t depth_begin, int64_t depth, 
     return;
   }
   for (int64_t j0 = first; j0 < end; j0 += kCols) {
-    PackLines(g.b + j0 * g.ldb + depth_begin, g.ldb, std::min(kCols, g.n - j0), depth, PanelWidth(g, j0), dst + j0 * depth);
+    PackLines(g.b + j0 * g.ldb + depth_begin, g.ldb, std::min(kCols, g.n - j0), depth, PanelWidth(g, j0),
+              dst + j0 * depth);
   }
 }
 
@@ -394,10 +408,15 @@ class WholeOperand {
   static constexpr int64_t kPieceCols = 8 * kCols;
 
   WholeOperand(const GemmArgs<float>& g, bool of_a, float* dst)
-      : g_(g), of_a_(of_a), dst_(dst), per_block_(of_a ? (g.m + kGroupRows - 1) / kGroupRows : (g.n + kPieceCols - 1) / kPieceCols),
+      : g_(g),
+        of_a_(of_a),
+        dst_(dst),
+        per_block_(of_a ? (g.m + kGroupRows - 1) / kGroupRows : (g.n + kPieceCols - 1) / kPieceCols),
         pieces_(per_block_ * ((g.k + kDepth - 1) / kDepth)) {}
 
-  static int64_t Elements(const GemmArgs<float>& g, bool of_a) { return (of_a ? PaddedRows(g.m) : PaddedCols(g.n)) * g.k; }
+  static int64_t Elements(const GemmArgs<float>& g, bool of_a) {
+    return (of_a ? PaddedRows(g.m) : PaddedCols(g.n)) * g.k;
+  }
 
   // Packs unclaimed pieces, then waits until the other threads' pieces are packed too (at
   // most the time of one piece: they are claimed only by threads already packing).
@@ -459,8 +478,10 @@ void Sgemm(const GemmArgs<float>& g, const float* whole_a, const float* whole_b)
     const bool store = pc == 0 && !g.accumulate;
     // Every block scales its part by alpha; only the last adds the bias and clamps.
     const bool last_block = pc + kc >= g.k;
-    Epilogue epilogue{.alpha = g.alpha, .bias = nullptr, .relu = last_block && g.relu, .features = nullptr, .ldf = g.ldf};
-    const bool fused = g.alpha != 1.0f || (last_block && (g.bias != nullptr || g.relu || g.relu_features != nullptr));
+    Epilogue epilogue{
+        .alpha = g.alpha, .bias = nullptr, .relu = last_block && g.relu, .features = nullptr, .ldf = g.ldf};
+    const bool fused =
+        g.alpha != 1.0f || (last_block && (g.bias != nullptr || g.relu || g.relu_features != nullptr));
     for (int64_t group = 0; group < g.m; group += kGroupRows) {
       const int64_t group_rows = std::min(kGroupRows, g.m - group);
       const float* a_group = packed_a;
@@ -479,8 +500,9 @@ void Sgemm(const GemmArgs<float>& g, const float* whole_a, const float* whole_b)
             const int64_t cols = std::min(kCols, g.n - j0);
             const float* b = b_block + j0 * kc;
             epilogue.bias = last_block && g.bias != nullptr ? g.bias + j0 : nullptr;
-            epilogue.features =
-                last_block && g.relu_features != nullptr ? g.relu_features + (group + i0) * g.ldf + j0 : nullptr;
+            epilogue.features = last_block && g.relu_features != nullptr
+                                    ? g.relu_features + (group + i0) * g.ldf + j0
+                                    : nullptr;
             float* c_tile = c_row + j0;
             if (fused) {
               if (PanelWidth(g, j0) == kCols) {
@@ -588,8 +610,8 @@ void Gemm(OpKernelContext* ctx, const GemmArgs<T>& g) {
   const bool matrix_vector = g.m == 1 || g.n == 1;
   const double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k) *
                        (matrix_vector ? 8 : 1);
-  const int shards = static_cast<int>(std::min<double>({static_cast<double>(threads), static_cast<double>(units),
-                                                        flops / kMinFlopsPerShard}));
+  const int shards = static_cast<int>(std::min<double>(
+      {static_cast<double>(threads), static_cast<double>(units), flops / kMinFlopsPerShard}));
   if (shards <= 1) {
     GemmOnThisThread(g);
     return;
@@ -637,8 +659,9 @@ void Gemm(OpKernelContext* ctx, const GemmArgs<T>& g) {
         if (avx512_kernel) {
           if (packed == nullptr && share_packing) packed = shared->Packed();
           if (packed == nullptr) {
-            avx512::WholeOperand own(g, !by_rows,
-                                     PackBuffersOfThisThread<float>().whole.Get(avx512::WholeOperand::Elements(g, !by_rows)));
+            avx512::WholeOperand own(
+                g, !by_rows,
+                PackBuffersOfThisThread<float>().whole.Get(avx512::WholeOperand::Elements(g, !by_rows)));
             packed = own.Packed();
           }
           avx512::Sgemm(part, by_rows ? nullptr : packed, by_rows ? packed : nullptr);
@@ -653,14 +676,17 @@ void Gemm(OpKernelContext* ctx, const GemmArgs<T>& g) {
 
 MatMulShape CheckMatMulShape(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
   if (a.dims() != 2 || b.dims() != 2) {
-    InvalidArgument("In[0] and In[1] must be matrices: In[0]: ", a.shape().DebugString(), ", In[1]: ",
-                    b.shape().DebugString());
+    InvalidArgument("In[0] and In[1] must be matrices: In[0]: ", a.shape().DebugString(),
+                    ", In[1]: ", b.shape().DebugString());
   }
-  const MatMulShape s{.m = a.dim_size(transpose_a ? 1 : 0), .n = b.dim_size(transpose_b ? 0 : 1),
-                      .k = a.dim_size(transpose_a ? 0 : 1), .transpose_a = transpose_a, .transpose_b = transpose_b};
+  const MatMulShape s{.m = a.dim_size(transpose_a ? 1 : 0),
+                      .n = b.dim_size(transpose_b ? 0 : 1),
+                      .k = a.dim_size(transpose_a ? 0 : 1),
+                      .transpose_a = transpose_a,
+                      .transpose_b = transpose_b};
   if (s.k != b.dim_size(transpose_b ? 1 : 0) || a.dtype() != b.dtype()) {
-    InvalidArgument("Matrix size-incompatible: In[0]: ", a.shape().DebugString(), ", In[1]: ",
-                    b.shape().DebugString());
+    InvalidArgument("Matrix size-incompatible: In[0]: ", a.shape().DebugString(),
+                    ", In[1]: ", b.shape().DebugString());
   }
   return s;
 }

@@ -61,8 +61,17 @@ struct MatMulShape {
   // The GemmArgs of out[m, n] = op(a) * op(b), row-major; callers add the epilogue.
   template <typename T>
   GemmArgs<T> Args(const Tensor& a, const Tensor& b, T* out) const {
-    return {.m = m, .n = n, .k = k, .a = a.data<T>(), .lda = a.dim_size(1), .transpose_a = transpose_a,
-            .b = b.data<T>(), .ldb = b.dim_size(1), .transpose_b = transpose_b, .c = out, .ldc = n};
+    return {.m = m,
+            .n = n,
+            .k = k,
+            .a = a.data<T>(),
+            .lda = a.dim_size(1),
+            .transpose_a = transpose_a,
+            .b = b.data<T>(),
+            .ldb = b.dim_size(1),
+            .transpose_b = transpose_b,
+            .c = out,
+            .ldc = n};
   }
 };
 

@@ -27,9 +27,10 @@ struct Epilogue {
 template <typename T>
 void CheckProduct(int64_t m, int64_t n, int64_t k, bool transpose_a, bool transpose_b, bool accumulate,
                   uint64_t seed, Epilogue epilogue = {}) {
-  SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + (transpose_a ? " A^T" : "") +
-               (transpose_b ? " B^T" : "") + (accumulate ? " +=" : "") + " alpha " + std::to_string(epilogue.alpha) +
-               (epilogue.bias ? " +bias" : "") + (epilogue.relu ? " relu" : "") + (epilogue.relu_grad ? " relu_grad" : ""));
+  SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+               (transpose_a ? " A^T" : "") + (transpose_b ? " B^T" : "") + (accumulate ? " +=" : "") +
+               " alpha " + std::to_string(epilogue.alpha) + (epilogue.bias ? " +bias" : "") +
+               (epilogue.relu ? " relu" : "") + (epilogue.relu_grad ? " relu_grad" : ""));
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> dist(-1, 1);
   // Stored shapes, with 3 columns of slack in every leading dimension.
@@ -43,10 +44,22 @@ void CheckProduct(int64_t m, int64_t n, int64_t k, bool transpose_a, bool transp
   for (T& v : bias) v = static_cast<T>(dist(rng));
   for (T& v : features) v = static_cast<T>(dist(rng));
   const std::vector<T> c_before = c;
-  GemmOnThisThread<T>({.m = m, .n = n, .k = k, .a = a.data(), .lda = lda, .transpose_a = transpose_a, .b = b.data(),
-                       .ldb = ldb, .transpose_b = transpose_b, .c = c.data(), .ldc = ldc, .accumulate = accumulate,
-                       .alpha = static_cast<T>(epilogue.alpha), .bias = epilogue.bias ? bias.data() : nullptr,
-                       .relu = epilogue.relu, .relu_features = epilogue.relu_grad ? features.data() : nullptr,
+  GemmOnThisThread<T>({.m = m,
+                       .n = n,
+                       .k = k,
+                       .a = a.data(),
+                       .lda = lda,
+                       .transpose_a = transpose_a,
+                       .b = b.data(),
+                       .ldb = ldb,
+                       .transpose_b = transpose_b,
+                       .c = c.data(),
+                       .ldc = ldc,
+                       .accumulate = accumulate,
+                       .alpha = static_cast<T>(epilogue.alpha),
+                       .bias = epilogue.bias ? bias.data() : nullptr,
+                       .relu = epilogue.relu,
+                       .relu_features = epilogue.relu_grad ? features.data() : nullptr,
                        .ldf = ldc});
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
@@ -57,8 +70,8 @@ void CheckProduct(int64_t m, int64_t n, int64_t k, bool transpose_a, bool transp
         product += x * y;
         magnitude += std::abs(x * y);
       }
-      double expected = (accumulate ? static_cast<double>(c_before[i * ldc + j]) : 0.0) + epilogue.alpha * product +
-                        (epilogue.bias ? static_cast<double>(bias[j]) : 0.0);
+      double expected = (accumulate ? static_cast<double>(c_before[i * ldc + j]) : 0.0) +
+                        epilogue.alpha * product + (epilogue.bias ? static_cast<double>(bias[j]) : 0.0);
       if (epilogue.relu) expected = std::max(expected, 0.0);
       if (epilogue.relu_grad && features[i * ldc + j] <= 0) expected = 0;
       magnitude = std::abs(epilogue.alpha) * magnitude + 2;
@@ -74,7 +87,7 @@ TEST(GemmTest, MatchesReferenceAcrossShapesAndLayouts) {
   struct Shape {
     int64_t m, n, k;
   };
-  const Shape shapes[] = {{1, 1, 1},  {8, 32, 16},  {7, 33, 9},   {17, 65, 3},   {64, 256, 40},
+  const Shape shapes[] = {{1, 1, 1},    {8, 32, 16},    {7, 33, 9},   {17, 65, 3},  {64, 256, 40},
                           {9, 31, 513}, {40, 70, 1030}, {3, 100, 20}, {100, 3, 20}, {2, 2, 0}};
   uint64_t seed = 1;
   for (const Shape& s : shapes) {

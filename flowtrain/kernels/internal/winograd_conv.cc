@@ -122,8 +122,8 @@ struct F4x4With3x3 {
 // acc + x * b, fused where the build targets AVX-512 (ISO C++ mode does not contract a * b + c).
 inline Lanes MultiplyAdd(float x, Lanes b, Lanes acc) {
 #if defined(__AVX512F__)
-  return reinterpret_cast<Lanes>(_mm512_fmadd_ps(_mm512_set1_ps(x), reinterpret_cast<__m512>(b),
-                                                 reinterpret_cast<__m512>(acc)));
+  return reinterpret_cast<Lanes>(
+      _mm512_fmadd_ps(_mm512_set1_ps(x), reinterpret_cast<__m512>(b), reinterpret_cast<__m512>(acc)));
 #else
   return acc + x * b;
 #endif
@@ -135,8 +135,8 @@ inline Lanes MultiplyAdd(float x, Lanes b, Lanes acc) {
 // each step loads one row of b and broadcasts one element of a per row. The operands need no
 // packing: a block's V and M rows, and U's rows, are already whole vectors wide.
 template <int kRows, int kVecs>
-void ProductTile(int64_t depth, const float* a, int64_t a_row, int64_t a_step, const float* b, int64_t ldb, float* c,
-                 int64_t ldc, bool accumulate) {
+void ProductTile(int64_t depth, const float* a, int64_t a_row, int64_t a_step, const float* b, int64_t ldb,
+                 float* c, int64_t ldc, bool accumulate) {
   Lanes acc[kRows][kVecs];
 #pragma GCC unroll 16
   for (int r = 0; r < kRows; ++r) {
@@ -166,7 +166,8 @@ void ProductTile(int64_t depth, const float* a, int64_t a_row, int64_t a_step, c
 constexpr int kMaxVecs = 4;
 constexpr int TileRows(int vecs) { return vecs >= 4 ? 6 : vecs == 3 ? 8 : 12; }
 
-using ProductTileFn = void (*)(int64_t, const float*, int64_t, int64_t, const float*, int64_t, float*, int64_t, bool);
+using ProductTileFn = void (*)(int64_t, const float*, int64_t, int64_t, const float*, int64_t, float*,
+                               int64_t, bool);
 
 template <int kVecs, int... kRows>
 constexpr std::array<ProductTileFn, sizeof...(kRows)> ProductTiles(std::integer_sequence<int, kRows...>) {
@@ -175,20 +176,21 @@ constexpr std::array<ProductTileFn, sizeof...(kRows)> ProductTiles(std::integer_
 
 // c [rows, cols] (+)= a(rows, depth) * b [depth, cols], as ProductTile; cols a multiple of
 // kLanes.
-void Product(int64_t rows, int64_t cols, int64_t depth, const float* a, int64_t a_row, int64_t a_step, const float* b,
-             int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+void Product(int64_t rows, int64_t cols, int64_t depth, const float* a, int64_t a_row, int64_t a_step,
+             const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
   static constexpr auto kTiles1 = ProductTiles<1>(std::make_integer_sequence<int, TileRows(1)>());
   static constexpr auto kTiles2 = ProductTiles<2>(std::make_integer_sequence<int, TileRows(2)>());
   static constexpr auto kTiles3 = ProductTiles<3>(std::make_integer_sequence<int, TileRows(3)>());
   static constexpr auto kTiles4 = ProductTiles<4>(std::make_integer_sequence<int, TileRows(4)>());
   static constexpr const ProductTileFn* kTiles[kMaxVecs] = {kTiles1.data(), kTiles2.data(), kTiles3.data(),
-                                                             kTiles4.data()};
+                                                            kTiles4.data()};
   for (int64_t j0 = 0; j0 < cols; j0 += kMaxVecs * kLanes) {
     const int vecs = static_cast<int>(std::min<int64_t>(kMaxVecs, (cols - j0) / kLanes));
     const int tile_rows = TileRows(vecs);
     for (int64_t r0 = 0; r0 < rows; r0 += tile_rows) {
       const int64_t n = std::min<int64_t>(tile_rows, rows - r0);
-      kTiles[vecs - 1][n - 1](depth, a + r0 * a_row, a_row, a_step, b + j0, ldb, c + r0 * ldc + j0, ldc, accumulate);
+      kTiles[vecs - 1][n - 1](depth, a + r0 * a_row, a_row, a_step, b + j0, ldb, c + r0 * ldc + j0, ldc,
+                              accumulate);
     }
   }
 }
@@ -198,7 +200,9 @@ int64_t RoundUp(int64_t x, int64_t multiple) { return (x + multiple - 1) / multi
 // The output's side x side tiles, numbered image by image, row-major within an image.
 struct TileGrid {
   TileGrid(const WinogradConvDims& d, int64_t side)
-      : side(side), rows((d.out_rows + side - 1) / side), cols((d.out_cols + side - 1) / side),
+      : side(side),
+        rows((d.out_rows + side - 1) / side),
+        cols((d.out_cols + side - 1) / side),
         total(d.batch * rows * cols) {}
   int64_t image(int64_t t) const { return t / (rows * cols); }
   int64_t out_row(int64_t t) const { return t / cols % rows * side; }
@@ -218,7 +222,8 @@ struct BlockLayout {
   BlockLayout(const WinogradConvDims& d, const TileGrid& grid)
       : ld_in(RoundUp(d.in_depth, kLanes)), ld_out(RoundUp(d.out_depth, kLanes)) {
     const int64_t per_tile = kPositions * (ld_in + ld_out) * int64_t{sizeof(float)};
-    tiles = std::clamp<int64_t>(kBlockBytes / per_tile / 8 * 8, 8, std::max<int64_t>(RoundUp(grid.total, 8), 8));
+    tiles =
+        std::clamp<int64_t>(kBlockBytes / per_tile / 8 * 8, 8, std::max<int64_t>(RoundUp(grid.total, 8), 8));
     blocks = (grid.total + tiles - 1) / tiles;
   }
   // Elements between consecutive positions' matrices of a block of `block_tiles` tiles: one
@@ -250,7 +255,8 @@ float* ThreadScratch(Scratch use, int64_t elements) {
   thread_local Buffer buffers[static_cast<int>(Scratch::kCount)];
   Buffer& buffer = buffers[static_cast<int>(use)];
   if (elements > buffer.capacity) {
-    buffer.data.reset(static_cast<float*>(std::aligned_alloc(64, RoundUp(elements * int64_t{sizeof(float)}, 64))));
+    buffer.data.reset(
+        static_cast<float*>(std::aligned_alloc(64, RoundUp(elements * int64_t{sizeof(float)}, 64))));
     buffer.capacity = buffer.data == nullptr ? 0 : elements;
     if (buffer.data == nullptr) throw std::bad_alloc();
   }
@@ -260,13 +266,14 @@ float* ThreadScratch(Scratch use, int64_t elements) {
 // Threads worth using for a call of `macs` multiply-adds (after the transforms).
 int ShardsFor(ThreadPool* pool, int64_t macs, int64_t blocks) {
   const int64_t threads = pool == nullptr ? 1 : std::max(pool->NumThreads(), 1);
-  return static_cast<int>(std::clamp<int64_t>(std::min(threads, macs / (1 << 20)), 1, std::max<int64_t>(blocks, 1)));
+  return static_cast<int>(
+      std::clamp<int64_t>(std::min(threads, macs / (1 << 20)), 1, std::max<int64_t>(blocks, 1)));
 }
 
 // v[p * stride + c] (p = 6 * row + col, c < ld_in) = B^T x B for the 6x6 input patch x under
 // tile t, channel by channel; x is zero outside the input.
-void TransformInputTile(const WinogradConvDims& d, const TileGrid& grid, const float* input, int64_t t, float* v,
-                        int64_t stride) {
+void TransformInputTile(const WinogradConvDims& d, const TileGrid& grid, const float* input, int64_t t,
+                        float* v, int64_t stride) {
   alignas(64) float patch[kPositions][kLanes];
   alignas(64) float rows[kPositions][kLanes];
   const int64_t n = grid.image(t);
@@ -297,23 +304,26 @@ void TransformInputTile(const WinogradConvDims& d, const TileGrid& grid, const f
           }
         }
       }
-      for (int col = 0; col < kInTile; ++col) ApplyBt(patch[col], kInTile * kLanes, rows[col], kInTile * kLanes);
+      for (int col = 0; col < kInTile; ++col)
+        ApplyBt(patch[col], kInTile * kLanes, rows[col], kInTile * kLanes);
     }
-    for (int i = 0; i < kInTile; ++i) ApplyBt(rows[i * kInTile], kLanes, v + i * kInTile * stride + c0, stride);
+    for (int i = 0; i < kInTile; ++i)
+      ApplyBt(rows[i * kInTile], kLanes, v + i * kInTile * stride + c0, stride);
   }
 }
 
 // The outputs of tile t = A^T m A, m[p * stride + c] its 36 transformed products; writes
 // the outputs inside the image.
 template <typename F>
-void TransformOutputTile(const WinogradConvDims& d, const TileGrid& grid, const float* m, int64_t stride, int64_t t,
-                         float* output) {
+void TransformOutputTile(const WinogradConvDims& d, const TileGrid& grid, const float* m, int64_t stride,
+                         int64_t t, float* output) {
   alignas(64) float rows[F::kOut * kInTile][kLanes];
   alignas(64) float y[F::kOut * F::kOut][kLanes];
   const int64_t n = grid.image(t), oh0 = grid.out_row(t), ow0 = grid.out_col(t);
   for (int64_t c0 = 0; c0 < d.out_depth; c0 += kLanes) {
     const int64_t width = std::min<int64_t>(kLanes, d.out_depth - c0);
-    for (int col = 0; col < kInTile; ++col) F::ApplyAt(m + col * stride + c0, kInTile * stride, rows[col], kInTile * kLanes);
+    for (int col = 0; col < kInTile; ++col)
+      F::ApplyAt(m + col * stride + c0, kInTile * stride, rows[col], kInTile * kLanes);
     for (int i = 0; i < F::kOut; ++i) F::ApplyAt(rows[i * kInTile], kLanes, y[i * F::kOut], kLanes);
     for (int i = 0; i < F::kOut; ++i) {
       if (oh0 + i >= d.out_rows) break;
@@ -333,8 +343,8 @@ void TransformOutputTile(const WinogradConvDims& d, const TileGrid& grid, const 
 // z[p * stride + c] (c < ld_out) = A g A^T for the output gradient g of tile t (zero for
 // outputs past the image's edge).
 template <typename F>
-void TransformGradTile(const WinogradConvDims& d, const TileGrid& grid, const float* grad, int64_t t, float* z,
-                       int64_t stride) {
+void TransformGradTile(const WinogradConvDims& d, const TileGrid& grid, const float* grad, int64_t t,
+                       float* z, int64_t stride) {
   alignas(64) float g[F::kOut * F::kOut][kLanes];
   alignas(64) float rows[kInTile * F::kOut][kLanes];
   const int64_t n = grid.image(t), oh0 = grid.out_row(t), ow0 = grid.out_col(t);
@@ -355,15 +365,16 @@ void TransformGradTile(const WinogradConvDims& d, const TileGrid& grid, const fl
       }
     }
     for (int j = 0; j < F::kOut; ++j) F::ApplyA(g[j], F::kOut * kLanes, rows[j], F::kOut * kLanes);
-    for (int a = 0; a < kInTile; ++a) F::ApplyA(rows[a * F::kOut], kLanes, z + a * kInTile * stride + c0, stride);
+    for (int a = 0; a < kInTile; ++a)
+      F::ApplyA(rows[a * F::kOut], kLanes, z + a * kInTile * stride + c0, stride);
   }
 }
 
 // u[p][ci][co] = (G w G^T)[p] for the input channels ci in [ci_begin, ci_end) of the HWIO
 // filter w, in float64; u's rows are ld_out >= out_depth wide, zero past out_depth.
 template <typename F>
-void TransformFilter(const float* filter, int64_t in_depth, int64_t out_depth, int64_t ld_out, int64_t ci_begin,
-                     int64_t ci_end, float* u) {
+void TransformFilter(const float* filter, int64_t in_depth, int64_t out_depth, int64_t ld_out,
+                     int64_t ci_begin, int64_t ci_end, float* u) {
   constexpr int kR = F::kFilter;
   std::vector<double> half(kInTile * kR * out_depth);  // (G w)[a][fc], a row of channels
   for (int64_t ci = ci_begin; ci < ci_end; ++ci) {
@@ -403,7 +414,8 @@ bool Enabled() {
 }
 
 template <typename F>
-void Conv2D(ThreadPool* pool, const WinogradConvDims& d, const float* input, const float* filter, float* output) {
+void Conv2D(ThreadPool* pool, const WinogradConvDims& d, const float* input, const float* filter,
+            float* output) {
   const TileGrid grid(d, F::kOut);
   if (grid.total == 0 || d.out_depth == 0) return;
   const BlockLayout layout(d, grid);
@@ -412,26 +424,30 @@ void Conv2D(ThreadPool* pool, const WinogradConvDims& d, const float* input, con
   ClaimRuns(pool, shards, d.in_depth, shards, [&](int, int64_t first, int64_t last, int64_t) {
     TransformFilter<F>(filter, d.in_depth, d.out_depth, layout.ld_out, first, last, u);
   });
-  ClaimRuns(pool, shards, layout.blocks, RunsFor(shards, layout.blocks), [&](int, int64_t first, int64_t last, int64_t) {
-    float* v = ThreadScratch(Scratch::kTiles, layout.v_size() + layout.m_size());
-    float* m = v + layout.v_size();
-    for (int64_t b = first; b < last; ++b) {
-      const int64_t t0 = b * layout.tiles;
-      const int64_t tiles = std::min(layout.tiles, grid.total - t0);
-      const int64_t v_stride = layout.v_stride(tiles), m_stride = layout.m_stride(tiles);
-      for (int64_t t = 0; t < tiles; ++t) TransformInputTile(d, grid, input, t0 + t, v + t * layout.ld_in, v_stride);
-      for (int p = 0; p < kPositions; ++p) {
-        Product(tiles, layout.ld_out, d.in_depth, v + p * v_stride, layout.ld_in, 1,
-                u + p * d.in_depth * layout.ld_out, layout.ld_out, m + p * m_stride, layout.ld_out, false);
-      }
-      for (int64_t t = 0; t < tiles; ++t) TransformOutputTile<F>(d, grid, m + t * layout.ld_out, m_stride, t0 + t, output);
-    }
-  });
+  ClaimRuns(pool, shards, layout.blocks, RunsFor(shards, layout.blocks),
+            [&](int, int64_t first, int64_t last, int64_t) {
+              float* v = ThreadScratch(Scratch::kTiles, layout.v_size() + layout.m_size());
+              float* m = v + layout.v_size();
+              for (int64_t b = first; b < last; ++b) {
+                const int64_t t0 = b * layout.tiles;
+                const int64_t tiles = std::min(layout.tiles, grid.total - t0);
+                const int64_t v_stride = layout.v_stride(tiles), m_stride = layout.m_stride(tiles);
+                for (int64_t t = 0; t < tiles; ++t)
+                  TransformInputTile(d, grid, input, t0 + t, v + t * layout.ld_in, v_stride);
+                for (int p = 0; p < kPositions; ++p) {
+                  Product(tiles, layout.ld_out, d.in_depth, v + p * v_stride, layout.ld_in, 1,
+                          u + p * d.in_depth * layout.ld_out, layout.ld_out, m + p * m_stride, layout.ld_out,
+                          false);
+                }
+                for (int64_t t = 0; t < tiles; ++t)
+                  TransformOutputTile<F>(d, grid, m + t * layout.ld_out, m_stride, t0 + t, output);
+              }
+            });
 }
 
 template <typename F>
-void Conv2DBackpropInput(ThreadPool* pool, const WinogradConvDims& d, const float* filter, const float* out_backprop,
-                         float* in_backprop) {
+void Conv2DBackpropInput(ThreadPool* pool, const WinogradConvDims& d, const float* filter,
+                         const float* out_backprop, float* in_backprop) {
   // For stride 1 and r x r filters, in_backprop[ih] = sum_f out_backprop[ih + pad - f] w[f]
   //   = sum_f' out_backprop[ih - (r - 1 - pad) + f'] w[r - 1 - f']:
   // the forward convolution of out_backprop with the filter turned 180 degrees, its in and
@@ -447,16 +463,22 @@ void Conv2DBackpropInput(ThreadPool* pool, const WinogradConvDims& d, const floa
       }
     }
   }
-  const WinogradConvDims swapped{.batch = d.batch, .in_rows = d.out_rows, .in_cols = d.out_cols,
-                                 .in_depth = d.out_depth, .out_rows = d.in_rows, .out_cols = d.in_cols,
-                                 .out_depth = d.in_depth, .pad_rows = kR - 1 - d.pad_rows,
-                                 .pad_cols = kR - 1 - d.pad_cols, .filter_size = kR};
+  const WinogradConvDims swapped{.batch = d.batch,
+                                 .in_rows = d.out_rows,
+                                 .in_cols = d.out_cols,
+                                 .in_depth = d.out_depth,
+                                 .out_rows = d.in_rows,
+                                 .out_cols = d.in_cols,
+                                 .out_depth = d.in_depth,
+                                 .pad_rows = kR - 1 - d.pad_rows,
+                                 .pad_cols = kR - 1 - d.pad_cols,
+                                 .filter_size = kR};
   Conv2D<F>(pool, swapped, out_backprop, turned, in_backprop);
 }
 
 template <typename F>
-void Conv2DBackpropFilter(ThreadPool* pool, const WinogradConvDims& d, const float* input, const float* out_backprop,
-                          float* filter_backprop) {
+void Conv2DBackpropFilter(ThreadPool* pool, const WinogradConvDims& d, const float* input,
+                          const float* out_backprop, float* filter_backprop) {
   constexpr int kR = F::kFilter;
   const TileGrid grid(d, F::kOut);
   if (grid.total == 0 || d.in_depth == 0 || d.out_depth == 0) {
@@ -471,9 +493,11 @@ void Conv2DBackpropFilter(ThreadPool* pool, const WinogradConvDims& d, const flo
   // let a thread the machine delays leave work to the others, unless the partials would
   // take over 64 MB (hundreds of channels on both sides): then one run per thread.
   constexpr int64_t kMaxPartialElements = int64_t{1} << 24;
-  const int64_t runs = shards <= 1 ? 1
-                                   : std::min<int64_t>(layout.blocks,
-                                                       std::max<int64_t>(shards, std::min<int64_t>(4 * shards, kMaxPartialElements / size)));
+  const int64_t runs =
+      shards <= 1 ? 1
+                  : std::min<int64_t>(
+                        layout.blocks,
+                        std::max<int64_t>(shards, std::min<int64_t>(4 * shards, kMaxPartialElements / size)));
   float* partials = ThreadScratch(Scratch::kPartials, runs * size);
   ClaimRuns(pool, shards, layout.blocks, runs, [&](int, int64_t first, int64_t last, int64_t run) {
     float* v = ThreadScratch(Scratch::kTiles, layout.v_size() + layout.m_size());
@@ -488,15 +512,15 @@ void Conv2DBackpropFilter(ThreadPool* pool, const WinogradConvDims& d, const flo
         TransformGradTile<F>(d, grid, out_backprop, t0 + t, z + t * layout.ld_out, z_stride);
       }
       for (int p = 0; p < kPositions; ++p) {
-        Product(d.in_depth, layout.ld_out, tiles, v + p * v_stride, 1, layout.ld_in, z + p * z_stride, layout.ld_out,
-                acc + p * d.in_depth * layout.ld_out, layout.ld_out, b != first);
+        Product(d.in_depth, layout.ld_out, tiles, v + p * v_stride, 1, layout.ld_in, z + p * z_stride,
+                layout.ld_out, acc + p * d.in_depth * layout.ld_out, layout.ld_out, b != first);
       }
     }
   });
   // filter_backprop[fr][fc] = sum_{a,b} G[a][fr] P[a][b] G[b][fc], P the sum of the partials,
   // in float64, split over the input channels.
   ClaimRuns(pool, shards, d.in_depth, shards, [&](int, int64_t first, int64_t last, int64_t) {
-    std::vector<double> total(kPositions * d.out_depth);    // P[a][b] of one input channel
+    std::vector<double> total(kPositions * d.out_depth);   // P[a][b] of one input channel
     std::vector<double> half(kR * kInTile * d.out_depth);  // (G^T P)[fr][b]
     for (int64_t ci = first; ci < last; ++ci) {
       std::fill(total.begin(), total.end(), 0.0);
@@ -523,7 +547,8 @@ void Conv2DBackpropFilter(ThreadPool* pool, const WinogradConvDims& d, const flo
           float* dst = filter_backprop + ((fr * kR + fc) * d.in_depth + ci) * d.out_depth;
           for (int64_t co = 0; co < d.out_depth; ++co) {
             double sum = 0;
-            for (int b = 0; b < kInTile; ++b) sum += half[(fr * kInTile + b) * d.out_depth + co] * F::kG[b][fc];
+            for (int b = 0; b < kInTile; ++b)
+              sum += half[(fr * kInTile + b) * d.out_depth + co] * F::kG[b][fc];
             dst[co] = static_cast<float>(sum);
           }
         }
@@ -546,19 +571,22 @@ void ForFilterSize(const WinogradConvDims& d, Args... args) {
 
 template <typename F>
 struct ForwardFn {
-  static void Run(const WinogradConvDims& d, ThreadPool* pool, const float* input, const float* filter, float* out) {
+  static void Run(const WinogradConvDims& d, ThreadPool* pool, const float* input, const float* filter,
+                  float* out) {
     Conv2D<F>(pool, d, input, filter, out);
   }
 };
 template <typename F>
 struct BackpropInputFn {
-  static void Run(const WinogradConvDims& d, ThreadPool* pool, const float* filter, const float* grad, float* out) {
+  static void Run(const WinogradConvDims& d, ThreadPool* pool, const float* filter, const float* grad,
+                  float* out) {
     Conv2DBackpropInput<F>(pool, d, filter, grad, out);
   }
 };
 template <typename F>
 struct BackpropFilterFn {
-  static void Run(const WinogradConvDims& d, ThreadPool* pool, const float* input, const float* grad, float* out) {
+  static void Run(const WinogradConvDims& d, ThreadPool* pool, const float* input, const float* grad,
+                  float* out) {
     Conv2DBackpropFilter<F>(pool, d, input, grad, out);
   }
 };

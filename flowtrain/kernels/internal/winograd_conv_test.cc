@@ -40,7 +40,8 @@ void ForEachTerm(const WinogradConvDims& d, const Fn& fn) {
             if (ih < 0 || ih >= d.in_rows || iw < 0 || iw >= d.in_cols) continue;
             for (int64_t ci = 0; ci < d.in_depth; ++ci)
               for (int64_t co = 0; co < d.out_depth; ++co)
-                fn(((n * d.in_rows + ih) * d.in_cols + iw) * d.in_depth + ci, ((fr * kR + fc) * d.in_depth + ci) * d.out_depth + co,
+                fn(((n * d.in_rows + ih) * d.in_cols + iw) * d.in_depth + ci,
+                   ((fr * kR + fc) * d.in_depth + ci) * d.out_depth + co,
                    ((n * d.out_rows + oh) * d.out_cols + ow) * d.out_depth + co);
           }
 }
@@ -65,7 +66,8 @@ double CheckClose(const std::vector<float>& got, const Reference& want, bool ten
     const double scale = tensor_wide ? widest : want.magnitude[i];
     if (error > 0) worst = std::max(worst, error / scale);
     if (!(error <= kRelativeError * scale)) {
-      ADD_FAILURE() << what << " element " << i << ": " << got[i] << " vs " << want.value[i] << ", scale " << scale;
+      ADD_FAILURE() << what << " element " << i << ": " << got[i] << " vs " << want.value[i] << ", scale "
+                    << scale;
       break;
     }
   }
@@ -78,13 +80,19 @@ struct ConvCase {
 };
 
 void CheckCase(const ConvCase& c, int64_t kR, ThreadPool* pool, uint64_t seed) {
-  WinogradConvDims d{.batch = c.batch, .in_rows = c.rows, .in_cols = c.cols, .in_depth = c.in_depth,
-                     .out_rows = c.same ? c.rows : c.rows - kR + 1, .out_cols = c.same ? c.cols : c.cols - kR + 1,
-                     .out_depth = c.out_depth, .pad_rows = c.same ? (kR - 1) / 2 : 0,
-                     .pad_cols = c.same ? (kR - 1) / 2 : 0, .filter_size = kR};
+  WinogradConvDims d{.batch = c.batch,
+                     .in_rows = c.rows,
+                     .in_cols = c.cols,
+                     .in_depth = c.in_depth,
+                     .out_rows = c.same ? c.rows : c.rows - kR + 1,
+                     .out_cols = c.same ? c.cols : c.cols - kR + 1,
+                     .out_depth = c.out_depth,
+                     .pad_rows = c.same ? (kR - 1) / 2 : 0,
+                     .pad_cols = c.same ? (kR - 1) / 2 : 0,
+                     .filter_size = kR};
   SCOPED_TRACE(std::to_string(c.batch) + "x" + std::to_string(c.rows) + "x" + std::to_string(c.cols) + "x" +
-               std::to_string(c.in_depth) + " -> " + std::to_string(c.out_depth) + (c.same ? " SAME " : " VALID ") +
-               std::to_string(kR) + "x" + std::to_string(kR) +
+               std::to_string(c.in_depth) + " -> " + std::to_string(c.out_depth) +
+               (c.same ? " SAME " : " VALID ") + std::to_string(kR) + "x" + std::to_string(kR) +
                (pool != nullptr ? " pool" : ""));
   const int64_t in_size = d.batch * d.in_rows * d.in_cols * d.in_depth;
   const int64_t out_size = d.batch * d.out_rows * d.out_cols * d.out_depth;
@@ -111,18 +119,17 @@ void CheckCase(const ConvCase& c, int64_t kR, ThreadPool* pool, uint64_t seed) {
   const double worst_y = CheckClose(got_y, y, false, "Conv2D");
   const double worst_dx = CheckClose(got_dx, dx, false, "Conv2DBackpropInput");
   const double worst_dw = CheckClose(got_dw, dw, true, "Conv2DBackpropFilter");
-  std::printf("worst relative errors: Conv2D %.2g, Conv2DBackpropInput %.2g, Conv2DBackpropFilter %.2g\n", worst_y,
-              worst_dx, worst_dw);
+  std::printf("worst relative errors: Conv2D %.2g, Conv2DBackpropInput %.2g, Conv2DBackpropFilter %.2g\n",
+              worst_y, worst_dx, worst_dw);
 }
 
 const ConvCase kCases[] = {
-    {1, 14, 14, 32, 64, true},   // the CNN benchmark's second layer, one image
-    {2, 7, 9, 3, 5, false},      // odd sizes: partial tiles on both edges
-    {3, 11, 6, 17, 1, true},     // one output channel, channels not a multiple of 16
-    {1, 5, 5, 64, 16, false},    // a single output pixel
-    {2, 13, 13, 1, 64, true},    // one input channel
-    {1, 6, 9, 20, 33, false},
-    {2, 3, 4, 16, 16, true},     // an image smaller than the filter
+    {1, 14, 14, 32, 64, true},                           // the CNN benchmark's second layer, one image
+    {2, 7, 9, 3, 5, false},                              // odd sizes: partial tiles on both edges
+    {3, 11, 6, 17, 1, true},                             // one output channel, channels not a multiple of 16
+    {1, 5, 5, 64, 16, false},                            // a single output pixel
+    {2, 13, 13, 1, 64, true},                            // one input channel
+    {1, 6, 9, 20, 33, false},  {2, 3, 4, 16, 16, true},  // an image smaller than the filter
 };
 
 // F(2x2, 5x5) and F(4x4, 3x3).

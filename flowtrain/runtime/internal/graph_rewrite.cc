@@ -37,7 +37,8 @@ class RunUses {
   // True when `e` is computed in the run and passed only to its one consumer: a group may
   // keep it inside, with no other node (and no fetch) missing it.
   bool OnlyPassedOn(const Endpoint& e) const {
-    if (!Runs(e.node) || fed_.count(e) != 0 || fetched_.count(e) != 0 || targets_.count(e.node) != 0) return false;
+    if (!Runs(e.node) || fed_.count(e) != 0 || fetched_.count(e) != 0 || targets_.count(e.node) != 0)
+      return false;
     auto consumers = consumers_.find(e);
     if (consumers == consumers_.end() || consumers->second != 1) return false;
     return control_consumers_.count(e.node) == 0 && e.node->num_outputs() == 1;
@@ -49,7 +50,8 @@ class RunUses {
     if (control == control_consumers_.end() || control->second.size() != 1 || control->second[0] != gate) {
       return false;
     }
-    if (!Runs(e.node) || fed_.count(e) != 0 || fetched_.count(e) != 0 || targets_.count(e.node) != 0) return false;
+    if (!Runs(e.node) || fed_.count(e) != 0 || fetched_.count(e) != 0 || targets_.count(e.node) != 0)
+      return false;
     auto consumers = consumers_.find(e);
     return consumers != consumers_.end() && consumers->second == 1 && e.node->num_outputs() == 1;
   }
@@ -138,7 +140,8 @@ ExecNode Fused(const Node* last, std::string type, std::vector<Endpoint> inputs,
 
 }  // namespace
 
-std::vector<ExecNode> RewriteForExecution(const std::vector<const Node*>& nodes, const std::vector<Endpoint>& feeds,
+std::vector<ExecNode> RewriteForExecution(const std::vector<const Node*>& nodes,
+                                          const std::vector<Endpoint>& feeds,
                                           const std::vector<Endpoint>& fetches,
                                           const std::vector<const Node*>& targets, bool remapping) {
   std::vector<ExecNode> result;
@@ -216,8 +219,8 @@ std::vector<ExecNode> RewriteForExecution(const std::vector<const Node*>& nodes,
     if (!m || !SameDevice({n, m.matmul})) continue;
     const Node* matmul = m.matmul;
     const std::vector<const Node*> inner = inner_nodes(m);
-    ExecNode e = Fused(n, "_FusedMatMul", {matmul->input(0), matmul->input(1), n->input(1)}, {false, false, false},
-                       inner);
+    ExecNode e = Fused(n, "_FusedMatMul", {matmul->input(0), matmul->input(1), n->input(1)},
+                       {false, false, false}, inner);
     drop_gate(e, m);
     e.kernel = CreateFusedMatMulKernel(*matmul, *n, nullptr);
     claimed.insert(inner.begin(), inner.end());
@@ -245,8 +248,8 @@ std::vector<ExecNode> RewriteForExecution(const std::vector<const Node*>& nodes,
     const Node* matmul = m.matmul;
     const std::vector<const Node*> inner = inner_nodes(m);
     ExecNode e = Fused(n, "_FusedMatMulApplyGradientDescent",
-                       {n->input(0), n->input(1), matmul->input(0), matmul->input(1)}, {true, false, false, false},
-                       inner);
+                       {n->input(0), n->input(1), matmul->input(0), matmul->input(1)},
+                       {true, false, false, false}, inner);
     drop_gate(e, m);
     e.kernel = CreateMatMulApplyGradientDescentKernel(*matmul, *n);
     claimed.insert(inner.begin(), inner.end());

@@ -42,13 +42,14 @@ struct ExecNode {
   std::vector<Endpoint> inputs;
   std::vector<bool> ref_inputs;  // per input: the kernel takes the variable itself
   std::vector<const Node*> control_inputs;
-  std::vector<const Node*> fused;  // the group's other graph nodes, first to last
+  std::vector<const Node*> fused;    // the group's other graph nodes, first to last
   std::unique_ptr<OpKernel> kernel;  // a group's kernel; null: the session's kernel of `node`
 };
 
 // One ExecNode per node of `nodes` (the nodes a run needs), groups fused when `remapping`.
 // `feeds`, `fetches` and `targets` are the run's.
-std::vector<ExecNode> RewriteForExecution(const std::vector<const Node*>& nodes, const std::vector<Endpoint>& feeds,
+std::vector<ExecNode> RewriteForExecution(const std::vector<const Node*>& nodes,
+                                          const std::vector<Endpoint>& feeds,
                                           const std::vector<Endpoint>& fetches,
                                           const std::vector<const Node*>& targets, bool remapping);
 

@@ -100,7 +100,8 @@ struct Mlp {
       Variable w(ops::Const(RandomFloats(TensorShape({sizes[layer], sizes[layer + 1]}), 10 + layer,
                                          1 / std::sqrt(static_cast<float>(sizes[layer])))),
                  {.name = "kernel"});
-      Variable b(ops::Const(RandomFloats(TensorShape({sizes[layer + 1]}), 20 + layer, 0.1f)), {.name = "bias"});
+      Variable b(ops::Const(RandomFloats(TensorShape({sizes[layer + 1]}), 20 + layer, 0.1f)),
+                 {.name = "bias"});
       vars.push_back(w);
       vars.push_back(b);
       h = ops::BiasAdd(ops::MatMul(h, w), b);
@@ -112,14 +113,16 @@ struct Mlp {
     std::vector<Output> grads = ops::Gradients({loss}, values, {}, "gradients", gated);
     std::vector<Operation> updates;
     for (size_t i = 0; i < vars.size(); ++i) {
-      updates.push_back(
-          ops::ApplyGradientDescent(vars[i].ref(), ops::Const(0.1f), grads[i], false, "update_" + std::to_string(i)).op());
+      updates.push_back(ops::ApplyGradientDescent(vars[i].ref(), ops::Const(0.1f), grads[i], false,
+                                                  "update_" + std::to_string(i))
+                            .op());
     }
     train = ops::Group(updates, "train");
   }
 
   FeedList Batch(int step) const {
-    return {{x, RandomFloats(TensorShape({kBatch, kIn}), 100 + step)}, {y, Labels(kBatch, kClasses, 200 + step)}};
+    return {{x, RandomFloats(TensorShape({kBatch, kIn}), 100 + step)},
+            {y, Labels(kBatch, kClasses, 200 + step)}};
   }
 };
 
@@ -166,7 +169,8 @@ void ExpectFusedTrainingStepsMatchUnfused(bool gated) {
   const Tensor initial = RandomFloats(TensorShape({Mlp::kIn, Mlp::kHidden}), 10, 1 / std::sqrt(600.0f));
   const Tensor trained = mlp.vars[0].value().Eval(fused);
   double moved = 0;
-  for (int64_t i = 0; i < initial.NumElements(); ++i) moved += std::abs(trained.data<float>()[i] - initial.data<float>()[i]);
+  for (int64_t i = 0; i < initial.NumElements(); ++i)
+    moved += std::abs(trained.data<float>()[i] - initial.data<float>()[i]);
   EXPECT_GT(moved, 1.0);
   for (const Variable& v : mlp.vars) {
     ExpectClose(v.value().Eval(fused), v.value().Eval(plain), 1e-5, v.op().name());
@@ -259,7 +263,8 @@ TEST(GraphRewriteTest, GradientReadElsewhereIsNotFused) {
   Output grad = ops::MatMul(a, dy, true, false, "grad");
   Output norm = ops::ReduceSum(ops::Square(grad), {0, 1}, false, "norm");
   Output update = ops::ApplyGradientDescent(var.ref(), ops::Const(0.5f), grad, false, "update");
-  const FeedList feeds = {{a, RandomFloats(TensorShape({30, 20}), 6)}, {dy, RandomFloats(TensorShape({30, 48}), 7)}};
+  const FeedList feeds = {{a, RandomFloats(TensorShape({30, 20}), 6)},
+                          {dy, RandomFloats(TensorShape({30, 48}), 7)}};
   Session fused(g, Remapping(true)), plain(g, Remapping(false));
   for (Session* s : {&fused, &plain}) s->Run({}, {}, {ops::GlobalVariablesInitializer()});
 
@@ -285,13 +290,15 @@ TEST(GraphRewriteTest, FusedUpdateKeepsApplyGradientDescentOutputs) {
   Output a = ops::Placeholder(DT_FLOAT, {16, 4}, "a");
   Output dy = ops::Placeholder(DT_FLOAT, {16, 40}, "dy");
   Variable var(ops::Const(RandomFloats(TensorShape({4, 40}), 8)), {.name = "var"});
-  Output update = ops::ApplyGradientDescent(var.ref(), ops::Const(0.25f), ops::MatMul(a, dy, true), false, "update");
+  Output update =
+      ops::ApplyGradientDescent(var.ref(), ops::Const(0.25f), ops::MatMul(a, dy, true), false, "update");
   Output after;
   {
     auto deps = g.ControlDependencies({update.op()});
     after = ops::Identity(var.ref(), "after");  // reads the variable when it runs
   }
-  const Tensor a_value = RandomFloats(TensorShape({16, 4}), 9), dy_value = RandomFloats(TensorShape({16, 40}), 10);
+  const Tensor a_value = RandomFloats(TensorShape({16, 4}), 9),
+               dy_value = RandomFloats(TensorShape({16, 40}), 10);
   const FeedList feeds = {{a, a_value}, {dy, dy_value}};
   Session sess(g, Remapping(true));
   sess.Run({}, {}, {ops::GlobalVariablesInitializer()});
@@ -302,7 +309,8 @@ TEST(GraphRewriteTest, FusedUpdateKeepsApplyGradientDescentOutputs) {
   for (int i = 0; i < 4; ++i) {
     for (int j = 0; j < 40; ++j) {
       double grad = 0;
-      for (int r = 0; r < 16; ++r) grad += a_value.data<float>()[r * 4 + i] * dy_value.data<float>()[r * 40 + j];
+      for (int r = 0; r < 16; ++r)
+        grad += a_value.data<float>()[r * 4 + i] * dy_value.data<float>()[r * 40 + j];
       want.data<float>()[i * 40 + j] -= static_cast<float>(0.25 * grad);
     }
   }
@@ -327,7 +335,8 @@ TEST(GraphRewriteTest, ConcurrentFusedUpdatesWithUseLockingLoseNone) {
   Tensor zeros(DT_FLOAT, TensorShape({128, 96}));
   for (float& v : zeros.flat<float>()) v = 0;
   Variable var(ops::Const(zeros), {.name = "var"});
-  Output update = ops::ApplyGradientDescent(var.ref(), ops::Const(1.0f), ops::MatMul(a, dy, true), true, "update");
+  Output update =
+      ops::ApplyGradientDescent(var.ref(), ops::Const(1.0f), ops::MatMul(a, dy, true), true, "update");
   // a^T dy = -1 everywhere (a = 1/64, dy = -1): every update adds exactly 1.
   Tensor a_value(DT_FLOAT, TensorShape({64, 128})), dy_value(DT_FLOAT, TensorShape({64, 96}));
   for (float& v : a_value.flat<float>()) v = 1.0f / 64;
@@ -345,7 +354,8 @@ TEST(GraphRewriteTest, ConcurrentFusedUpdatesWithUseLockingLoseNone) {
   }
   for (std::thread& t : threads) t.join();
   const Tensor value = var.value().Eval(sess);
-  for (int64_t i = 0; i < value.NumElements(); ++i) ASSERT_EQ(value.data<float>()[i], 1 + kThreads * kSteps) << i;
+  for (int64_t i = 0; i < value.NumElements(); ++i)
+    ASSERT_EQ(value.data<float>()[i], 1 + kThreads * kSteps) << i;
 }
 
 // Gradients through fused layers (float64: the fused kernel's double path) match finite
@@ -358,11 +368,12 @@ TEST(GraphRewriteTest, GradientCheckThroughFusedLayers) {
   Output b = ops::Placeholder(DT_DOUBLE, {4}, "b");
   Output y = ops::Relu(ops::BiasAdd(ops::MatMul(x, w), b));
   Output out = ops::BiasAdd(ops::MatMul(y, w, false, true), ops::Const({0.5, -0.5, 0.25, 1.0, 2.0}));
-  const double error = ComputeGradientError({x, w, b}, {RandomDoubles({6, 5}, 1), RandomDoubles({5, 4}, 2),
-                                                        RandomDoubles({4}, 3, 0.2, 0.6)}, out);
+  const double error = ComputeGradientError(
+      {x, w, b}, {RandomDoubles({6, 5}, 1), RandomDoubles({5, 4}, 2), RandomDoubles({4}, 3, 0.2, 0.6)}, out);
   EXPECT_LT(error, 1e-6);
   Session sess(g);
-  const FeedList feeds = {{x, RandomDoubles({6, 5}, 1)}, {w, RandomDoubles({5, 4}, 2)}, {b, RandomDoubles({4}, 3)}};
+  const FeedList feeds = {
+      {x, RandomDoubles({6, 5}, 1)}, {w, RandomDoubles({5, 4}, 2)}, {b, RandomDoubles({4}, 3)}};
   const std::vector<std::string> traced = TracedNodes(sess, feeds, {out}, {});
   int fused = 0;
   for (const std::string& label : traced) fused += label.ends_with("= _FusedMatMul");
