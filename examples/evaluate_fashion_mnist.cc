@@ -64,14 +64,7 @@ int main(int argc, char** argv) {
       }
     }
     const int64_t n = test_images.dim_size(0);
-    tensorflow::Summary summary;
-    auto add = [&](const char* tag, double value) {
-      tensorflow::Summary::Value* v = summary.add_value();
-      v->set_tag(tag);
-      v->set_simple_value(static_cast<float>(value));
-    };
-    add("accuracy", right / n);
-    add("loss", loss / n);
+    const tensorflow::Summary summary = fashion_mnist::EvalSummary(right / n, loss / n);
     writer.AddSummary(summary, global_step);
     writer.Flush();
     std::printf("%s: step %lld, accuracy %.2f%%, loss %.4f\n", path->c_str(),

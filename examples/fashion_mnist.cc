@@ -131,14 +131,7 @@ int main(int argc, char** argv) {
   }
   const int64_t final_step = step.value().Eval(eval).scalar<int64_t>();
   // The eval job's summaries, as tf.estimator writes them: <model-dir>/eval, same tags.
-  tensorflow::Summary summary;
-  auto add = [&](const char* tag, double value) {
-    tensorflow::Summary::Value* v = summary.add_value();
-    v->set_tag(tag);
-    v->set_simple_value(static_cast<float>(value));
-  };
-  add("accuracy", right / n);
-  add("loss", loss_sum / n);
+  const tensorflow::Summary summary = fashion_mnist::EvalSummary(right / n, loss_sum / n);
   ft::summary::FileWriter eval_writer(model_dir + "/eval");
   eval_writer.AddSummary(summary, final_step);
   eval_writer.Close();

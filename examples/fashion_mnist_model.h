@@ -46,6 +46,18 @@ inline flowtrain::Output CountCorrect(flowtrain::Output logits, flowtrain::Outpu
   return ops::ReduceSum(ops::Cast(ops::Equal(ops::ArgMax(logits, 1), labels), flowtrain::DT_FLOAT));
 }
 
+// The eval job's summary, as tf.estimator writes it to <model-dir>/eval: `accuracy` and
+// `loss` as scalars.
+inline tensorflow::Summary EvalSummary(double accuracy, double loss) {
+  tensorflow::Summary summary;
+  for (auto [tag, value] : {std::pair{"accuracy", accuracy}, std::pair{"loss", loss}}) {
+    tensorflow::Summary::Value* v = summary.add_value();
+    v->set_tag(tag);
+    v->set_simple_value(static_cast<float>(value));
+  }
+  return summary;
+}
+
 }  // namespace fashion_mnist
 
 #endif  // FLOWTRAIN_EXAMPLES_FASHION_MNIST_MODEL_H_

@@ -9,6 +9,9 @@
 #include <mutex>
 #include <vector>
 
+#include "flowtrain/io/event_file_reader.h"
+#include "flowtrain/proto/event.pb.h"
+
 namespace flowtrain::testing {
 namespace {
 
@@ -74,6 +77,14 @@ CliResult RunFlowtrainCli(const std::string& args) {
   const int status = pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
+}
+
+std::vector<uint64_t> RecordOffsets(const std::string& event_file) {
+  io::EventFileReader reader(event_file);
+  std::vector<uint64_t> offsets;
+  tensorflow::Event event;
+  for (uint64_t at = reader.offset(); reader.ReadEvent(&event); at = reader.offset()) offsets.push_back(at);
+  return offsets;
 }
 
 }  // namespace flowtrain::testing

@@ -4,6 +4,7 @@
 #define FLOWTRAIN_TESTS_TEST_UTIL_H_
 
 #include <initializer_list>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,6 +54,9 @@ struct CliResult {
 // Runs FlowtrainCliPath() with `args`, a shell command line's words after the program (the
 // caller quotes paths), and returns its exit code and everything it printed.
 CliResult RunFlowtrainCli(const std::string& args);
+
+// Byte offsets where the records of an event file start (the first is the file_version event).
+std::vector<uint64_t> RecordOffsets(const std::string& event_file);
 
 // The elements of `t`, in order.
 template <typename T>

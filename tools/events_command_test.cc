@@ -51,17 +51,6 @@ std::string OnlyEventFile(const std::string& dir) {
   return names.empty() ? "" : JoinPath(dir, names[0]);
 }
 
-// Byte offsets where the records of an event file start.
-std::vector<uint64_t> RecordOffsets(const std::string& file) {
-  io::EventFileReader reader(file);
-  std::vector<uint64_t> offsets;
-  tensorflow::Event event;
-  for (uint64_t at = reader.offset(); reader.ReadEvent(&event); at = reader.offset()) {
-    offsets.push_back(at);
-  }
-  return offsets;
-}
-
 class EventsCommandTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -258,7 +247,7 @@ TEST_F(EventsCommandTest, CorruptRecordIsReportedAndEverythingElseShown) {
   // Flip a byte inside the payload of the third record (after file_version and step 0: step
   // 50's summary).
   std::string bytes = ReadFileToString(eval);
-  const std::vector<uint64_t> offsets = RecordOffsets(eval);
+  const std::vector<uint64_t> offsets = ::flowtrain::testing::RecordOffsets(eval);
   ASSERT_EQ(offsets.size(), 6u);
   bytes[offsets[2] + 20] ^= 0x01;
   WriteFileAtomically(eval, bytes);
@@ -286,7 +275,7 @@ TEST_F(EventsCommandTest, UnfinishedLastRecordIsANoteNotAnError) {
   const std::string logdir = WriteTrainAndEval();
   const std::string train = OnlyEventFile(logdir + "/train");
   const std::string bytes = ReadFileToString(train);
-  const std::vector<uint64_t> offsets = RecordOffsets(train);
+  const std::vector<uint64_t> offsets = ::flowtrain::testing::RecordOffsets(train);
   WriteFileAtomically(train, bytes.substr(0, offsets.back() + 30));  // killed mid-record
 
   const CliResult r = RunEvents(logdir);

@@ -267,17 +267,6 @@ std::string WriteLossFile(const std::string& dir, int64_t first, int64_t count, 
   return "";
 }
 
-// Byte offsets where the records of an event file start (the first is the file_version event).
-std::vector<uint64_t> RecordOffsets(const std::string& file) {
-  io::EventFileReader reader(file);
-  std::vector<uint64_t> offsets;
-  tensorflow::Event event;
-  for (uint64_t at = reader.offset(); reader.ReadEvent(&event); at = reader.offset()) {
-    offsets.push_back(at);
-  }
-  return offsets;
-}
-
 void FlipByte(const std::string& file, uint64_t offset) {
   std::string bytes = ReadFileToString(file);
   ASSERT_LT(offset, bytes.size());
@@ -289,7 +278,7 @@ TEST(EventAccumulator, CorruptRecordKeepsWhatCameBeforeAndTheOtherFiles) {
   const std::string logdir = MakeTempDir("corrupt");
   const std::string first = WriteLossFile(logdir, 0, 10, ".a");
   const std::string second = WriteLossFile(logdir, 10, 5, ".b");
-  const std::vector<uint64_t> offsets = RecordOffsets(first);
+  const std::vector<uint64_t> offsets = ::flowtrain::testing::RecordOffsets(first);
   ASSERT_EQ(offsets.size(), 11u);  // file_version + steps 0..9
   // A byte inside the payload of step 4's record (its 12-byte header is intact).
   FlipByte(first, offsets[5] + 14);
@@ -315,7 +304,7 @@ TEST(EventAccumulator, CorruptRecordKeepsWhatCameBeforeAndTheOtherFiles) {
 TEST(EventAccumulator, CorruptLengthAndNonEventRecordsAreReportedToo) {
   const std::string logdir = MakeTempDir("corrupt_header");
   const std::string file = WriteLossFile(logdir, 0, 3, ".a");
-  const std::vector<uint64_t> offsets = RecordOffsets(file);
+  const std::vector<uint64_t> offsets = ::flowtrain::testing::RecordOffsets(file);
   FlipByte(file, offsets[2]);  // step 1's length field
   EventAccumulator run(file);
   run.Reload();
@@ -348,7 +337,7 @@ TEST(EventAccumulator, UnfinishedLastRecordIsPartialNotCorrupt) {
   const std::string logdir = MakeTempDir("partial");
   const std::string file = WriteLossFile(logdir, 0, 4, ".a");
   const std::string whole = ReadFileToString(file);
-  const std::vector<uint64_t> offsets = RecordOffsets(file);
+  const std::vector<uint64_t> offsets = ::flowtrain::testing::RecordOffsets(file);
   // A writer killed 7 bytes into step 3's record.
   WriteFileAtomically(file, whole.substr(0, offsets[4] + 7));
 
@@ -377,7 +366,7 @@ TEST(EventAccumulator, CorruptRunDoesNotHideTheOtherRuns) {
   std::filesystem::create_directories(logdir + "/eval");
   WriteLossFile(logdir + "/train", 0, 5, ".a");
   const std::string eval = WriteLossFile(logdir + "/eval", 0, 5, ".a");
-  FlipByte(eval, RecordOffsets(eval)[1] + 13);
+  FlipByte(eval, ::flowtrain::testing::RecordOffsets(eval)[1] + 13);
   auto runs = LoadRuns(logdir);
   ASSERT_EQ(runs.size(), 2u);
   EXPECT_EQ(runs[0].first, "eval");
