@@ -195,7 +195,9 @@ inline void RunKillLoop(const std::string& dir, int kills, int saves_spanned, ui
       const double last = static_cast<double>(progress->last_save_ns.load());
       save_ns = save_ns == 0 ? last : 0.8 * save_ns + 0.2 * last;
     }
-    if (i < 0) ASSERT_GT(save_ns, 0) << "the calibration child completed no save within a minute";
+    if (i < 0) {
+      ASSERT_GT(save_ns, 0) << "the calibration child completed no save within a minute";
+    }
     if (i >= 0 && progress->in_save) {
       ++in_save;
       saves_hit.insert(progress->saves_done);
