@@ -1,8 +1,9 @@
 # flowtrain_test_binary(BINARY LABEL label TIMEOUT seconds SOURCES file...)
 #
 # One GoogleTest binary linking the whole library (tests may use any layer to build their
-# inputs) and tests/test_util.cc; its tests are registered with CTest under `label`. Every
-# binary made here is also built by the `flowtrain_tests` target.
+# inputs) and tests/test_util.cc; its tests are registered with CTest under `label`.
+# `flowtrain_tests` builds every test executable: these, and those tests/readme and tests/tf
+# define themselves (a build of that target is enough to run the whole CTest suite).
 set(FLOWTRAIN_FIXTURES_DIR ${PROJECT_SOURCE_DIR}/../shared/fixtures)
 add_custom_target(flowtrain_tests)
 
