@@ -11,25 +11,10 @@
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/framework/op_kernel.h"
+#include "flowtrain/kernels/internal/array_util.h"
 
 namespace flowtrain {
 namespace {
-
-size_t ElementBytes(DataType dtype) { return dtype == DT_STRING ? sizeof(std::string) : DataTypeSize(dtype); }
-
-// Copies `count` elements from src[src_offset...] to dst[dst_offset...].
-void CopyElements(const Tensor& src, int64_t src_offset, Tensor& dst, int64_t dst_offset, int64_t count) {
-  if (count <= 0) return;
-  if (src.dtype() == DT_STRING) {
-    const std::string* s = src.data<std::string>() + src_offset;
-    std::string* d = dst.data<std::string>() + dst_offset;
-    for (int64_t i = 0; i < count; ++i) d[i] = s[i];
-    return;
-  }
-  const size_t bytes = ElementBytes(src.dtype());
-  std::memcpy(static_cast<char*>(dst.raw_data()) + dst_offset * bytes,
-              static_cast<const char*>(src.raw_data()) + src_offset * bytes, count * bytes);
-}
 
 class ConstOp : public OpKernel {
  public:
