@@ -66,10 +66,6 @@ class NoOp : public OpKernel {
 };
 FT_REGISTER_KERNEL("NoOp", NoOp);
 
-int64_t ReadIndex(const Tensor& t, int64_t i) {
-  return t.dtype() == DT_INT32 ? t.flat<int32_t>()[i] : t.flat<int64_t>()[i];
-}
-
 class ReshapeOp : public OpKernel {
  public:
   using OpKernel::OpKernel;

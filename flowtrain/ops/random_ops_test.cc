@@ -181,7 +181,7 @@ TEST(RandomOpsTest, NamesFollowTf) {
   EXPECT_EQ(n.op().name(), "random_normal");
   EXPECT_NE(g.FindNode("random_normal/RandomStandardNormal"), nullptr);
   EXPECT_NE(g.FindNode("random_normal/stddev"), nullptr);
-  Output t = ops::random::TruncatedNormal({4});
+  ops::random::TruncatedNormal({4});
   EXPECT_NE(g.FindNode("truncated_normal/TruncatedNormal"), nullptr);
   Output u2 = ops::random::Uniform({2});
   EXPECT_EQ(u2.op().name(), "random_uniform_1");

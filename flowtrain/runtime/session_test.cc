@@ -525,7 +525,7 @@ TEST(Session, RunByNameAndEmptyGraph) {
   Graph g;
   auto as_default = g.AsDefault();
   Output x = ops::Placeholder(DT_FLOAT, PartialTensorShape({}), "x");
-  Output y = ops::Identity(x + ops::Const(1.0f), "y");
+  ops::Identity(x + ops::Const(1.0f), "y");
   Operation noop = ops::NoOp("nothing");
   Session sess(g);
   auto out = sess.Run({{"x:0", Tensor::Scalar<float>(2)}}, {"y:0", "y"}, {"nothing"});

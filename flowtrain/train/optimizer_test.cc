@@ -144,7 +144,9 @@ TEST(OptimizerTest, SlotNamesOfEachOptimizer) {
     EXPECT_EQ(train_op.type(), "NoOp");
     const Node* update = m.g.FindNode(StrCat(c.op_name, "/update_dense/kernel/", apply_ops.at(c.op_name)));
     const bool centered = c.slots.size() == 3;
-    if (!centered) EXPECT_NE(update, nullptr) << c.op_name;
+    if (!centered) {
+      EXPECT_NE(update, nullptr) << c.op_name;
+    }
     for (const auto& [slot, var_name] : c.slots) {
       std::optional<Variable> v = opt->GetSlot(m.kernel, slot);
       ASSERT_TRUE(v.has_value()) << slot;
@@ -196,7 +198,7 @@ TEST(OptimizerTest, HyperParametersMayBeTensors) {
 
 TEST(OptimizerTest, ApplyGradientsSkipsMissingGradients) {
   Model m;
-  Variable unused = ops::GetVariable("unused", TensorShape({3}));
+  ops::GetVariable("unused", TensorShape({3}));  // a variable no loss depends on
   GradientDescentOptimizer sgd(0.1);
   auto grads = sgd.ComputeGradients(m.loss);
   ASSERT_EQ(grads.size(), 3u);

@@ -76,7 +76,9 @@ void CheckProduct(int64_t m, int64_t n, int64_t k, bool transpose_a, bool transp
       if (epilogue.relu_grad && features[i * ldc + j] <= 0) expected = 0;
       magnitude = std::abs(epilogue.alpha) * magnitude + 2;
       const double tolerance = (std::is_same_v<T, float> ? 1e-5 : 1e-13) * (magnitude + 1);
-      if (epilogue.relu) ASSERT_GE(c[i * ldc + j], T(0)) << "at (" << i << ", " << j << ")";
+      if (epilogue.relu) {
+        ASSERT_GE(c[i * ldc + j], T(0)) << "at (" << i << ", " << j << ")";
+      }
       ASSERT_NEAR(c[i * ldc + j], expected, tolerance) << "at (" << i << ", " << j << ")";
     }
     for (int64_t j = n; j < ldc; ++j) ASSERT_EQ(c[i * ldc + j], c_before[i * ldc + j]) << "slack written";
