@@ -135,6 +135,15 @@ PartialTensorShape PartialTensorShape::MergeWith(const PartialTensorShape& other
   return merged;
 }
 
+PartialTensorShape PartialTensorShape::MostSpecificCompatibleShape(const PartialTensorShape& other) const {
+  if (unknown_rank_ || other.unknown_rank_ || dims_.size() != other.dims_.size()) return Unknown();
+  PartialTensorShape relaxed = *this;
+  for (size_t i = 0; i < dims_.size(); ++i) {
+    if (relaxed.dims_[i] != other.dims_[i]) relaxed.dims_[i] = -1;
+  }
+  return relaxed;
+}
+
 void PartialTensorShape::AddDim(int64_t size) {
   FT_REQUIRE(size >= -1, "Dimension ", size, " must be >= -1");
   if (unknown_rank_) return;  // Appending to an unknown rank keeps it unknown.

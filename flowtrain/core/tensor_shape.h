@@ -108,6 +108,10 @@ class PartialTensorShape {
   bool IsCompatibleWith(const PartialTensorShape& other) const;
   // The most specific shape compatible with both; throws InvalidArgument if incompatible.
   PartialTensorShape MergeWith(const PartialTensorShape& other) const;
+  // The most specific shape that both shapes are compatible with (TF's
+  // most_specific_compatible_shape): dimensions that differ become unknown, ranks that differ
+  // an unknown rank. What a Merge of the two yields.
+  PartialTensorShape MostSpecificCompatibleShape(const PartialTensorShape& other) const;
   bool IsIdenticalTo(const PartialTensorShape& other) const {
     return unknown_rank_ == other.unknown_rank_ && dims_ == other.dims_;
   }

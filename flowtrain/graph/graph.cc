@@ -6,6 +6,7 @@
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
+#include "flowtrain/graph/shape_inference.h"
 
 namespace flowtrain {
 
@@ -258,7 +259,53 @@ int Graph::num_nodes() const {
   return static_cast<int>(nodes_.size());
 }
 
-int64_t Graph::version() const { return num_nodes(); }
+int64_t Graph::version() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int64_t>(nodes_.size()) + input_updates_;
+}
+
+void Graph::UpdateInput(Operation op, int index, Output new_input) {
+  Node* node = op.node();
+  if (node == nullptr || node->graph() != this) InvalidArgument("UpdateInput: the op is not in this graph");
+  if (index < 0 || index >= node->num_inputs()) {
+    InvalidArgument("UpdateInput: ", node->name(), " has ", node->num_inputs(), " inputs, not input ", index);
+  }
+  if (!new_input.valid() || new_input.graph() != this) {
+    InvalidArgument("UpdateInput: the new input of ", node->name(), " is not an output of this graph");
+  }
+  const DataType want = node->input_type(index);
+  const DataType have = new_input.node()->output_type(new_input.index());
+  if (BaseType(want) != BaseType(have) || (IsRefType(want) && !IsRefType(have))) {
+    InvalidArgument("UpdateInput: input ", index, " of ", node->name(), " is ", DataTypeString(want),
+                    ", not ", DataTypeString(have), " (", new_input.name(), ")");
+  }
+  Endpoint old_input;
+  {
+    absl::MutexLock lock(&mu_);
+    if (finalized_) FailedPrecondition("Graph is finalized and cannot be modified.");
+    old_input = node->inputs_[index];
+    node->inputs_[index] = Endpoint{new_input.node(), new_input.index()};
+    ++input_updates_;
+  }
+  // Shape functions may look at the graph (constant inputs), so they run without the lock.
+  const OpRegistration& registration = node->registration();
+  if (!registration.shape_fn) return;
+  InferenceContext context(*node);
+  try {
+    registration.shape_fn(context);
+  } catch (const Error& e) {
+    {
+      absl::MutexLock lock(&mu_);
+      node->inputs_[index] = old_input;  // the graph stays as it was
+    }
+    ThrowError(e.code(), StrCat(e.what(), " for '", node->name(), "' with input ", index, " set to ",
+                                new_input.name()));
+  }
+  std::vector<PartialTensorShape> inferred = context.TakeOutputs();
+  for (size_t i = 0; i < inferred.size() && i < node->output_shapes_.size(); ++i) {
+    node->output_shapes_[i] = node->output_shapes_[i].MostSpecificCompatibleShape(inferred[i]);
+  }
+}
 
 Node* Graph::node(int id) const {
   absl::MutexLock lock(&mu_);

@@ -129,8 +129,15 @@ class Graph {
   // "name:index"; throws InvalidArgument if missing or the index is out of range.
   Output GetTensorByName(std::string_view name) const;
   std::vector<Operation> operations() const;
-  // Increases with every node added; sessions use it to notice a graph that grew.
+  // Increases with every node added and every input updated; sessions use it to notice a
+  // graph that changed.
   int64_t version() const;
+  // Replaces data input `index` of `op` with `new_input`, as TF's `op._update_input`: how a
+  // while loop closes its cycle (a Merge's second input becomes the NextIteration made after
+  // it). The dtype must match the input's; the op's output shapes are inferred again and
+  // relaxed to cover both the old and new inputs. Throws InvalidArgument on a bad index, a
+  // dtype mismatch or an input from another graph, FailedPrecondition once finalized.
+  void UpdateInput(Operation op, int index, Output new_input);
 
   // ---- Collections ----
   void AddToCollection(std::string_view key, std::any value);
@@ -187,6 +194,7 @@ class Graph {
   std::vector<DeviceFunction> device_functions_ ABSL_GUARDED_BY(mu_);
   std::vector<Node*> colocation_stack_ ABSL_GUARDED_BY(mu_);
   bool finalized_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t input_updates_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<int64_t> seed_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -1,7 +1,7 @@
 #include "flowtrain/graph/graph_def.h"
 
 #include <algorithm>
-#include <algorithm>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -121,6 +121,21 @@ void ImportGraphDef(const tensorflow::GraphDef& graph_def, Graph* graph, std::st
   std::map<std::string, Node*, std::less<>> imported;
   // 0 = not visited, 1 = in progress (cycle detection), 2 = done.
   std::map<std::string, int, std::less<>> state;
+  // A loop's back edges, NextIteration -> Merge, are the only cycles a GraphDef may have. The
+  // Merge is built with a stand-in for that input (another of its inputs) and the edge is
+  // set once the NextIteration exists, as TF's own import does.
+  struct BackEdge {
+    Node* merge;
+    int input_index;
+    std::string producer;
+    int producer_index;
+  };
+  std::vector<BackEdge> back_edges;
+  auto is_next_iteration = [&](const std::string& producer) {
+    auto it = by_name.find(producer);
+    return it != by_name.end() &&
+           (it->second->op() == "NextIteration" || it->second->op() == "RefNextIteration");
+  };
 
   std::function<Node*(const std::string&)> import_node = [&](const std::string& name) -> Node* {
     if (auto it = imported.find(name); it != imported.end()) return it->second;
@@ -138,13 +153,21 @@ void ImportGraphDef(const tensorflow::GraphDef& graph_def, Graph* graph, std::st
     const tensorflow::OpDef& op_def = OpRegistry::Global()->Get(nd.op()).def;
 
     // Collect inputs, resolving producers first.
+    const bool is_merge = nd.op() == "Merge" || nd.op() == "RefMerge";
     std::vector<Output> data_inputs;
     std::vector<Operation> control_inputs;
+    std::vector<BackEdge> own_back_edges;
     for (const std::string& input : nd.input()) {
       if (!input.empty() && input[0] == '^') {
         control_inputs.emplace_back(import_node(input.substr(1)));
       } else {
         auto [producer, index] = ParseTensorName(input);
+        if (is_merge && is_next_iteration(std::string(producer))) {
+          own_back_edges.push_back({nullptr, static_cast<int>(data_inputs.size()), std::string(producer),
+                                    static_cast<int>(index)});
+          data_inputs.emplace_back();  // the stand-in is chosen below
+          continue;
+        }
         Node* p = import_node(producer);
         if (index >= p->num_outputs()) {
           InvalidArgument("Node '", nd.name(), "' input '", input, "' refers to output ", index,
@@ -152,6 +175,16 @@ void ImportGraphDef(const tensorflow::GraphDef& graph_def, Graph* graph, std::st
         }
         data_inputs.emplace_back(p, index);
       }
+    }
+    if (!own_back_edges.empty()) {
+      auto forward =
+          std::find_if(data_inputs.begin(), data_inputs.end(), [](const Output& o) { return o.valid(); });
+      if (forward == data_inputs.end()) {
+        InvalidArgument("Node '", nd.name(), "' (op: '", nd.op(),
+                        "') merges only NextIteration outputs: a loop needs an input from outside it");
+      }
+      const Output stand_in = *forward;
+      for (const BackEdge& edge : own_back_edges) data_inputs[edge.input_index] = stand_in;
     }
     NodeBuilder builder(nd.op(), StrCat(name_prefix, nd.name()));
     builder.Graph(graph).ExactName().IgnoreControlScopes().Device(nd.device());
@@ -191,9 +224,21 @@ void ImportGraphDef(const tensorflow::GraphDef& graph_def, Graph* graph, std::st
     Node* node = builder.Finalize().node();
     imported[name] = node;
     s = 2;
+    for (BackEdge& edge : own_back_edges) {
+      edge.merge = node;
+      back_edges.push_back(std::move(edge));
+    }
     return node;
   };
   for (const auto& nd : graph_def.node()) import_node(nd.name());
+  for (const BackEdge& edge : back_edges) {
+    Node* producer = imported.at(edge.producer);
+    if (edge.producer_index >= producer->num_outputs()) {
+      InvalidArgument("Node '", edge.merge->name(), "' input refers to output ", edge.producer_index, " of '",
+                      edge.producer, "', which has ", producer->num_outputs(), " outputs");
+    }
+    graph->UpdateInput(Operation(edge.merge), edge.input_index, Output(producer, edge.producer_index));
+  }
 }
 
 }  // namespace flowtrain

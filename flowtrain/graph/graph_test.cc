@@ -325,6 +325,38 @@ TEST(Graph, ConcurrentBuildingGivesUniqueNames) {
   EXPECT_EQ(names.size(), 800u);
 }
 
+TEST(Graph, UpdateInputReplacesAnInputAndRelaxesTheShape) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output a = TestConst(DT_FLOAT, PartialTensorShape({2}), "a");
+  Output b = TestConst(DT_FLOAT, PartialTensorShape({3}), "b");
+  Output sum = TestAdd(a, a, "sum");
+  EXPECT_EQ(sum.shape().DebugString(), "[2]");
+  const int64_t before = g.version();
+  Output c = TestConst(DT_FLOAT, PartialTensorShape({1}), "c");
+  g.UpdateInput(sum.op(), 1, c);
+  EXPECT_EQ(sum.op().input(1).node(), c.node());
+  EXPECT_EQ(sum.shape().DebugString(), "[2]");  // [2] + [1] broadcasts to [2]
+  EXPECT_GT(g.version(), before + 1);           // the update counts, not only the new node
+  EXPECT_THROW(g.UpdateInput(sum.op(), 1, b), InvalidArgumentError);  // [2] + [3] do not broadcast
+}
+
+TEST(Graph, UpdateInputRejectsBadArguments) {
+  Graph g, other;
+  auto as_default = g.AsDefault();
+  Output a = TestConst(DT_FLOAT, PartialTensorShape({2}), "a");
+  Output i = TestConst(DT_INT32, PartialTensorShape({2}), "i");
+  Output elsewhere = TestConst(DT_FLOAT, PartialTensorShape({2}), "x", &other);
+  Output sum = TestAdd(a, a, "sum");
+  testing::ExpectInvalidArgument([&] { g.UpdateInput(sum.op(), 2, a); }, "has 2 inputs, not input 2");
+  testing::ExpectInvalidArgument([&] { g.UpdateInput(sum.op(), 0, i); }, "is float, not int32");
+  testing::ExpectInvalidArgument([&] { g.UpdateInput(sum.op(), 0, elsewhere); },
+                                 "not an output of this graph");
+  testing::ExpectInvalidArgument([&] { other.UpdateInput(sum.op(), 0, a); }, "not in this graph");
+  g.Finalize();
+  EXPECT_THROW(g.UpdateInput(sum.op(), 0, a), FailedPreconditionError);
+}
+
 TEST(GraphDef, ExportAndImportRoundTrip) {
   Graph g;
   {
