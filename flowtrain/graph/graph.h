@@ -31,6 +31,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 
+#include "flowtrain/graph/function_library.h"
 #include "flowtrain/graph/node.h"
 #include "flowtrain/graph/operation.h"
 #include "flowtrain/proto/graph.pb.h"
@@ -162,8 +163,15 @@ class Graph {
   // Per-op seeds made as TF does when only the graph seed is set.
   int64_t NextOpSeed();
 
+  // ---- Functions ----
+  // The functions the graph carries (GraphDef.library): filled by ImportGraphDef, written by
+  // ToGraphDef. Ops that call them (PartitionedCall, If, While...) name them in func attrs.
+  FunctionLibrary& library() { return library_; }
+  const FunctionLibrary& library() const { return library_; }
+
   // ---- Serialization ----
-  // A GraphDef with TF's op and attr names; `add_shapes` adds `_output_shapes` attrs.
+  // A GraphDef with TF's op and attr names and the function library; `add_shapes` adds
+  // `_output_shapes` attrs.
   tensorflow::GraphDef ToGraphDef(bool add_shapes = false) const;
 
   // ---- Used by NodeBuilder ----
@@ -196,6 +204,7 @@ class Graph {
   bool finalized_ ABSL_GUARDED_BY(mu_) = false;
   int64_t input_updates_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<int64_t> seed_ ABSL_GUARDED_BY(mu_);
+  FunctionLibrary library_;  // synchronises itself
 };
 
 // Names an op that builds helper nodes (shape constants, initial values) under its own name,

@@ -69,6 +69,7 @@ tensorflow::GraphDef Graph::ToGraphDef(bool add_shapes) const {
       (*attrs)["_output_shapes"] = MakeAttrValue(shapes);
     }
   }
+  if (!library_.empty()) *def.mutable_library() = library_.ToProto();
   def.mutable_versions()->set_producer(kGraphDefProducer);
   def.mutable_versions()->set_min_consumer(kGraphDefMinConsumer);
   return def;
@@ -111,6 +112,8 @@ int RemoveNewDefaultAttrs(const tensorflow::OpList& producer_ops, tensorflow::Gr
 }
 
 void ImportGraphDef(const tensorflow::GraphDef& graph_def, Graph* graph, std::string_view prefix) {
+  // Functions first: they are checked as a whole, and the nodes that call them come after.
+  graph->library().AddLibrary(graph_def.library());
   const std::string name_prefix = prefix.empty() ? std::string() : StrCat(prefix, "/");
   std::map<std::string, const tensorflow::NodeDef*, std::less<>> by_name;
   for (const auto& nd : graph_def.node()) {

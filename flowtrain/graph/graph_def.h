@@ -6,7 +6,8 @@
 //   ImportGraphDef(def, &copy);              // same names; with a prefix: "import/..."
 //
 // Nodes may appear in any order; every op type must be registered (NotFound otherwise, naming
-// the op type and node).
+// the op type and node). The GraphDef's function library joins the graph's (a function
+// already there must be identical; InvalidArgument otherwise).
 #ifndef FLOWTRAIN_GRAPH_GRAPH_DEF_H_
 #define FLOWTRAIN_GRAPH_GRAPH_DEF_H_
 
