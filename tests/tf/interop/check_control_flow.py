@@ -1,0 +1,145 @@
+"""flowtrain's conds, cases and while loops against TF's control flow v1: builds PROGRAM in TF
+(tf.compat.v1, v2 control flow disabled), then checks flowtrain's GraphDef DIR/PROGRAM.pb
+holds the same nodes (name, op, data inputs in order, control inputs, and the frame_name,
+is_constant, parallel_iterations and _class attrs), and that TF running it computes what TF's
+own graph computes for several inputs (1e-5 relative), gradients included ("grad" lines of
+DIR/PROGRAM.fetches; gradient nodes are compared by value only: their names differ by design).
+
+  check_control_flow.py --dir DIR --program cond|while|case|cond_grad
+"""
+
+import numpy as np
+import tensorflow as tf
+
+import interop_common as ic
+
+v1 = tf.compat.v1
+
+# Inputs fed to "x:0" per program.
+INPUTS = {
+    "cond": [np.float32(v) for v in (-2.0, 0.5, 2.0, 4.0)],
+    "while": [np.float32(v) for v in (-1.5, 0.5, 1.5, 3.0)],
+    "case": [np.float32(v) for v in (-3.0, 0.25, 0.99, 1.0, 7.0)],
+    "cond_grad": [np.array(v, np.float32) for v in ([1, 2, 3, 4], [-1, -2, 0.5, 0], [0.3, -4, 2, 1])],
+}
+
+
+def build_cond():
+    x = v1.placeholder(tf.float32, [], name="x")
+    y = tf.constant(3.0, name="y")
+    v1.cond(tf.greater(x, tf.constant(0.0, name="zero")), lambda: tf.add(tf.square(x), y, name="add"),
+            lambda: tf.negative(x))
+    v1.cond(tf.less(x, y), lambda: [tf.multiply(x, y, name="mul"), tf.constant(1.0, name="one")],
+            lambda: [x, tf.constant(0.0, name="z")])
+    return []
+
+
+def build_while():
+    x = v1.placeholder(tf.float32, [], name="x")
+    i0 = tf.constant(0, name="i0")
+    v1.while_loop(lambda i, s: tf.less(i, tf.constant(5, name="five")),
+                  lambda i, s: (tf.add(i, tf.constant(1, name="one"), name="Add"), tf.multiply(s, x, name="Mul")),
+                  [i0, x])
+    v1.while_loop(lambda s: tf.less(s, tf.constant(100.0, name="hundred")),
+                  lambda s: tf.multiply(s, tf.constant(2.0, name="two"), name="Mul"), [x],
+                  maximum_iterations=tf.constant(3, name="three"))
+    return []
+
+
+def build_case():
+    x = v1.placeholder(tf.float32, [], name="x")
+    below0 = tf.less(x, tf.constant(0.0, name="z0"), name="Less")
+    below1 = tf.less(x, tf.constant(1.0, name="z1"), name="Less")
+    v1.case([(below0, lambda: tf.constant(-1.0, name="m1")), (below1, lambda: tf.constant(0.5, name="h"))],
+            default=lambda: tf.constant(1.0, name="d"))
+    return []
+
+
+def build_cond_grad():
+    x = v1.placeholder(tf.float32, [4], name="x")
+    w = v1.Variable([0.5, -0.2, 0.1, 0.3], name="w")
+    s = tf.reduce_sum(tf.multiply(x, w, name="mul"), name="Sum")
+    c = v1.cond(tf.greater(s, tf.constant(0.0, name="zero")), lambda: tf.square(s), lambda: tf.negative(s))
+    return v1.gradients(c, [w, x])
+
+
+BUILDERS = {"cond": build_cond, "while": build_while, "case": build_case, "cond_grad": build_cond_grad}
+
+
+def node_summary(node):
+    data = [i for i in node.input if not i.startswith("^")]
+    control = sorted(i for i in node.input if i.startswith("^"))
+    attrs = {}
+    for key in ("frame_name", "is_constant", "parallel_iterations"):
+        if key in node.attr:
+            attrs[key] = str(node.attr[key]).strip()
+    if "_class" in node.attr:
+        attrs["_class"] = sorted(s.decode() for s in node.attr["_class"].list.s)
+    return (node.op, data, control, attrs)
+
+
+def compare_structure(tf_def, ft_def, skip_prefix):
+    def nodes(graph_def):
+        return {n.name: node_summary(n) for n in graph_def.node if not n.name.startswith(skip_prefix)}
+    want, have = nodes(tf_def), nodes(ft_def)
+    problems = []
+    for name in sorted(set(want) | set(have)):
+        if name not in have:
+            problems.append("missing %s: TF has %s" % (name, want[name]))
+        elif name not in want:
+            problems.append("extra %s: %s (not in TF's graph)" % (name, have[name]))
+        elif want[name] != have[name]:
+            problems.append("%s differs: TF %s, flowtrain %s" % (name, want[name], have[name]))
+    if problems:
+        ic.fail("%d node(s) differ from TF's:\n  %s" % (len(problems), "\n  ".join(problems)))
+    return len(want)
+
+
+def main():
+    args = ic.parse_flags("dir", "program")
+    v1.disable_v2_behavior()
+    v1.disable_control_flow_v2()
+    prefix = "%s/%s" % (args.dir, args.program)
+    ft_def = tf.compat.v1.GraphDef()
+    with open(prefix + ".pb", "rb") as f:
+        ft_def.ParseFromString(f.read())
+    fetches, grads = [], []
+    with open(prefix + ".fetches") as f:
+        for line in f:
+            kind, name = line.split()
+            (fetches if kind == "fetch" else grads).append(name)
+
+    with tf.Graph().as_default() as tf_graph:
+        tf_grads = BUILDERS[args.program]()
+        tf_def = tf_graph.as_graph_def()
+        init = v1.global_variables_initializer()
+    if len(tf_grads) != len(grads):
+        ic.fail("flowtrain exported %d gradients, TF computes %d" % (len(grads), len(tf_grads)))
+    compared = compare_structure(tf_def, ft_def, "gradients/")
+
+    with tf.Graph().as_default() as ft_graph:
+        try:
+            tf.compat.v1.import_graph_def(ft_def, name="")
+        except Exception as e:  # TF's own words say what it could not import
+            ic.fail("import_graph_def failed: %s: %s" % (type(e).__name__, e))
+        ft_init = [ft_graph.get_operation_by_name(n.name) for n in ft_def.node if n.name.endswith("/Assign")]
+
+    tf_sess = v1.Session(graph=tf_graph)
+    ft_sess = v1.Session(graph=ft_graph)
+    tf_sess.run(init)
+    if ft_init:
+        ft_sess.run(ft_init)
+    tf_fetches = [tf_graph.get_tensor_by_name(n) for n in fetches] + list(tf_grads)
+    ft_fetches = [ft_graph.get_tensor_by_name(n) for n in fetches + grads]
+    for x in INPUTS[args.program]:
+        want = tf_sess.run(tf_fetches, {"x:0": x})
+        have = ft_sess.run(ft_fetches, {"x:0": x})
+        for name, w, h in zip(fetches + grads, want, have):
+            if not np.allclose(h, w, rtol=1e-5, atol=1e-6):
+                ic.fail("x=%s: %s is %s in TF running flowtrain's graph, %s in TF's own" % (x, name, h, w))
+    print("%s: %d nodes as TF's; %d fetches and %d gradients equal TF's for %d inputs" %
+          (args.program, compared, len(fetches), len(grads), len(INPUTS[args.program])))
+
+
+if __name__ == "__main__":
+    ic.run(main)
