@@ -218,7 +218,12 @@ std::vector<Output> WhileLoop(const LoopCondFn& cond, const LoopBodyFn& body,
     context->InitializeValues(vars);
     std::vector<Output> real_vars = vars;
     if (context->outer() != nullptr) {
+      // In a cond branch, the initial values come in through the branch's Switches, which
+      // are then known inside the loop too (their Enters must not be entered again).
       for (Output& v : real_vars) v = context->outer()->AddValue(v);
+      std::vector<Output> known = vars;
+      known.insert(known.end(), real_vars.begin(), real_vars.end());
+      context->InitializeValues(known);
     }
     std::vector<Output> enters;
     {

@@ -178,7 +178,7 @@ Output WhileContext::AddValue(const Output& val) {
 }
 
 void WhileContext::MaybeAddControlDependency(const Operation& op) {
-  if (!op.control_inputs().empty()) return;
+  if (!op.control_inputs().empty() || !ControlPivot()) return;
   for (int i = 0; i < op.num_inputs(); ++i) {
     if (!IsLoopConstantEnter(op.input(i).op())) return;
   }
@@ -187,7 +187,7 @@ void WhileContext::MaybeAddControlDependency(const Operation& op) {
 
 void WhileContext::AddOp(Operation op) {
   if (op.num_inputs() == 0) {
-    if (op.control_inputs().empty()) graph_.AddControlInput(op, ControlPivot().op());
+    if (op.control_inputs().empty() && ControlPivot()) graph_.AddControlInput(op, ControlPivot().op());
   } else {
     {
       auto scope = HelperScope(graph_, op);

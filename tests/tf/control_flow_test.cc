@@ -106,6 +106,39 @@ TEST(ControlFlowTfTest, CaseMatchesTensorFlowNodeForNodeAndComputes) {
   Check(dir, "case");
 }
 
+// Contexts nested both ways: a cond in a loop body, a loop in a cond branch.
+TEST(ControlFlowTfTest, NestedCondsAndLoopsMatchTensorFlowNodeForNodeAndCompute) {
+  const std::string dir = MakeTempDir("cf_nested");
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output x = ops::Placeholder(DT_FLOAT, PartialTensorShape({}), "x");
+  std::vector<Output> out =
+      ops::WhileLoop([](const std::vector<Output>& v) { return ops::Less(v[0], ops::Const(4, "four")); },
+                     [&](const std::vector<Output>& v) {
+                       Output next_i = ops::AddV2(v[0], ops::Const(1, "one"), "Add");
+                       Output s = v[1];
+                       Output next_s = ops::Cond(
+                           ops::Less(s, ops::Const(10.0f, "ten")), [&] { return ops::Mul(s, x, "Mul"); },
+                           [&] { return ops::Sub(s, ops::Const(1.0f, "onef"), "Sub"); });
+                       return std::vector<Output>{next_i, next_s};
+                     },
+                     {ops::Const(0, "i0"), x});
+  Output r = ops::Cond(
+      ops::Greater(x, ops::Const(0.0f, "zero")),
+      [&] {
+        return ops::WhileLoop(
+                   [](const std::vector<Output>& v) { return ops::Less(v[0], ops::Const(50.0f, "fifty")); },
+                   [&](const std::vector<Output>& v) {
+                     return std::vector<Output>{ops::AddV2(v[0], x, "Add")};
+                   },
+                   {x})
+            .front();
+      },
+      [&] { return ops::Neg(x); });
+  Export(g, dir, "nested", {out[0], out[1], r});
+  Check(dir, "nested");
+}
+
 // The corpus's control_flow model's cond: c = cond(s > 0, square(s), -s), s = sum(x * w).
 TEST(ControlFlowTfTest, GradientsThroughCondGiveTensorFlowsGradients) {
   const std::string dir = MakeTempDir("cf_grad");

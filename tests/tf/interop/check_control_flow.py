@@ -5,7 +5,7 @@ is_constant, parallel_iterations and _class attrs), and that TF running it compu
 own graph computes for several inputs (1e-5 relative), gradients included ("grad" lines of
 DIR/PROGRAM.fetches; gradient nodes are compared by value only: their names differ by design).
 
-  check_control_flow.py --dir DIR --program cond|while|case|cond_grad
+  check_control_flow.py --dir DIR --program cond|while|case|nested|cond_grad
 """
 
 import numpy as np
@@ -20,6 +20,7 @@ INPUTS = {
     "cond": [np.float32(v) for v in (-2.0, 0.5, 2.0, 4.0)],
     "while": [np.float32(v) for v in (-1.5, 0.5, 1.5, 3.0)],
     "case": [np.float32(v) for v in (-3.0, 0.25, 0.99, 1.0, 7.0)],
+    "nested": [np.float32(v) for v in (-2.0, 0.5, 1.5, 3.0)],
     "cond_grad": [np.array(v, np.float32) for v in ([1, 2, 3, 4], [-1, -2, 0.5, 0], [0.3, -4, 2, 1])],
 }
 
@@ -55,6 +56,24 @@ def build_case():
     return []
 
 
+def build_nested():
+    x = v1.placeholder(tf.float32, [], name="x")
+    i0 = tf.constant(0, name="i0")
+    # A cond in a loop body, reading a loop variable and a tensor from outside the loop.
+    v1.while_loop(lambda i, s: tf.less(i, tf.constant(4, name="four")),
+                  lambda i, s: (tf.add(i, tf.constant(1, name="one"), name="Add"),
+                                v1.cond(tf.less(s, tf.constant(10.0, name="ten")),
+                                        lambda: tf.multiply(s, x, name="Mul"),
+                                        lambda: tf.subtract(s, tf.constant(1.0, name="onef"), name="Sub"))),
+                  [i0, x])
+    # A loop in a cond branch, reading x from outside both.
+    v1.cond(tf.greater(x, tf.constant(0.0, name="zero")),
+            lambda: v1.while_loop(lambda s: tf.less(s, tf.constant(50.0, name="fifty")),
+                                  lambda s: tf.add(s, x, name="Add"), [x]),
+            lambda: tf.negative(x))
+    return []
+
+
 def build_cond_grad():
     x = v1.placeholder(tf.float32, [4], name="x")
     w = v1.Variable([0.5, -0.2, 0.1, 0.3], name="w")
@@ -63,7 +82,7 @@ def build_cond_grad():
     return v1.gradients(c, [w, x])
 
 
-BUILDERS = {"cond": build_cond, "while": build_while, "case": build_case, "cond_grad": build_cond_grad}
+BUILDERS = {"cond": build_cond, "while": build_while, "case": build_case, "nested": build_nested, "cond_grad": build_cond_grad}
 
 
 def node_summary(node):
