@@ -212,6 +212,7 @@ std::vector<Output> WhileLoop(const LoopCondFn& cond, const LoopBodyFn& body,
   const std::string frame_name = graph.UniqueName(StrCat(graph.CurrentNameScope(), "while_context"));
   WhileContext* context = control_flow_internal::NewWhileContext(
       graph, frame_name, options.parallel_iterations, options.back_prop);
+  if (counted) context->set_maximum_iterations(*options.maximum_iterations);
   std::vector<Output> exits;
   {
     ContextScope enter(graph, context);

@@ -50,6 +50,17 @@ bool IsLoopExit(const Operation& op) { return op.type() == "Exit" || op.type() =
 
 }  // namespace
 
+ControlFlowContext::ControlFlowContext(Graph& graph, ControlFlowContext* outer, std::string name)
+    : graph_(graph), outer_(outer), name_(std::move(name)) {
+  if (outer_ != nullptr) outer_->nested_.push_back(this);
+}
+
+void ControlFlowContext::ToValuesDef(tensorflow::ValuesDef* def) const {
+  for (const std::string& v : values_) def->add_values(v);  // sorted, as TF writes them
+  for (const auto& [outside, inside] : external_values_)
+    (*def->mutable_external_values())[outside] = inside.name();
+}
+
 WhileContext* ControlFlowContext::GetWhileContext() {
   for (ControlFlowContext* c = this; c != nullptr; c = c->outer()) {
     if (WhileContext* w = c->AsWhile()) return w;
@@ -72,12 +83,26 @@ void ControlFlowContext::MarkSeen(const std::string& name) {
   for (ControlFlowContext* c = this; c != nullptr; c = c->outer_) c->values_.insert(name);
 }
 
-CondContext::CondContext(Graph& graph, ControlFlowContext* outer, Output pred, Output pivot, int branch)
-    : ControlFlowContext(graph, outer), pred_(std::move(pred)), pivot_(std::move(pivot)), branch_(branch) {
+CondContext::CondContext(Graph& graph, ControlFlowContext* outer, std::string name, Output pred, Output pivot,
+                         int branch)
+    : ControlFlowContext(graph, outer, std::move(name)),
+      pred_(std::move(pred)),
+      pivot_(std::move(pivot)),
+      branch_(branch) {
   values_.insert(pred_.name());
   external_values_[pred_.name()] = pred_;
   values_.insert(pivot_.name());
   SetContext(pivot_.op(), this);
+}
+
+void CondContext::ToProto(tensorflow::ControlFlowContextDef* def) const {
+  tensorflow::CondContextDef* cond = def->mutable_cond_ctxt();
+  cond->set_context_name(name_);
+  cond->set_pred_name(pred_.name());
+  cond->set_pivot_name(pivot_.name());
+  cond->set_branch(branch_);
+  ToValuesDef(cond->mutable_values_def());
+  for (const ControlFlowContext* nested : nested_) nested->ToProto(cond->add_nested_contexts());
 }
 
 Output CondContext::AddValue(const Output& val) {
@@ -146,10 +171,25 @@ void CondContext::AddOp(Operation op) {
 
 WhileContext::WhileContext(Graph& graph, ControlFlowContext* outer, std::string frame_name,
                            int64_t parallel_iterations, bool back_prop)
-    : ControlFlowContext(graph, outer),
-      frame_name_(std::move(frame_name)),
+    : ControlFlowContext(graph, outer, std::move(frame_name)),
       parallel_iterations_(parallel_iterations),
       back_prop_(back_prop) {}
+
+void WhileContext::ToProto(tensorflow::ControlFlowContextDef* def) const {
+  tensorflow::WhileContextDef* loop = def->mutable_while_ctxt();
+  loop->set_context_name(name_);
+  loop->set_parallel_iterations(static_cast<int32_t>(parallel_iterations_));
+  loop->set_back_prop(back_prop_);
+  loop->set_swap_memory(false);
+  loop->set_pivot_name(pivot_.name());
+  loop->set_pivot_for_pred_name(pivot_for_pred_.name());
+  loop->set_pivot_for_body_name(pivot_for_body_.name());
+  for (const Output& e : loop_exits_) loop->add_loop_exit_names(e.name());
+  for (const Output& e : loop_enters_) loop->add_loop_enter_names(e.name());
+  ToValuesDef(loop->mutable_values_def());
+  if (maximum_iterations_) loop->set_maximum_iterations_name(maximum_iterations_.name());
+  for (const ControlFlowContext* nested : nested_) nested->ToProto(loop->add_nested_contexts());
+}
 
 void WhileContext::InitializeValues(const std::vector<Output>& values) {
   values_.clear();
@@ -169,8 +209,7 @@ Output WhileContext::AddValue(const Output& val) {
   {
     ContextScope helpers(graph_, this, /*add_ops=*/false);
     auto no_controls = graph_.ClearControlDependencies();
-    enter =
-        ops::Enter(result, frame_name_, {.is_constant = true, .parallel_iterations = parallel_iterations_});
+    enter = ops::Enter(result, name_, {.is_constant = true, .parallel_iterations = parallel_iterations_});
   }
   values_.insert(enter.name());
   external_values_[val.name()] = enter;
@@ -203,14 +242,29 @@ void WhileContext::AddOp(Operation op) {
 }
 
 CondContext* NewCondContext(Graph& graph, Output pred, Output pivot, int branch) {
-  return Own(graph, std::make_unique<CondContext>(graph, CurrentContext(graph), std::move(pred),
-                                                  std::move(pivot), branch));
+  std::string name = graph.UniqueName(StrCat(graph.CurrentNameScope(), "cond_text"));
+  CondContext* context =
+      Own(graph, std::make_unique<CondContext>(graph, CurrentContext(graph), std::move(name), std::move(pred),
+                                               std::move(pivot), branch));
+  if (context->outer() == nullptr)
+    graph.AddToCollection(GraphKeys::kCondContext, ControlFlowContextPtr(context));
+  return context;
 }
 
 WhileContext* NewWhileContext(Graph& graph, std::string frame_name, int64_t parallel_iterations,
                               bool back_prop) {
-  return Own(graph, std::make_unique<WhileContext>(graph, CurrentContext(graph), std::move(frame_name),
-                                                   parallel_iterations, back_prop));
+  WhileContext* context =
+      Own(graph, std::make_unique<WhileContext>(graph, CurrentContext(graph), std::move(frame_name),
+                                                parallel_iterations, back_prop));
+  if (context->outer() == nullptr)
+    graph.AddToCollection(GraphKeys::kWhileContext, ControlFlowContextPtr(context));
+  return context;
+}
+
+std::string ContextDefBytes(const ControlFlowContext& context) {
+  tensorflow::ControlFlowContextDef def;
+  context.ToProto(&def);
+  return def.has_cond_ctxt() ? def.cond_ctxt().SerializeAsString() : def.while_ctxt().SerializeAsString();
 }
 
 ControlFlowContext* CurrentContext(Graph& graph) {

@@ -16,6 +16,7 @@
 #include "flowtrain/ops/gradients.h"
 #include "flowtrain/ops/math_ops.h"
 #include "flowtrain/ops/variables.h"
+#include "flowtrain/train/meta_graph.h"
 #include "tests/test_util.h"
 #include "tests/tf/tf_test_util.h"
 
@@ -154,6 +155,25 @@ TEST(ControlFlowTfTest, GradientsThroughCondGiveTensorFlowsGradients) {
   ASSERT_TRUE(grads[1].valid());
   Export(g, dir, "cond_grad", {c}, grads);
   Check(dir, "cond_grad");
+}
+
+// The cond_context and while_context collections of the MetaGraphDef, which TF needs to
+// differentiate through an imported graph's control flow.
+TEST(ControlFlowTfTest, MetaGraphContextsAreTensorFlowsAndLetItDifferentiate) {
+  const std::string dir = MakeTempDir("cf_contexts");
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output x = ops::Placeholder(DT_FLOAT, PartialTensorShape({}), "x");
+  Output y = ops::Const(3.0f, "y");
+  ops::Cond(
+      ops::Greater(x, ops::Const(0.0f, "zero")), [&] { return ops::AddV2(ops::Square(x), y, "add"); },
+      [&] { return ops::Neg(x); });
+  Output three = ops::Const(3, "three");
+  ops::WhileLoop([](const std::vector<Output>& v) { return ops::Less(v[0], ops::Const(100.0f, "hundred")); },
+                 [&](const std::vector<Output>& v) { return std::vector<Output>{ops::Mul(v[0], x, "Mul")}; },
+                 {x}, {.maximum_iterations = three});
+  train::ExportMetaGraph(g, nullptr, dir + "/contexts.meta");
+  Check(dir, "contexts");
 }
 
 }  // namespace

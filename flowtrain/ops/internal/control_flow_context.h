@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "flowtrain/graph/graph.h"
+#include "flowtrain/proto/control_flow.pb.h"
 
 namespace flowtrain::ops::control_flow_internal {
 
@@ -46,9 +47,15 @@ class ControlFlowContext {
   virtual Output ControlPivot() const = 0;
   // Makes `result` (built inside) known to the enclosing context.
   void ExitResult(const std::vector<Output>& result);
+  // TF's context name ("cond/cond_text", "while/while_context").
+  const std::string& name() const { return name_; }
+  // This context as TF's MetaGraphDef collections hold it (nested contexts included).
+  virtual void ToProto(tensorflow::ControlFlowContextDef* def) const = 0;
 
  protected:
-  ControlFlowContext(Graph& graph, ControlFlowContext* outer) : graph_(graph), outer_(outer) {}
+  // Registers itself as nested in `outer`.
+  ControlFlowContext(Graph& graph, ControlFlowContext* outer, std::string name);
+  void ToValuesDef(tensorflow::ValuesDef* def) const;
   // Marks `op`'s outputs as seen by this context and every enclosing one.
   void MarkOutputs(const Operation& op);
   // Marks one tensor as seen by this context and every enclosing one.
@@ -56,6 +63,8 @@ class ControlFlowContext {
 
   Graph& graph_;
   ControlFlowContext* const outer_;
+  const std::string name_;
+  std::vector<const ControlFlowContext*> nested_;
   // Names of the tensors known inside; `external_values_` maps an outside tensor's name to
   // the tensor that stands for it inside.
   std::set<std::string> values_;
@@ -65,8 +74,10 @@ class ControlFlowContext {
 // One branch of a cond: nodes in it run only when `pred` equals `branch`.
 class CondContext : public ControlFlowContext {
  public:
-  CondContext(Graph& graph, ControlFlowContext* outer, Output pred, Output pivot, int branch);
+  CondContext(Graph& graph, ControlFlowContext* outer, std::string name, Output pred, Output pivot,
+              int branch);
   CondContext* AsCond() override { return this; }
+  void ToProto(tensorflow::ControlFlowContextDef* def) const override;
   Output AddValue(const Output& val) override;
   void AddOp(Operation op) override;
   Output ControlPivot() const override { return pivot_; }
@@ -90,12 +101,13 @@ class WhileContext : public ControlFlowContext {
   WhileContext(Graph& graph, ControlFlowContext* outer, std::string frame_name, int64_t parallel_iterations,
                bool back_prop);
   WhileContext* AsWhile() override { return this; }
+  void ToProto(tensorflow::ControlFlowContextDef* def) const override;
   Output AddValue(const Output& val) override;
   void AddOp(Operation op) override;
   // The first Merge while the condition is built, then the first body Identity.
   Output ControlPivot() const override { return pivot_for_body_ ? pivot_for_body_ : pivot_for_pred_; }
 
-  const std::string& frame_name() const { return frame_name_; }
+  const std::string& frame_name() const { return name_; }
   int64_t parallel_iterations() const { return parallel_iterations_; }
   bool back_prop() const { return back_prop_; }
   const Output& pivot() const { return pivot_; }
@@ -109,13 +121,13 @@ class WhileContext : public ControlFlowContext {
   void set_pivot(Output pivot) { pivot_ = std::move(pivot); }
   void set_loop_enters(std::vector<Output> enters) { loop_enters_ = std::move(enters); }
   void set_loop_exits(std::vector<Output> exits) { loop_exits_ = std::move(exits); }
+  void set_maximum_iterations(Output limit) { maximum_iterations_ = std::move(limit); }
 
  private:
   // An op whose inputs are all loop invariants would run once, not every iteration: a
   // control input on the pivot makes it run each time.
   void MaybeAddControlDependency(const Operation& op);
 
-  std::string frame_name_;
   int64_t parallel_iterations_;
   bool back_prop_;
   Output pivot_;  // the LoopCond
@@ -123,9 +135,15 @@ class WhileContext : public ControlFlowContext {
   Output pivot_for_body_;
   std::vector<Output> loop_enters_;
   std::vector<Output> loop_exits_;
+  Output maximum_iterations_;
 };
 
-// A new context owned by `graph`, nested in the current one.
+// What the "cond_context" and "while_context" collections hold.
+using ControlFlowContextPtr = const ControlFlowContext*;
+
+// A new context owned by `graph`, nested in the current one; one outside any context joins
+// the graph's collection "cond_context" or "while_context" (items: ControlFlowContext*),
+// which MetaGraph export writes as TF does. A cond branch is named "<scope>cond_text".
 CondContext* NewCondContext(Graph& graph, Output pred, Output pivot, int branch);
 WhileContext* NewWhileContext(Graph& graph, std::string frame_name, int64_t parallel_iterations,
                               bool back_prop);
@@ -139,6 +157,9 @@ void SetContext(const Operation& op, ControlFlowContext* context);
 ControlFlowContext* OutputContext(const Operation& op);
 // True if `op` was built in `context` or in a context nested inside it.
 bool InContext(const Operation& op, const ControlFlowContext* context);
+// The serialized CondContextDef or WhileContextDef of a collection item.
+std::string ContextDefBytes(const ControlFlowContext& context);
+
 // True for an is_constant Enter (a loop invariant).
 bool IsLoopConstantEnter(const Operation& op);
 

@@ -6,6 +6,11 @@ own graph computes for several inputs (1e-5 relative), gradients included ("grad
 DIR/PROGRAM.fetches; gradient nodes are compared by value only: their names differ by design).
 
   check_control_flow.py --dir DIR --program cond|while|case|nested|cond_grad
+  check_control_flow.py --dir DIR --program contexts
+
+"contexts" checks DIR/contexts.meta instead: its cond_context and while_context collections
+must equal TF's, and TF must differentiate through the cond and loop of the imported graph
+(which needs those contexts) to the gradients of its own graph.
 """
 
 import numpy as np
@@ -82,6 +87,51 @@ def build_cond_grad():
     return v1.gradients(c, [w, x])
 
 
+def build_contexts():
+    x = v1.placeholder(tf.float32, [], name="x")
+    y = tf.constant(3.0, name="y")
+    c = v1.cond(tf.greater(x, tf.constant(0.0, name="zero")), lambda: tf.add(tf.square(x), y, name="add"),
+                lambda: tf.negative(x))
+    w = v1.while_loop(lambda s: tf.less(s, tf.constant(100.0, name="hundred")),
+                      lambda s: tf.multiply(s, x, name="Mul"), [x], maximum_iterations=tf.constant(3, name="three"))
+    return c, w
+
+
+def check_contexts(args):
+    from tensorflow.core.protobuf import control_flow_pb2
+    with tf.Graph().as_default() as tf_graph:
+        c, w = build_contexts()
+        tf_meta = v1.train.export_meta_graph()
+        tf_grads = v1.gradients([c, w], [tf_graph.get_tensor_by_name("x:0")])
+    ft_meta = v1.MetaGraphDef()
+    with open(args.dir + "/contexts.meta", "rb") as f:
+        ft_meta.ParseFromString(f.read())
+    for key, proto in (("cond_context", control_flow_pb2.CondContextDef),
+                       ("while_context", control_flow_pb2.WhileContextDef)):
+        def parse(meta):
+            out = []
+            for b in meta.collection_def[key].bytes_list.value:
+                d = proto()
+                d.ParseFromString(b)
+                out.append(d)
+            return out
+        want, have = parse(tf_meta), parse(ft_meta)
+        if want != have:
+            ic.fail("collection %s differs:\nTF's: %s\nflowtrain's: %s" % (key, want, have))
+    with tf.Graph().as_default() as ft_graph:
+        v1.train.import_meta_graph(ft_meta)
+        x = ft_graph.get_tensor_by_name("x:0")
+        ft_grads = v1.gradients([ft_graph.get_tensor_by_name("cond/Merge:0"),
+                                 ft_graph.get_tensor_by_name("while/Exit_1:0")], [x])
+    tf_sess, ft_sess = v1.Session(graph=tf_graph), v1.Session(graph=ft_graph)
+    for value in (-2.0, 0.5, 2.0, 4.0):
+        want = tf_sess.run(tf_grads, {"x:0": value})
+        have = ft_sess.run(ft_grads, {"x:0": value})
+        if not np.allclose(have, want, rtol=1e-5):
+            ic.fail("x=%s: TF's gradients of the imported graph are %s, of its own %s" % (value, have, want))
+    print("contexts: cond_context and while_context as TF's; TF's gradients through them equal its own")
+
+
 BUILDERS = {"cond": build_cond, "while": build_while, "case": build_case, "nested": build_nested, "cond_grad": build_cond_grad}
 
 
@@ -118,6 +168,9 @@ def main():
     args = ic.parse_flags("dir", "program")
     v1.disable_v2_behavior()
     v1.disable_control_flow_v2()
+    if args.program == "contexts":
+        check_contexts(args)
+        return
     prefix = "%s/%s" % (args.dir, args.program)
     ft_def = tf.compat.v1.GraphDef()
     with open(prefix + ".pb", "rb") as f:
