@@ -280,6 +280,35 @@ TEST(WhileLoop, RejectsBadBodiesConditionsAndLimits) {
                         {"while loop 'pi", "parallel_iterations must be a positive integer"});
 }
 
+TEST(ControlFlowContexts, OutermostJoinTfsCollectionsWithTheirNestedOnes) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output x = ops::Placeholder(DT_FLOAT, PartialTensorShape({}), "x");
+  ops::WhileLoop([](const std::vector<Output>& v) { return ops::Less(v[0], ops::Const(9.0f)); },
+                 [&](const std::vector<Output>& v) {
+                   return std::vector<Output>{ops::Cond(
+                       ops::Less(v[0], x), [&] { return ops::Mul(v[0], x); }, [&] { return v[0]; })};
+                 },
+                 {x});
+  using ops::control_flow_internal::ControlFlowContextPtr;
+  const auto loops = g.GetCollection<ControlFlowContextPtr>(GraphKeys::kWhileContext);
+  ASSERT_EQ(loops.size(), 1u);
+  EXPECT_TRUE(g.GetCollection<ControlFlowContextPtr>(GraphKeys::kCondContext).empty());
+  tensorflow::ControlFlowContextDef def;
+  loops[0]->ToProto(&def);
+  ASSERT_TRUE(def.has_while_ctxt());
+  const tensorflow::WhileContextDef& loop = def.while_ctxt();
+  EXPECT_EQ(loop.context_name(), "while/while_context");
+  EXPECT_EQ(loop.pivot_name(), "while/LoopCond:0");
+  EXPECT_EQ(loop.pivot_for_body_name(), "while/Identity:0");
+  EXPECT_EQ(loop.values_def().external_values().at("x:0"), "while/Less_1/Enter:0");
+  ASSERT_EQ(loop.nested_contexts_size(), 2);
+  EXPECT_EQ(loop.nested_contexts(0).cond_ctxt().context_name(), "while/cond/cond_text");
+  EXPECT_EQ(loop.nested_contexts(0).cond_ctxt().branch(), 1);
+  EXPECT_EQ(loop.nested_contexts(1).cond_ctxt().context_name(), "while/cond/cond_text_1");
+  EXPECT_EQ(loop.nested_contexts(1).cond_ctxt().pivot_name(), "while/cond/switch_f:0");
+}
+
 TEST(CondGradients, AreTfsSwitchAndMergeWithZerosForTheUntakenSide) {
   Graph g;
   auto as_default = g.AsDefault();
