@@ -254,6 +254,53 @@ Node* Graph::AddNode(std::unique_ptr<Node> node) {
   return raw;
 }
 
+void Graph::NotifyNodeAdded(Node* node) {
+  std::shared_ptr<std::function<void(Operation)>> callback;
+  {
+    absl::MutexLock lock(&mu_);
+    if (node_added_callbacks_.empty()) return;
+    callback = node_added_callbacks_.back();
+  }
+  // Without the lock: the callback builds and rewires nodes.
+  (*callback)(Operation(node));
+}
+
+ScopeGuard Graph::OnNodeAdded(std::function<void(Operation)> fn) {
+  absl::MutexLock lock(&mu_);
+  node_added_callbacks_.push_back(std::make_shared<std::function<void(Operation)>>(std::move(fn)));
+  const size_t depth = node_added_callbacks_.size();
+  return ScopeGuard([this, depth] {
+    absl::MutexLock l(&mu_);
+    node_added_callbacks_.resize(depth - 1);
+  });
+}
+
+void Graph::AddControlInput(Operation op, Operation control) {
+  if (!op || op.graph() != this || !control || control.graph() != this) {
+    InvalidArgument("AddControlInput: the ops are not in this graph");
+  }
+  absl::MutexLock lock(&mu_);
+  if (finalized_) FailedPrecondition("Graph is finalized and cannot be modified.");
+  std::vector<Node*>& controls = op.node()->control_inputs_;
+  if (std::find(controls.begin(), controls.end(), control.node()) != controls.end()) return;
+  controls.push_back(control.node());
+  ++input_updates_;
+}
+
+void Graph::SetOutputShape(Operation op, int index, const PartialTensorShape& shape) {
+  if (!op || op.graph() != this) InvalidArgument("SetOutputShape: the op is not in this graph");
+  Node* node = op.node();
+  if (index < 0 || index >= node->num_outputs()) {
+    InvalidArgument("SetOutputShape: ", node->name(), " has no output ", index);
+  }
+  absl::MutexLock lock(&mu_);
+  if (!node->output_shapes_[index].IsCompatibleWith(shape)) {
+    InvalidArgument("SetOutputShape: shape ", shape.DebugString(), " is not compatible with ",
+                    node->output_shapes_[index].DebugString(), " of ", node->name(), ":", index);
+  }
+  node->output_shapes_[index] = shape;
+}
+
 int Graph::num_nodes() const {
   absl::MutexLock lock(&mu_);
   return static_cast<int>(nodes_.size());

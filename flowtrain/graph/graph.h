@@ -139,6 +139,20 @@ class Graph {
   // relaxed to cover both the old and new inputs. Throws InvalidArgument on a bad index, a
   // dtype mismatch or an input from another graph, FailedPrecondition once finalized.
   void UpdateInput(Operation op, int index, Output new_input);
+  // Adds a control input on `control` to `op` (TF's `op._add_control_input`): how a cond
+  // branch or loop body gates the constants built inside it. No-op if already there.
+  // Throws InvalidArgument for an op of another graph, FailedPrecondition once finalized.
+  void AddControlInput(Operation op, Operation control);
+  // Replaces the inferred shape of output `index` of `op` with `shape`, which must be
+  // compatible with it (a while loop's shape invariants relax the shape its Enters infer).
+  // Ops built later see the new shape. Throws InvalidArgument on a bad index or an
+  // incompatible shape.
+  void SetOutputShape(Operation op, int index, const PartialTensorShape& shape);
+  // Calls `fn` with every node added until the guard exits (the innermost callback only),
+  // once the node is in the graph: how the ops layer's control-flow contexts learn which
+  // nodes a cond branch or loop body builds (TF's ControlFlowContext.AddOp). `fn` may add
+  // nodes itself (they are passed to `fn` too). Guards must exit in reverse order.
+  ScopeGuard OnNodeAdded(std::function<void(Operation)> fn);
 
   // ---- Collections ----
   void AddToCollection(std::string_view key, std::any value);
@@ -182,6 +196,8 @@ class Graph {
   };
   BuildContext CurrentBuildContext(std::string_view op_type, std::string_view node_name) const;
   Node* AddNode(std::unique_ptr<Node> node);
+  // Passes a node NodeBuilder has just added to the innermost OnNodeAdded callback.
+  void NotifyNodeAdded(Node* node);
   void CheckNotFinalized() const;
 
  private:
@@ -201,6 +217,7 @@ class Graph {
   std::vector<std::string> device_stack_ ABSL_GUARDED_BY(mu_);
   std::vector<DeviceFunction> device_functions_ ABSL_GUARDED_BY(mu_);
   std::vector<Node*> colocation_stack_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<std::function<void(Operation)>>> node_added_callbacks_ ABSL_GUARDED_BY(mu_);
   bool finalized_ ABSL_GUARDED_BY(mu_) = false;
   int64_t input_updates_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<int64_t> seed_ ABSL_GUARDED_BY(mu_);

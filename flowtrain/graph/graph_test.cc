@@ -357,6 +357,53 @@ TEST(Graph, UpdateInputRejectsBadArguments) {
   EXPECT_THROW(g.UpdateInput(sum.op(), 0, a), FailedPreconditionError);
 }
 
+TEST(Graph, AddControlInputAndSetOutputShape) {
+  Graph g, other;
+  auto as_default = g.AsDefault();
+  Output a = TestConst(DT_FLOAT, PartialTensorShape({2}), "a");
+  Output b = TestConst(DT_FLOAT, PartialTensorShape({2}), "b");
+  g.AddControlInput(b.op(), a.op());
+  g.AddControlInput(b.op(), a.op());  // once only
+  ASSERT_EQ(b.op().control_inputs().size(), 1u);
+  EXPECT_EQ(b.op().control_inputs()[0], a.op());
+  Output elsewhere = TestConst(DT_FLOAT, PartialTensorShape({2}), "x", &other);
+  testing::ExpectInvalidArgument([&] { g.AddControlInput(b.op(), elsewhere.op()); }, "not in this graph");
+  g.SetOutputShape(a.op(), 0, PartialTensorShape({-1}));
+  EXPECT_EQ(a.shape().DebugString(), "[?]");
+  EXPECT_EQ(TestAdd(a, a).shape().DebugString(), "[?]");  // later ops see it
+  testing::ExpectInvalidArgument(
+      [&] {
+        g.SetOutputShape(a.op(), 0, PartialTensorShape({2, 2}));
+      },
+      "not compatible");
+  testing::ExpectInvalidArgument([&] { g.SetOutputShape(a.op(), 1, PartialTensorShape({2})); },
+                                 "no output 1");
+  g.Finalize();
+  EXPECT_THROW(g.AddControlInput(a.op(), b.op()), FailedPreconditionError);
+}
+
+TEST(Graph, OnNodeAddedSeesEveryNodeOfItsScopeInnermostFirst) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  std::vector<std::string> outer_seen, inner_seen;
+  {
+    auto outer = g.OnNodeAdded([&](Operation op) { outer_seen.push_back(op.name()); });
+    TestConst(DT_FLOAT, PartialTensorShape({}), "first");
+    {
+      auto inner = g.OnNodeAdded([&](Operation op) {
+        inner_seen.push_back(op.name());
+        // A callback may build nodes; they are passed to it too.
+        if (op.name() == "second") TestConst(DT_FLOAT, PartialTensorShape({}), "helper");
+      });
+      TestConst(DT_FLOAT, PartialTensorShape({}), "second");
+    }
+    TestConst(DT_FLOAT, PartialTensorShape({}), "third");
+  }
+  TestConst(DT_FLOAT, PartialTensorShape({}), "unseen");
+  EXPECT_EQ(outer_seen, (std::vector<std::string>{"first", "third"}));
+  EXPECT_EQ(inner_seen, (std::vector<std::string>{"second", "helper"}));
+}
+
 TEST(GraphDef, ExportAndImportRoundTrip) {
   Graph g;
   {

@@ -333,7 +333,9 @@ Operation NodeBuilder::Finalize() {
     }
     node->output_shapes_ = context_for_shapes.TakeOutputs();
   }
-  return Operation(graph->AddNode(std::move(node)));
+  Node* added = graph->AddNode(std::move(node));
+  graph->NotifyNodeAdded(added);
+  return Operation(added);
 }
 
 }  // namespace flowtrain

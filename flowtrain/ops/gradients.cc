@@ -9,6 +9,7 @@
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/control_flow_ops.h"
+#include "flowtrain/ops/internal/control_flow_grad.h"
 #include "flowtrain/ops/math_ops.h"
 
 namespace flowtrain {
@@ -156,6 +157,7 @@ std::vector<Output> Gradients(const std::vector<Output>& ys, const std::vector<O
     if (any && inputs_between) {
       const GradientFunction* fn = GradientRegistry::Global()->Lookup(op);
       if (fn != nullptr) {
+        control_flow_internal::FillMissingCondSwitchGradients(op, out_grads);
         std::vector<Output> in_grads;
         {
           auto op_scope = graph.NameScope(StrCat(node->name(), "_grad"));

@@ -8,6 +8,7 @@
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/graph/graph_def.h"
 #include "flowtrain/graph/op_registry.h"
+#include "flowtrain/ops/internal/control_flow_context.h"
 #include "flowtrain/ops/variables.h"
 #include "flowtrain/proto/queue_runner.pb.h"
 #include "flowtrain/train/queue_runner.h"
@@ -79,6 +80,11 @@ bool ToCollectionDef(const std::vector<std::any>& items, tensorflow::CollectionD
     for (const std::any& item : items) {
       def->mutable_bytes_list()->add_value(
           ToQueueRunnerDef(std::any_cast<const QueueRunner&>(item)).SerializeAsString());
+    }
+  } else if (type == typeid(ops::control_flow_internal::ControlFlowContextPtr)) {
+    for (const std::any& item : items) {
+      def->mutable_bytes_list()->add_value(ops::control_flow_internal::ContextDefBytes(
+          *std::any_cast<ops::control_flow_internal::ControlFlowContextPtr>(item)));
     }
   } else if (type == typeid(Operation)) {
     for (const std::any& item : items) {
