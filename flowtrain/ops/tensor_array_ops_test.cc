@@ -105,7 +105,8 @@ TEST_F(TensorArrayTest, WriteReadStackUnstackGatherScatterConcatSplit) {
           .Scatter(ops::Const({3, 1}), ops::Const<float>({5, 6, 7, 8}, TensorShape({2, 2})));
   Output sc_read = sc.Read(3);
   ops::TensorArray sp =
-      ops::TensorArray(DT_FLOAT, {.size = 2, .infer_shape = false}).Split(x, ops::Const({1, 2}));
+      ops::TensorArray(DT_FLOAT, {.size = 2, .clear_after_read = false, .infer_shape = false})
+          .Split(x, ops::Const({1, 2}));
   Output concat = sp.Concat();
   Output lengths = concat.op().output(1);
   Output second = sp.Read(1);
@@ -258,7 +259,8 @@ TEST_F(TensorArrayTest, GradientsMatchFiniteDifferences) {
   EXPECT_LT(ComputeGradientError({x}, {xv}, y3), 1e-8);
 
   // split -> concat.
-  Output y4 = ops::Square(ops::TensorArray(DT_DOUBLE, {.size = 2}).Split(x, ops::Const({2, 1})).Concat());
+  Output y4 = ops::Square(
+      ops::TensorArray(DT_DOUBLE, {.size = 2, .infer_shape = false}).Split(x, ops::Const({2, 1})).Concat());
   EXPECT_LT(ComputeGradientError({x}, {xv}, y4), 1e-8);
 }
 

@@ -37,7 +37,8 @@ Model BuildModel() {
   Output g2 = ops::TensorArray(DT_FLOAT, {.size = 3})
                   .Scatter(ops::Const({2, 0, 1}), ops::Mul(m.x, ops::Const(2.0f)))
                   .Gather(ops::Const({1, 2}));
-  Output c3 = ops::TensorArray(DT_FLOAT, {.size = 2}).Split(m.x, ops::Const({1, 2})).Concat();
+  Output c3 =
+      ops::TensorArray(DT_FLOAT, {.size = 2, .infer_shape = false}).Split(m.x, ops::Const({1, 2})).Concat();
   Output row0 = ops::StridedSlice(m.x, {0}, {1}, {1}, {.shrink_axis_mask = 1});
   Output row1 = ops::StridedSlice(m.x, {1}, {2}, {1}, {.shrink_axis_mask = 1});
   ops::TensorArray ta4 = ops::TensorArray(DT_FLOAT, {.size = 2, .clear_after_read = false})

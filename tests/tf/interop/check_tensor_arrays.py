@@ -25,7 +25,7 @@ def build_model():
     x = tf.placeholder(tf.float32, [3, 2], name="x")
     s1 = tf.TensorArray(tf.float32, size=3).unstack(x).stack()
     g2 = tf.TensorArray(tf.float32, size=3).scatter([2, 0, 1], x * 2.0).gather([1, 2])
-    c3 = tf.TensorArray(tf.float32, size=2).split(x, [1, 2]).concat()
+    c3 = tf.TensorArray(tf.float32, size=2, infer_shape=False).split(x, [1, 2]).concat()
     ta4 = tf.TensorArray(tf.float32, size=2, clear_after_read=False)
     ta4 = ta4.write(0, x[0]).write(1, x[1] * 3.0)
     r4 = ta4.read(0) * ta4.read(1) + ta4.read(0)
