@@ -45,8 +45,10 @@ Model BuildModel() {
                              .Write(0, row0)
                              .Write(1, ops::Mul(row1, ops::Const(3.0f)));
   Output r4 = ops::Add(ops::Mul(ta4.Read(0), ta4.Read(1)), ta4.Read(0));
-  Output y = ops::AddN({ops::ReduceSum(ops::Square(s1)), ops::ReduceSum(ops::Square(g2)),
-                        ops::ReduceSum(ops::Mul(ops::Mul(c3, c3), c3)), ops::ReduceSum(r4)});
+  // Concat's and Read's static shapes are unknown here (as in TF): flatten before summing.
+  auto sum = [](Output t) { return ops::ReduceSum(ops::Reshape(t, std::vector<int64_t>{-1}), {0}); };
+  Output y =
+      ops::AddN({sum(ops::Square(s1)), sum(ops::Square(g2)), sum(ops::Mul(ops::Mul(c3, c3), c3)), sum(r4)});
   Output grad = ops::Gradients({y}, {m.x})[0];
   m.outputs = {{"y", y}, {"grad", grad}, {"stack", s1}, {"gather", g2}, {"concat", c3}, {"read", r4}};
   return m;
