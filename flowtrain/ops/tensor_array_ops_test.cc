@@ -132,7 +132,15 @@ TEST_F(TensorArrayTest, DynamicSizeGrowsAndEmptyStacksNeedAShape) {
   Output size = w.Size();
   Output empty = ops::TensorArray(DT_FLOAT, {.size = 0, .element_shape = PartialTensorShape({3})}).Stack();
   Output unknown = ops::TensorArray(DT_FLOAT, {.size = 0}).Stack();
+  Output n = ops::Placeholder(DT_INT32, PartialTensorShape({}), "n");
+  Output sized = ops::TensorArray(DT_FLOAT, {.size_tensor = n, .name = "sized"}).Size();
   Session sess(g_);
+  EXPECT_EQ(sess.Run({{n, Tensor::Scalar<int32_t>(7)}}, {sized}, {})[0].scalar<int32_t>(), 7);
+  ExpectInvalidArgument(
+      [&] {
+        sess.Run({{n, Tensor::Scalar<int32_t>(-1)}}, {sized}, {});
+      },
+      "Size should be >= 0.");
   auto out = sess.Run({}, {size, empty}, {});
   EXPECT_EQ(out[0].scalar<int32_t>(), 5);
   EXPECT_EQ(out[1].shape().DebugString(), "[0,3]");
