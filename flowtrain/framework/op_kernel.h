@@ -90,6 +90,9 @@ class OpKernelContext {
     ThreadPool* intra_op_pool = nullptr;
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
     int64_t step_id = 0;
+    // The resource-manager container of this run's per-step resources (TensorArrays,
+    // stacks), dropped by the executor when the run ends.
+    std::string_view step_container;
   };
 
   OpKernelContext(const Params& params, const OpKernel& kernel) : params_(params), kernel_(kernel) {}
@@ -114,6 +117,8 @@ class OpKernelContext {
   ThreadPool* intra_op_pool() const { return params_.intra_op_pool; }
   std::chrono::steady_clock::time_point deadline() const { return params_.deadline; }
   int64_t step_id() const { return params_.step_id; }
+  // Resources created here live until the end of the run (TF's per-step container).
+  std::string step_container() const { return std::string(params_.step_container); }
 
  private:
   const Params& params_;

@@ -387,11 +387,17 @@ std::vector<Tensor> Executor::Run(const ExecutorRunArgs& args, std::span<const T
   step.base_params.intra_op_pool = plan.env.intra_op_pool;
   step.base_params.deadline = args.deadline;
   step.base_params.step_id = args.step_id;
+  // Unique per run even when sessions share a resource manager (their step ids may collide).
+  static std::atomic<int64_t> next_step_container{0};
+  const std::string step_container =
+      StrCat("__per_step_", next_step_container.fetch_add(1, std::memory_order_relaxed));
+  step.base_params.step_container = step_container;
 
   std::exception_ptr error = plan.run_inline ? RunInline(s, step) : RunParallel(s, step);
   std::vector<Tensor> results = CollectFetches(s, error);
   RecordTrace(s, step);
   ReleaseRunState(std::move(state));
+  if (plan.env.resource_mgr != nullptr) plan.env.resource_mgr->Cleanup(step_container);
   if (error != nullptr) std::rethrow_exception(error);
   return results;
 }
