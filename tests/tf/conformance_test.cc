@@ -479,7 +479,7 @@ std::string GradientsCheck(Loaded& m) {
   std::vector<Output> xs;
   for (const std::string& v : vars) xs.push_back(m.graph.GetTensorByName(v + ":0"));
   const std::vector<Output> grads =
-      ops::Gradients({m.graph.GetTensorByName(m.manifest->One("loss"))}, xs, {}, "flowtrain_gradients");
+      ops::Gradients({m.graph.GetTensorByName(m.manifest->One("loss"))}, xs, {}, "gradients_flowtrain");
   std::vector<std::string> fetch_names;
   for (size_t i = 0; i < grads.size(); ++i) {
     if (!grads[i].node()) return StrCat("flowtrain finds no gradient for ", vars[i]);
