@@ -513,7 +513,11 @@ std::string TrainCheck(Loaded& m) {
   }
   const auto& vars = m.manifest->All("var");
   for (size_t i = 0; i < vars.size(); ++i) {
-    const Tensor value = m.session->Run({}, {vars[i] + ":0"}, {}).at(0);
+    // A resource variable's output is its handle; its value is what its snapshot reads.
+    const Node* var = m.graph.FindNode(vars[i]);
+    const std::string value_name =
+        var != nullptr && var->type() == "VarHandleOp" ? vars[i] + "/Read/ReadVariableOp:0" : vars[i] + ":0";
+    const Tensor value = m.session->Run({}, {value_name}, {}).at(0);
     const std::string f = Compare("final " + vars[i], value, m.data->GetTensor(StrCat("final/", i)), 1e-4);
     if (!f.empty()) failures += f + "\n";
   }
@@ -540,8 +544,8 @@ TEST_P(StandardModelTest, MatchesTensorFlow) { RunStandardModel(GetParam()); }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, StandardModelTest,
                          ::testing::Values("logistic_regression", "mlp_adam", "cnn", "control_flow", "lstm",
-                                           "embedding_adagrad", "monitored_training", "dtypes",
-                                           "partitioned"),
+                                           "embedding_adagrad", "monitored_training", "dtypes", "partitioned",
+                                           "resource_variables"),
                          [](const auto& info) { return info.param; });
 
 // ---- 1. the seed's program ---------------------------------------------------------------
@@ -664,10 +668,12 @@ TEST(SavedModelTest, ServesTheSignatureFromTheRestoredVariables) {
 
 TEST(ExpectedFailuresTest, NamesKnownModelsAndAllowedFeaturesOnly) {
   const std::set<std::string> models = {
-      "seed_program",      "logistic_regression", "mlp_adam",    "cnn",    "control_flow", "lstm",
-      "embedding_adagrad", "monitored_training",  "saved_model", "dtypes", "partitioned"};
-  // Models 1, 2, 3 and 10 must pass fully, whatever the file says.
-  const std::set<std::string> must_pass = {"seed_program", "logistic_regression", "mlp_adam", "dtypes"};
+      "seed_program", "logistic_regression", "mlp_adam",           "cnn",         "control_flow",
+      "lstm",         "embedding_adagrad",   "monitored_training", "saved_model", "dtypes",
+      "partitioned",  "resource_variables"};
+  // Models 1, 2, 3 and 10 and the resource-variable MLP must pass fully, whatever the file says.
+  const std::set<std::string> must_pass = {"seed_program", "logistic_regression", "mlp_adam", "dtypes",
+                                           "resource_variables"};
   for (const auto& [key, e] : LoadExpectedFailures()) {
     EXPECT_TRUE(models.contains(key.first))
         << "expected_failures.txt:" << e.line << ": unknown model " << key.first;
