@@ -253,7 +253,7 @@ TEST(ResourceVariableOpsTest, ResourceApplyMatchesApply) {
                           VariableOptions{.name = "v" + std::to_string(i), .use_resource = resource});
         inputs.push_back(vars.back().ref());
       }
-      Output gr = ops::Const<float>(grad);
+      Output gr = ops::Const(Tensor::FromVector<float>(grad));
       Operation step = resource ? k.resource(inputs, gr) : k.ref(inputs, gr).op();
       if (resource) EXPECT_EQ(step.type(), std::string("ResourceApply") + k.name);
       EXPECT_EQ(step.num_outputs(), resource ? 0 : 1);

@@ -99,7 +99,7 @@ class Variable {
   bool is_resource_ = false;
   // A resource variable's dtype and declared shape (its handle is a scalar DT_RESOURCE).
   DataType dtype_ = DT_INVALID;
-  PartialTensorShape shape_;
+  PartialTensorShape shape_ = PartialTensorShape::Unknown();
 };
 
 namespace ops {

@@ -123,10 +123,10 @@ float RestoreAndTrain(bool use_resource, const std::string& prefix) {
 }
 
 TEST(ResourceVariableTrainingTest, CheckpointsInterchangeWithRefVariables) {
-  const std::string dir = MakeTempDir("resvar");
+  const std::string dir = testing::MakeTempDir("resvar");
   const std::string from_ref = TrainAndSave(false, dir + "/ref");
   const std::string from_res = TrainAndSave(true, dir + "/res");
-  CheckpointReader ref_reader(from_ref), res_reader(from_res);
+  io::CheckpointReader ref_reader(from_ref), res_reader(from_res);
   for (const char* key : {"w1", "w2", "w1/Adam", "w1/Adam_1", "w2/Adam", "beta1_power", "beta2_power"}) {
     ASSERT_TRUE(res_reader.HasTensor(key)) << key;
     Tensor a = ref_reader.GetTensor(key), b = res_reader.GetTensor(key);

@@ -305,7 +305,7 @@ TEST(InteropTest, ResourceVariablesMatchTensorFlowNodesAndCheckpointsBothWays) {
   ResourceModel m;
   Session sess(m.graph);
   m.saver->Restore(sess, dir + "/tf/model.ckpt");
-  CheckpointReader reader(dir + "/tf/model.ckpt");
+  io::CheckpointReader reader(dir + "/tf/model.ckpt");
   const std::vector<Variable> vars = ops::GlobalVariables(&m.graph);
   EXPECT_EQ(vars.size(), 8u);  // w1, w2, their two Adam slots each, beta1_power, beta2_power
   for (const Variable& v : vars) {
