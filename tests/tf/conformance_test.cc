@@ -437,6 +437,13 @@ std::string ImportCheck(Loaded& m) {
   return "";
 }
 
+// The tensor holding variable `name`'s value: its output, or for a resource variable (whose
+// output is its handle) what its snapshot reads.
+std::string VariableValueName(const Loaded& m, const std::string& name) {
+  const Node* var = m.graph.FindNode(name);
+  return var != nullptr && var->type() == "VarHandleOp" ? name + "/Read/ReadVariableOp:0" : name + ":0";
+}
+
 std::string RestoreCheck(Loaded& m) {
   if (m.saver == nullptr) return "the MetaGraphDef has no SaverDef";
   m.session = std::make_unique<Session>(m.graph);
@@ -445,7 +452,7 @@ std::string RestoreCheck(Loaded& m) {
   io::CheckpointReader ckpt(prefix);
   std::string failures;
   for (const auto& [name, dtype] : ckpt.GetVariableToDataTypeMap()) {
-    const Tensor value = m.session->Run({}, {name + ":0"}, {}).at(0);
+    const Tensor value = m.session->Run({}, {VariableValueName(m, name)}, {}).at(0);
     const std::string f = Compare("restored " + name, value, ckpt.GetTensor(name), 0);
     if (!f.empty()) failures += f + "\n";
   }
@@ -513,11 +520,7 @@ std::string TrainCheck(Loaded& m) {
   }
   const auto& vars = m.manifest->All("var");
   for (size_t i = 0; i < vars.size(); ++i) {
-    // A resource variable's output is its handle; its value is what its snapshot reads.
-    const Node* var = m.graph.FindNode(vars[i]);
-    const std::string value_name =
-        var != nullptr && var->type() == "VarHandleOp" ? vars[i] + "/Read/ReadVariableOp:0" : vars[i] + ":0";
-    const Tensor value = m.session->Run({}, {value_name}, {}).at(0);
+    const Tensor value = m.session->Run({}, {VariableValueName(m, vars[i])}, {}).at(0);
     const std::string f = Compare("final " + vars[i], value, m.data->GetTensor(StrCat("final/", i)), 1e-4);
     if (!f.empty()) failures += f + "\n";
   }
