@@ -169,12 +169,7 @@ FT_REGISTER_KERNEL("VariableShape", VariableShapeOp);
 // Gathers rows of the variable along axis 0, as GatherV2 with a constant axis of 0.
 class ResourceGatherOp : public OpKernel {
  public:
-  explicit ResourceGatherOp(OpKernelConstruction& c) : OpKernel(c) {
-    if (c.GetAttr<int64_t>("batch_dims") != 0) {
-      InvalidArgument(c.name(), ": ResourceGather supports batch_dims=0 only, got ",
-                      c.GetAttr<int64_t>("batch_dims"));
-    }
-  }
+  using OpKernel::OpKernel;  // batch_dims is 0: the shape function refuses others
   void Compute(OpKernelContext* ctx) override {
     std::shared_ptr<Var> var = LookupResourceVar(ctx, 0);
     Tensor params;

@@ -111,6 +111,11 @@ FT_REGISTER_OP("ResourceGather")
     .Attr("Tindices: {int32, int64}")
     .SetIsStateful()
     .SetShapeFn([](InferenceContext& c) {
+      // Refused here, while building or importing, so that kernel and gradient need not.
+      if (c.GetAttr<int64_t>("batch_dims") != 0) {
+        InvalidArgument("ResourceGather: flowtrain gathers with batch_dims=0 only, got ",
+                        c.GetAttr<int64_t>("batch_dims"));
+      }
       const PartialTensorShape params = InputVariableShape(c, 0);
       const PartialTensorShape& indices = c.input(1);
       if (params.unknown_rank() || indices.unknown_rank()) {
@@ -135,9 +140,6 @@ FT_REGISTER_GRADIENT("ReadVariableOp",
 // into the gathered rows of a zero tensor of the variable's shape.
 FT_REGISTER_GRADIENT(
     "ResourceGather", [](const Operation& op, const std::vector<Output>& dy) -> std::vector<Output> {
-      if (op.GetAttr<int64_t>("batch_dims") != 0) {
-        Unimplemented("Gradient of ResourceGather '", op.name(), "' with batch_dims != 0");
-      }
       Output shape = ops::VariableShape(op.input(0));
       Output minus_one = ops::Const(Tensor::FromVector<int32_t>({-1}));
       Output inner = ops::StridedSlice(shape, {1}, {0}, {1}, {.end_mask = 1});

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "flowtrain/core/error.h"
+#include "flowtrain/graph/node_builder.h"
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/data_flow_ops.h"
 #include "flowtrain/ops/gradients.h"
@@ -143,6 +144,14 @@ TEST(ResourceVariableOpsTest, ResourceGather) {
   s.Run({}, {}, {init});
   EXPECT_EQ(Values(s.Run({}, {rows})[0]), (std::vector<float>{5, 6, 1, 2, 5, 6}));
   EXPECT_THROW(s.Run({}, {ops::ResourceGather(h, ops::Const<int32_t>({3}), DT_FLOAT)}), InvalidArgumentError);
+  // batch_dims other than 0 (TF's batched gather) is refused while building.
+  EXPECT_THROW(NodeBuilder("ResourceGather")
+                   .Input(h)
+                   .Input(ops::Const<int32_t>({0}))
+                   .Attr("dtype", DT_FLOAT)
+                   .Attr("batch_dims", int64_t{1})
+                   .Finalize(),
+               InvalidArgumentError);
 }
 
 // d(y)/d(variable) through the handle, against central finite differences taken by assigning
