@@ -62,15 +62,16 @@ TEST(ReplicaDeviceSetterTest, VariablesRoundRobinOverPsTasksOthersOnTheWorker) {
   EXPECT_EQ(by_count("MatMul", "m", "/device:CPU:0"), "/job:worker/device:CPU:0");
 }
 
-// y = 3x + 2 learned by gradient descent; the model as each worker builds it.
+// y = 3x + 2 learned by gradient descent; the model as each worker builds it, on ref or
+// resource variables.
 struct LinearModel {
-  explicit LinearModel(const ClusterSpec& cluster, int worker) {
+  LinearModel(const ClusterSpec& cluster, int worker, bool use_resource = false) {
     auto as_default = graph.AsDefault();
     auto scope = graph.Device(train::ReplicaDeviceSetter(
         {.cluster = &cluster, .worker_device = "/job:worker/task:" + std::to_string(worker)}));
     global_step = train::GetOrCreateGlobalStep();
-    w = Variable(Tensor::Scalar<float>(0), {.name = "w"});
-    b = Variable(Tensor::Scalar<float>(0), {.name = "b"});
+    w = Variable(Tensor::Scalar<float>(0), {.name = "w", .use_resource = use_resource});
+    b = Variable(Tensor::Scalar<float>(0), {.name = "b", .use_resource = use_resource});
     x = ops::Placeholder(DT_FLOAT, {-1}, "x");
     y = ops::Placeholder(DT_FLOAT, {-1}, "y");
     loss = ops::ReduceMean(ops::Square(ops::Sub(ops::Add(ops::Mul(w, x), b), y)));
@@ -87,9 +88,10 @@ struct LinearModel {
   Operation train_op;
 };
 
-TEST(DistributedTrainingTest, TwoWorkersTrainSharedVariablesOnOnePs) {
+void TrainTwoWorkersOnOnePs(bool use_resource) {
   LocalCluster local = CreateLocalCluster(2, 1);
-  LinearModel chief(local.cluster, 0), other(local.cluster, 1);
+  LinearModel chief(local.cluster, 0, use_resource), other(local.cluster, 1, use_resource);
+  EXPECT_EQ(chief.w.op().type(), use_resource ? "VarHandleOp" : "VariableV2");
   EXPECT_EQ(chief.w.op().node()->requested_device(), "/job:ps/task:0");
   auto chief_sess = NewSession(chief.graph, {.target = local.workers[0]->target()});
   auto other_sess = NewSession(other.graph, {.target = local.workers[1]->target()});
@@ -120,6 +122,12 @@ TEST(DistributedTrainingTest, TwoWorkersTrainSharedVariablesOnOnePs) {
   EXPECT_NEAR(out[2].scalar<float>(), 2.0f, 0.1f);
   EXPECT_LT(out[3].scalar<float>(), initial_loss / 100);
 }
+
+TEST(DistributedTrainingTest, TwoWorkersTrainSharedVariablesOnOnePs) { TrainTwoWorkersOnOnePs(false); }
+
+// Resource variables live on the ps as ref ones do: the handle, its reads and the
+// ResourceApply updates run there, and both workers update the same variables.
+TEST(DistributedTrainingTest, TwoWorkersTrainSharedResourceVariablesOnOnePs) { TrainTwoWorkersOnOnePs(true); }
 
 TEST(DistributedTrainingTest, MonitoredTrainingSessionOnAWorkerSavesTheCheckpoint) {
   LocalCluster local = CreateLocalCluster(1, 1);

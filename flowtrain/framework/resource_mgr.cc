@@ -20,6 +20,11 @@ void Var::PrepareForInPlaceUpdate() {
   if (!tensor.RefCountIsOne()) tensor = tensor.DeepCopy();
 }
 
+bool ResourceMgr::Delete(const std::string& container, const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  return resources_.erase({ContainerName(container), name}) > 0;
+}
+
 void ResourceMgr::Cleanup(const std::string& container) {
   absl::MutexLock lock(&mu_);
   const std::string name = ContainerName(container);

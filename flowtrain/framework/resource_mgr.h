@@ -58,6 +58,9 @@ class ResourceMgr {
   // nullptr if missing.
   template <typename T>
   std::shared_ptr<T> Lookup(const std::string& container, const std::string& name) const;
+  // Drops the resource (container, name) if present; false when there was none. Kernels
+  // holding it keep their reference, so it dies when the last user is done.
+  bool Delete(const std::string& container, const std::string& name);
   // Drops every resource of `container` (an empty name means the default container).
   void Cleanup(const std::string& container);
   // Resources of type T, for tests and debugging.

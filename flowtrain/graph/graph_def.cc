@@ -30,6 +30,8 @@ bool IsNewerThanTf115AtDefault(const Node& node, const std::string& attr,
       {"MaxPool", {"explicit_paddings"}},
       {"MaxPoolGrad", {"explicit_paddings"}},
       {"MergeV2Checkpoints", {"allow_missing_files"}},
+      {"VarHandleOp", {"debug_name", "allowed_devices"}},
+      {"AssignVariableOp", {"validate_shape"}},
   };
   auto it = kNewer.find(node.type());
   if (it == kNewer.end() || std::find(it->second.begin(), it->second.end(), attr) == it->second.end()) {

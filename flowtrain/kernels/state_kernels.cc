@@ -6,6 +6,7 @@
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/framework/op_kernel.h"
+#include "flowtrain/kernels/internal/variable_util.h"
 
 namespace flowtrain {
 namespace {
@@ -55,19 +56,7 @@ class AssignOp : public OpKernel {
         InvalidArgument("Assign requires shapes of both tensors to match. lhs shape= ",
                         var->tensor.shape().DebugString(), " rhs shape= ", value.shape().DebugString());
       }
-      if (value.RefCountIsOne()) {
-        // Only this run holds the value (a fresh result, e.g. a restored checkpoint tensor):
-        // the variable takes its buffer instead of copying it. Updates copy shared buffers
-        // before writing, so a later reader of the same run's value is safe.
-        var->tensor = value;
-      } else if (var->initialized && var->tensor.shape() == value.shape() &&
-                 var->tensor.dtype() == value.dtype() && var->tensor.RefCountIsOne()) {
-        // Nobody else holds the old buffer: copy in place and keep it.
-        var->tensor.CopyDataFrom(value);
-      } else {
-        var->tensor = value.DeepCopy();
-      }
-      var->initialized = true;
+      AssignToVar(*var, value);
     }
     ctx->set_output_ref(0, var);
   }
@@ -87,22 +76,7 @@ class AssignUpdateOp : public OpKernel {
     const Tensor& delta = ctx->input(1);
     {
       absl::MutexLock lock(&var->mu);
-      if (!var->initialized) FailedPrecondition("Attempting to use uninitialized value ", var->name);
-      if (var->tensor.shape() != delta.shape()) {
-        InvalidArgument(kAdd ? "AssignAdd" : "AssignSub",
-                        " requires shapes of both tensors to match. lhs shape= ",
-                        var->tensor.shape().DebugString(), " rhs shape= ", delta.shape().DebugString());
-      }
-      var->PrepareForInPlaceUpdate();
-      // The lambda runs inside DispatchNumericType, beyond the analysis' sight of the lock
-      // held here, so it writes through a pointer taken under it.
-      Tensor* const target = &var->tensor;
-      DispatchNumericType(delta.dtype(), type_string(), [&]<typename T>() {
-        T* out = target->data<T>();
-        const T* d = delta.data<T>();
-        const int64_t n = delta.NumElements();
-        for (int64_t i = 0; i < n; ++i) out[i] = kAdd ? T(out[i] + d[i]) : T(out[i] - d[i]);
-      });
+      AddToVar(*var, delta, kAdd, type_string());
     }
     ctx->set_output_ref(0, var);
   }

@@ -1,6 +1,8 @@
 // Kernels of the fused optimizer updates (ops/training_ops.h). Each updates a variable and its
-// slot variables in place, element-wise, with Eigen array expressions (vectorized; sqrt too,
-// thanks to -fno-math-errno), split across the intra-op pool when the variable is large.
+// slot variables in place; one kernel class serves ApplyX (reference inputs) and
+// ResourceApplyX (handle inputs), differing only in how the variables are found, element-wise, with Eigen
+// array expressions (vectorized; sqrt too, thanks to -fno-math-errno), split across the intra-op pool when
+// the variable is large.
 //
 // The variables are locked for the update even when use_locking is false: the copy-on-write
 // below replaces a variable's tensor object, which must not race with a concurrent reader.
@@ -21,6 +23,7 @@
 #include "flowtrain/kernels/internal/float_kernel_util.h"
 #include "flowtrain/framework/op_kernel.h"
 #include "flowtrain/framework/work_sharder.h"
+#include "flowtrain/kernels/internal/variable_util.h"
 
 namespace flowtrain {
 namespace {
@@ -54,6 +57,33 @@ class VarsLock {
   absl::InlinedVector<Var*, 4> locked_;
 };
 
+// The variables an update kernel works on: behind reference inputs (ApplyX), or behind
+// resource handles (ResourceApplyX), which this keeps alive until the update is done.
+template <int kVars>
+class KernelVars {
+ public:
+  KernelVars(OpKernelContext* ctx, const std::array<int, kVars>& inputs) {
+    const bool resource = ctx->node().input_type(inputs[0]) == DT_RESOURCE;
+    for (int i = 0; i < kVars; ++i) {
+      if (resource) {
+        held_[i] = LookupResourceVar(ctx, inputs[i]);
+        vars_[i] = held_[i].get();
+      } else {
+        vars_[i] = ctx->input_ref(inputs[i]);
+      }
+    }
+  }
+  const std::array<Var*, kVars>& vars() const { return vars_; }
+  // Sets the ref op's output to the variable; ResourceApplyX has none.
+  void SetOutput(OpKernelContext* ctx) const {
+    if (ctx->num_outputs() > 0) ctx->set_output_ref(0, vars_[0]);
+  }
+
+ private:
+  std::array<Var*, kVars> vars_;
+  std::array<std::shared_ptr<Var>, kVars> held_;
+};
+
 // The common part of the Apply* kernels. `Derived` provides
 //   static constexpr std::array<int, kVars> kVarInputs;   // variable and slots, var first
 //   static constexpr std::array<int, kScalars> kScalarInputs;
@@ -67,13 +97,13 @@ class ApplyKernel : public OpKernel {
 
   void Compute(OpKernelContext* ctx) override {
     const Derived& self = static_cast<const Derived&>(*this);
-    std::array<Var*, kVars> vars;
-    for (int i = 0; i < kVars; ++i) vars[i] = ctx->input_ref(Derived::kVarInputs[i]);
+    KernelVars<kVars> kernel_vars(ctx, Derived::kVarInputs);
+    const std::array<Var*, kVars>& vars = kernel_vars.vars();
     {
       VarsLock lock(vars.begin(), vars.end());
       CheckAndApply(ctx, self, vars);
     }
-    ctx->set_output_ref(0, vars[0]);
+    kernel_vars.SetOutput(ctx);
   }
 
  private:
@@ -93,6 +123,14 @@ class ApplyKernel : public OpKernel {
       }
     }
     const Tensor& grad = ctx->input(Derived::kGradInput);
+    for (Var* var : vars) {
+      // Reference inputs are typed by the graph; resource variables are checked here.
+      if (var->tensor.dtype() != grad.dtype()) {
+        InvalidArgument(type_string(), ": variable ", var->name, " holds ",
+                        DataTypeString(var->tensor.dtype()), " but the update is ",
+                        DataTypeString(grad.dtype()));
+      }
+    }
     if (grad.shape() != shape) {
       InvalidArgument(type_string(), ": var and grad do not have the same shape", shape.DebugString(), " ",
                       grad.shape().DebugString());
@@ -159,6 +197,7 @@ class ApplyGradientDescentOp : public ApplyKernel<ApplyGradientDescentOp, 1, 1> 
   }
 };
 FT_REGISTER_KERNEL("ApplyGradientDescent", ApplyGradientDescentOp);
+FT_REGISTER_KERNEL("ResourceApplyGradientDescent", ApplyGradientDescentOp);
 
 class ApplyMomentumOp : public ApplyKernel<ApplyMomentumOp, 2, 2> {
  public:
@@ -184,6 +223,7 @@ class ApplyMomentumOp : public ApplyKernel<ApplyMomentumOp, 2, 2> {
   bool use_nesterov_;
 };
 FT_REGISTER_KERNEL("ApplyMomentum", ApplyMomentumOp);
+FT_REGISTER_KERNEL("ResourceApplyMomentum", ApplyMomentumOp);
 
 class ApplyAdamOp : public ApplyKernel<ApplyAdamOp, 3, 6> {
  public:
@@ -213,6 +253,7 @@ class ApplyAdamOp : public ApplyKernel<ApplyAdamOp, 3, 6> {
   bool use_nesterov_;
 };
 FT_REGISTER_KERNEL("ApplyAdam", ApplyAdamOp);
+FT_REGISTER_KERNEL("ResourceApplyAdam", ApplyAdamOp);
 
 class ApplyAdagradOp : public ApplyKernel<ApplyAdagradOp, 2, 1> {
  public:
@@ -233,6 +274,7 @@ class ApplyAdagradOp : public ApplyKernel<ApplyAdagradOp, 2, 1> {
   bool update_slots_;
 };
 FT_REGISTER_KERNEL("ApplyAdagrad", ApplyAdagradOp);
+FT_REGISTER_KERNEL("ResourceApplyAdagrad", ApplyAdagradOp);
 
 class SparseApplyAdagradOp : public OpKernel {
  public:
@@ -240,8 +282,9 @@ class SparseApplyAdagradOp : public OpKernel {
       : OpKernel(c), update_slots_(c.GetAttr<bool>("update_slots")) {}
 
   void Compute(OpKernelContext* ctx) override {
-    Var* var = ctx->input_ref(0);
-    Var* accum = ctx->input_ref(1);
+    KernelVars<2> kernel_vars(ctx, {0, 1});
+    Var* var = kernel_vars.vars()[0];
+    Var* accum = kernel_vars.vars()[1];
     VarsLock lock({var, accum});
     var->mu.AssertHeld();
     accum->mu.AssertHeld();
@@ -256,6 +299,11 @@ class SparseApplyAdagradOp : public OpKernel {
     const Tensor& lr = ctx->input(2);
     const Tensor& grad = ctx->input(3);
     const Tensor& indices = ctx->input(4);
+    if (var->tensor.dtype() != grad.dtype() || accum->tensor.dtype() != grad.dtype()) {
+      InvalidArgument(type_string(), ": var, accum and grad must have one dtype, got ",
+                      DataTypeString(var->tensor.dtype()), ", ", DataTypeString(accum->tensor.dtype()), ", ",
+                      DataTypeString(grad.dtype()));
+    }
     if (lr.dims() != 0) InvalidArgument("SparseApplyAdagrad: lr is not a scalar: ", lr.shape().DebugString());
     if (indices.dims() != 1) {
       InvalidArgument("SparseApplyAdagrad: indices must be one-dimensional, got ",
@@ -304,7 +352,7 @@ class SparseApplyAdagradOp : public OpKernel {
       default:
         ThrowUnsupportedType(grad.dtype(), type_string());
     }
-    ctx->set_output_ref(0, var);
+    kernel_vars.SetOutput(ctx);
   }
   KernelCost cost() const override { return KernelCost::kExpensive; }
 
@@ -312,6 +360,7 @@ class SparseApplyAdagradOp : public OpKernel {
   bool update_slots_;
 };
 FT_REGISTER_KERNEL("SparseApplyAdagrad", SparseApplyAdagradOp);
+FT_REGISTER_KERNEL("ResourceSparseApplyAdagrad", SparseApplyAdagradOp);
 
 class ApplyRMSPropOp : public ApplyKernel<ApplyRMSPropOp, 3, 4> {
  public:
@@ -331,6 +380,7 @@ class ApplyRMSPropOp : public ApplyKernel<ApplyRMSPropOp, 3, 4> {
   }
 };
 FT_REGISTER_KERNEL("ApplyRMSProp", ApplyRMSPropOp);
+FT_REGISTER_KERNEL("ResourceApplyRMSProp", ApplyRMSPropOp);
 
 class ApplyCenteredRMSPropOp : public ApplyKernel<ApplyCenteredRMSPropOp, 4, 4> {
  public:
@@ -352,6 +402,7 @@ class ApplyCenteredRMSPropOp : public ApplyKernel<ApplyCenteredRMSPropOp, 4, 4> 
   }
 };
 FT_REGISTER_KERNEL("ApplyCenteredRMSProp", ApplyCenteredRMSPropOp);
+FT_REGISTER_KERNEL("ResourceApplyCenteredRMSProp", ApplyCenteredRMSPropOp);
 
 }  // namespace
 }  // namespace flowtrain

@@ -4,143 +4,118 @@
 #include "flowtrain/graph/node_builder.h"
 #include "flowtrain/graph/shape_inference.h"
 #include "flowtrain/ops/gradients.h"
+#include "flowtrain/ops/resource_variable_ops.h"
 
 namespace flowtrain {
 namespace {
+
+// The shape of variable input `i`: the input's own for a reference, the declared shape of the
+// variable for a resource handle.
+PartialTensorShape VarShape(InferenceContext& c, int i) {
+  if (c.input_type(i) != DT_RESOURCE) return c.input(i);
+  const Endpoint& in = c.node().input(i);
+  return ResourceVariableShape(Output(in.node, in.index));
+}
+
+// Sets the ref op's output; the resource twin has none.
+void SetVarOutput(InferenceContext& c, const PartialTensorShape& shape) {
+  if (c.num_outputs() > 0) c.set_output(0, shape);
+}
 
 // Shape function of the Apply* ops: the first `num_vars` inputs (variable and slots) and the
 // gradient (last input) share one shape; every other input is a scalar.
 ShapeFn ApplyShape(int num_vars) {
   return [num_vars](InferenceContext& c) {
-    PartialTensorShape shape = c.input(0);
-    for (int i = 1; i < num_vars; ++i) shape = c.Merge(shape, c.input(i));
+    PartialTensorShape shape = VarShape(c, 0);
+    for (int i = 1; i < num_vars; ++i) shape = c.Merge(shape, VarShape(c, i));
     const int grad = c.num_inputs() - 1;
     for (int i = num_vars; i < grad; ++i) c.WithRank(c.input(i), 0);
     shape = c.Merge(shape, c.input(grad));
-    c.set_output(0, shape);
+    SetVarOutput(c, shape);
   };
 }
 
-constexpr const char* kFloatTypes = "T: {float, double}";
-
-void RequireRefs(std::string_view op, std::initializer_list<const Output*> refs) {
-  for (const Output* ref : refs) {
-    if (!*ref || !ref->is_ref()) {
-      InvalidArgument(op,
-                      " requires variables (reference tensors) for its variable and slot "
-                      "inputs, got ",
-                      *ref ? ref->DebugString() : std::string("an empty Output"));
-    }
-  }
+void MomentumShape(InferenceContext& c) {
+  // grad sits before momentum here, unlike the other ops.
+  PartialTensorShape shape = c.Merge(VarShape(c, 0), VarShape(c, 1));
+  c.WithRank(c.input(2), 0);
+  shape = c.Merge(shape, c.input(3));
+  c.WithRank(c.input(4), 0);
+  SetVarOutput(c, shape);
 }
 
+void SparseAdagradShape(InferenceContext& c) {
+  const PartialTensorShape var = c.Merge(VarShape(c, 0), VarShape(c, 1));
+  c.WithRank(c.input(2), 0);
+  c.WithRank(c.input(4), 1);
+  SetVarOutput(c, var);
+}
+
+// TF pairs each update op on reference variables, ApplyX (variable inputs `Ref(T)`, output
+// `out: Ref(T)`), with ResourceApplyX on resource variables (variable inputs `resource`, no
+// output), otherwise alike. One description registers both, so the two cannot drift apart.
+// The variable inputs come first in every such op.
+struct ApplyOpDef {
+  std::string name;  // the ref op's; the resource op is "Resource" + name
+  std::vector<std::string> var_inputs;
+  std::vector<std::string> other_inputs;  // full specs, e.g. "lr: T"
+  std::vector<std::string> extra_attrs;   // besides T and use_locking
+  ShapeFn shape_fn;
+};
+
+bool RegisterApplyOps(const ApplyOpDef& def) {
+  for (const bool resource : {false, true}) {
+    OpDefBuilder b(resource ? "Resource" + def.name : def.name);
+    for (const std::string& v : def.var_inputs) b.Input(v + (resource ? ": resource" : ": Ref(T)"));
+    for (const std::string& in : def.other_inputs) b.Input(in);
+    if (!resource) b.Output("out: Ref(T)");
+    b.Attr("T: {float, double}");
+    for (const std::string& a : def.extra_attrs) b.Attr(a);
+    b.Attr("use_locking: bool = false");
+    // The resource twins are stateful in TF (they reach the variables through the session).
+    if (resource) b.SetIsStateful();
+    b.SetShapeFn(def.shape_fn);
+    OpRegistry::Global()->Register(b.Build());
+  }
+  return true;
+}
+
+const bool kApplyOpsRegistered [[maybe_unused]] = [] {
+  RegisterApplyOps({"ApplyGradientDescent", {"var"}, {"alpha: T", "delta: T"}, {}, ApplyShape(1)});
+  RegisterApplyOps({"ApplyMomentum",
+                    {"var", "accum"},
+                    {"lr: T", "grad: T", "momentum: T"},
+                    {"use_nesterov: bool = false"},
+                    MomentumShape});
+  RegisterApplyOps(
+      {"ApplyAdam",
+       {"var", "m", "v"},
+       {"beta1_power: T", "beta2_power: T", "lr: T", "beta1: T", "beta2: T", "epsilon: T", "grad: T"},
+       {"use_nesterov: bool = false"},
+       ApplyShape(3)});
+  RegisterApplyOps(
+      {"ApplyAdagrad", {"var", "accum"}, {"lr: T", "grad: T"}, {"update_slots: bool = true"}, ApplyShape(2)});
+  // ApplyAdagrad on the rows `indices` of var and accum only (what Adagrad runs for an
+  // IndexedSlices gradient such as embedding_lookup's): grad holds one row per index.
+  RegisterApplyOps({"SparseApplyAdagrad",
+                    {"var", "accum"},
+                    {"lr: T", "grad: T", "indices: Tindices"},
+                    {"Tindices: {int32, int64}", "update_slots: bool = true"},
+                    SparseAdagradShape});
+  RegisterApplyOps({"ApplyRMSProp",
+                    {"var", "ms", "mom"},
+                    {"lr: T", "rho: T", "momentum: T", "epsilon: T", "grad: T"},
+                    {},
+                    ApplyShape(3)});
+  RegisterApplyOps({"ApplyCenteredRMSProp",
+                    {"var", "mg", "ms", "mom"},
+                    {"lr: T", "rho: T", "momentum: T", "epsilon: T", "grad: T"},
+                    {},
+                    ApplyShape(4)});
+  return true;
+}();
+
 }  // namespace
-
-FT_REGISTER_OP("ApplyGradientDescent")
-    .Input("var: Ref(T)")
-    .Input("alpha: T")
-    .Input("delta: T")
-    .Output("out: Ref(T)")
-    .Attr(kFloatTypes)
-    .Attr("use_locking: bool = false")
-    .SetShapeFn(ApplyShape(1));
-
-FT_REGISTER_OP("ApplyMomentum")
-    .Input("var: Ref(T)")
-    .Input("accum: Ref(T)")
-    .Input("lr: T")
-    .Input("grad: T")
-    .Input("momentum: T")
-    .Output("out: Ref(T)")
-    .Attr(kFloatTypes)
-    .Attr("use_locking: bool = false")
-    .Attr("use_nesterov: bool = false")
-    .SetShapeFn([](InferenceContext& c) {
-      // grad sits before momentum here, unlike the other ops.
-      PartialTensorShape shape = c.Merge(c.input(0), c.input(1));
-      c.WithRank(c.input(2), 0);
-      shape = c.Merge(shape, c.input(3));
-      c.WithRank(c.input(4), 0);
-      c.set_output(0, shape);
-    });
-
-FT_REGISTER_OP("ApplyAdam")
-    .Input("var: Ref(T)")
-    .Input("m: Ref(T)")
-    .Input("v: Ref(T)")
-    .Input("beta1_power: T")
-    .Input("beta2_power: T")
-    .Input("lr: T")
-    .Input("beta1: T")
-    .Input("beta2: T")
-    .Input("epsilon: T")
-    .Input("grad: T")
-    .Output("out: Ref(T)")
-    .Attr(kFloatTypes)
-    .Attr("use_locking: bool = false")
-    .Attr("use_nesterov: bool = false")
-    .SetShapeFn(ApplyShape(3));
-
-FT_REGISTER_OP("ApplyAdagrad")
-    .Input("var: Ref(T)")
-    .Input("accum: Ref(T)")
-    .Input("lr: T")
-    .Input("grad: T")
-    .Output("out: Ref(T)")
-    .Attr(kFloatTypes)
-    .Attr("use_locking: bool = false")
-    .Attr("update_slots: bool = true")
-    .SetShapeFn(ApplyShape(2));
-
-// ApplyAdagrad on the rows `indices` of var and accum only (TF's SparseApplyAdagrad, what
-// Adagrad runs for an IndexedSlices gradient such as embedding_lookup's): grad holds one row
-// per index.
-FT_REGISTER_OP("SparseApplyAdagrad")
-    .Input("var: Ref(T)")
-    .Input("accum: Ref(T)")
-    .Input("lr: T")
-    .Input("grad: T")
-    .Input("indices: Tindices")
-    .Output("out: Ref(T)")
-    .Attr(kFloatTypes)
-    .Attr("Tindices: {int32, int64}")
-    .Attr("use_locking: bool = false")
-    .Attr("update_slots: bool = true")
-    .SetShapeFn([](InferenceContext& c) {
-      const PartialTensorShape var = c.Merge(c.input(0), c.input(1));
-      c.WithRank(c.input(2), 0);
-      c.WithRank(c.input(4), 1);
-      c.set_output(0, var);
-    });
-
-FT_REGISTER_OP("ApplyRMSProp")
-    .Input("var: Ref(T)")
-    .Input("ms: Ref(T)")
-    .Input("mom: Ref(T)")
-    .Input("lr: T")
-    .Input("rho: T")
-    .Input("momentum: T")
-    .Input("epsilon: T")
-    .Input("grad: T")
-    .Output("out: Ref(T)")
-    .Attr(kFloatTypes)
-    .Attr("use_locking: bool = false")
-    .SetShapeFn(ApplyShape(3));
-
-FT_REGISTER_OP("ApplyCenteredRMSProp")
-    .Input("var: Ref(T)")
-    .Input("mg: Ref(T)")
-    .Input("ms: Ref(T)")
-    .Input("mom: Ref(T)")
-    .Input("lr: T")
-    .Input("rho: T")
-    .Input("momentum: T")
-    .Input("epsilon: T")
-    .Input("grad: T")
-    .Output("out: Ref(T)")
-    .Attr(kFloatTypes)
-    .Attr("use_locking: bool = false")
-    .SetShapeFn(ApplyShape(4));
 
 FT_REGISTER_NO_GRADIENT("ApplyGradientDescent");
 FT_REGISTER_NO_GRADIENT("ApplyMomentum");
@@ -149,112 +124,125 @@ FT_REGISTER_NO_GRADIENT("ApplyAdagrad");
 FT_REGISTER_NO_GRADIENT("SparseApplyAdagrad");
 FT_REGISTER_NO_GRADIENT("ApplyRMSProp");
 FT_REGISTER_NO_GRADIENT("ApplyCenteredRMSProp");
+FT_REGISTER_NO_GRADIENT("ResourceApplyGradientDescent");
+FT_REGISTER_NO_GRADIENT("ResourceApplyMomentum");
+FT_REGISTER_NO_GRADIENT("ResourceApplyAdam");
+FT_REGISTER_NO_GRADIENT("ResourceApplyAdagrad");
+FT_REGISTER_NO_GRADIENT("ResourceSparseApplyAdagrad");
+FT_REGISTER_NO_GRADIENT("ResourceApplyRMSProp");
+FT_REGISTER_NO_GRADIENT("ResourceApplyCenteredRMSProp");
 
 namespace ops {
+namespace {
+
+// Builds the update op `type` ("Apply..." or "ResourceApply...") after checking that the
+// variable inputs are of the kind it takes.
+Operation BuildApply(std::string_view type, std::string_view name, std::initializer_list<Output> vars,
+                     std::initializer_list<Output> others,
+                     std::initializer_list<std::pair<const char*, bool>> attrs) {
+  const bool want_resource = type.starts_with("Resource");
+  for (const Output& v : vars) {
+    if (!v || (want_resource ? v.dtype() != DT_RESOURCE : !v.is_ref())) {
+      InvalidArgument(
+          type, " requires ", want_resource ? "resource variable handles" : "variables (reference tensors)",
+          " for its variable and slot inputs, got ", v ? v.DebugString() : std::string("an empty Output"));
+    }
+  }
+  NodeBuilder b(type, name);
+  for (const Output& v : vars) b.Input(v);
+  for (const Output& o : others) b.Input(o);
+  for (const auto& [attr, value] : attrs) b.Attr(attr, value);
+  return b.Finalize();
+}
+
+}  // namespace
 
 Output ApplyGradientDescent(Output var, Output alpha, Output delta, bool use_locking, std::string_view name) {
-  RequireRefs("ApplyGradientDescent", {&var});
-  return NodeBuilder("ApplyGradientDescent", name)
-      .Input(var)
-      .Input(alpha)
-      .Input(delta)
-      .Attr("use_locking", use_locking)
-      .Finalize();
+  return BuildApply("ApplyGradientDescent", name, {var}, {alpha, delta}, {{"use_locking", use_locking}})
+      .output(0);
+}
+Operation ResourceApplyGradientDescent(Output var, Output alpha, Output delta, bool use_locking,
+                                       std::string_view name) {
+  return BuildApply("ResourceApplyGradientDescent", name, {var}, {alpha, delta},
+                    {{"use_locking", use_locking}});
 }
 
 Output ApplyMomentum(Output var, Output accum, Output lr, Output grad, Output momentum, bool use_locking,
                      bool use_nesterov, std::string_view name) {
-  RequireRefs("ApplyMomentum", {&var, &accum});
-  return NodeBuilder("ApplyMomentum", name)
-      .Input(var)
-      .Input(accum)
-      .Input(lr)
-      .Input(grad)
-      .Input(momentum)
-      .Attr("use_locking", use_locking)
-      .Attr("use_nesterov", use_nesterov)
-      .Finalize();
+  return BuildApply("ApplyMomentum", name, {var, accum}, {lr, grad, momentum},
+                    {{"use_locking", use_locking}, {"use_nesterov", use_nesterov}})
+      .output(0);
+}
+Operation ResourceApplyMomentum(Output var, Output accum, Output lr, Output grad, Output momentum,
+                                bool use_locking, bool use_nesterov, std::string_view name) {
+  return BuildApply("ResourceApplyMomentum", name, {var, accum}, {lr, grad, momentum},
+                    {{"use_locking", use_locking}, {"use_nesterov", use_nesterov}});
 }
 
 Output ApplyAdam(Output var, Output m, Output v, Output beta1_power, Output beta2_power, Output lr,
                  Output beta1, Output beta2, Output epsilon, Output grad, bool use_locking, bool use_nesterov,
                  std::string_view name) {
-  RequireRefs("ApplyAdam", {&var, &m, &v});
-  return NodeBuilder("ApplyAdam", name)
-      .Input(var)
-      .Input(m)
-      .Input(v)
-      .Input(beta1_power)
-      .Input(beta2_power)
-      .Input(lr)
-      .Input(beta1)
-      .Input(beta2)
-      .Input(epsilon)
-      .Input(grad)
-      .Attr("use_locking", use_locking)
-      .Attr("use_nesterov", use_nesterov)
-      .Finalize();
+  return BuildApply("ApplyAdam", name, {var, m, v},
+                    {beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad},
+                    {{"use_locking", use_locking}, {"use_nesterov", use_nesterov}})
+      .output(0);
 }
-
-Output SparseApplyAdagrad(Output var, Output accum, Output lr, Output grad, Output indices, bool use_locking,
-                          bool update_slots, std::string_view name) {
-  RequireRefs("SparseApplyAdagrad", {&var, &accum});
-  return NodeBuilder("SparseApplyAdagrad", name)
-      .Input(var)
-      .Input(accum)
-      .Input(lr)
-      .Input(grad)
-      .Input(indices)
-      .Attr("use_locking", use_locking)
-      .Attr("update_slots", update_slots)
-      .Finalize();
+Operation ResourceApplyAdam(Output var, Output m, Output v, Output beta1_power, Output beta2_power, Output lr,
+                            Output beta1, Output beta2, Output epsilon, Output grad, bool use_locking,
+                            bool use_nesterov, std::string_view name) {
+  return BuildApply("ResourceApplyAdam", name, {var, m, v},
+                    {beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad},
+                    {{"use_locking", use_locking}, {"use_nesterov", use_nesterov}});
 }
 
 Output ApplyAdagrad(Output var, Output accum, Output lr, Output grad, bool use_locking, bool update_slots,
                     std::string_view name) {
-  RequireRefs("ApplyAdagrad", {&var, &accum});
-  return NodeBuilder("ApplyAdagrad", name)
-      .Input(var)
-      .Input(accum)
-      .Input(lr)
-      .Input(grad)
-      .Attr("use_locking", use_locking)
-      .Attr("update_slots", update_slots)
-      .Finalize();
+  return BuildApply("ApplyAdagrad", name, {var, accum}, {lr, grad},
+                    {{"use_locking", use_locking}, {"update_slots", update_slots}})
+      .output(0);
+}
+Operation ResourceApplyAdagrad(Output var, Output accum, Output lr, Output grad, bool use_locking,
+                               bool update_slots, std::string_view name) {
+  return BuildApply("ResourceApplyAdagrad", name, {var, accum}, {lr, grad},
+                    {{"use_locking", use_locking}, {"update_slots", update_slots}});
+}
+
+Output SparseApplyAdagrad(Output var, Output accum, Output lr, Output grad, Output indices, bool use_locking,
+                          bool update_slots, std::string_view name) {
+  return BuildApply("SparseApplyAdagrad", name, {var, accum}, {lr, grad, indices},
+                    {{"use_locking", use_locking}, {"update_slots", update_slots}})
+      .output(0);
+}
+Operation ResourceSparseApplyAdagrad(Output var, Output accum, Output lr, Output grad, Output indices,
+                                     bool use_locking, bool update_slots, std::string_view name) {
+  return BuildApply("ResourceSparseApplyAdagrad", name, {var, accum}, {lr, grad, indices},
+                    {{"use_locking", use_locking}, {"update_slots", update_slots}});
 }
 
 Output ApplyRMSProp(Output var, Output ms, Output mom, Output lr, Output rho, Output momentum, Output epsilon,
                     Output grad, bool use_locking, std::string_view name) {
-  RequireRefs("ApplyRMSProp", {&var, &ms, &mom});
-  return NodeBuilder("ApplyRMSProp", name)
-      .Input(var)
-      .Input(ms)
-      .Input(mom)
-      .Input(lr)
-      .Input(rho)
-      .Input(momentum)
-      .Input(epsilon)
-      .Input(grad)
-      .Attr("use_locking", use_locking)
-      .Finalize();
+  return BuildApply("ApplyRMSProp", name, {var, ms, mom}, {lr, rho, momentum, epsilon, grad},
+                    {{"use_locking", use_locking}})
+      .output(0);
+}
+Operation ResourceApplyRMSProp(Output var, Output ms, Output mom, Output lr, Output rho, Output momentum,
+                               Output epsilon, Output grad, bool use_locking, std::string_view name) {
+  return BuildApply("ResourceApplyRMSProp", name, {var, ms, mom}, {lr, rho, momentum, epsilon, grad},
+                    {{"use_locking", use_locking}});
 }
 
 Output ApplyCenteredRMSProp(Output var, Output mg, Output ms, Output mom, Output lr, Output rho,
                             Output momentum, Output epsilon, Output grad, bool use_locking,
                             std::string_view name) {
-  RequireRefs("ApplyCenteredRMSProp", {&var, &mg, &ms, &mom});
-  return NodeBuilder("ApplyCenteredRMSProp", name)
-      .Input(var)
-      .Input(mg)
-      .Input(ms)
-      .Input(mom)
-      .Input(lr)
-      .Input(rho)
-      .Input(momentum)
-      .Input(epsilon)
-      .Input(grad)
-      .Attr("use_locking", use_locking)
-      .Finalize();
+  return BuildApply("ApplyCenteredRMSProp", name, {var, mg, ms, mom}, {lr, rho, momentum, epsilon, grad},
+                    {{"use_locking", use_locking}})
+      .output(0);
+}
+Operation ResourceApplyCenteredRMSProp(Output var, Output mg, Output ms, Output mom, Output lr, Output rho,
+                                       Output momentum, Output epsilon, Output grad, bool use_locking,
+                                       std::string_view name) {
+  return BuildApply("ResourceApplyCenteredRMSProp", name, {var, mg, ms, mom},
+                    {lr, rho, momentum, epsilon, grad}, {{"use_locking", use_locking}});
 }
 
 }  // namespace ops

@@ -18,6 +18,7 @@ struct ScopeFrame {
   std::string name;
   Reuse reuse;  // resolved: kInherit here means "do not reuse"
   Initializer initializer;
+  bool use_resource = false;
 };
 
 // Per-graph state: the variables made by GetVariable and the stack of variable scopes.
@@ -55,7 +56,8 @@ VariableScope::VariableScope(std::string_view name, VariableScopeOptions options
     if (outer != nullptr && outer->reuse == Reuse::kAutoReuse) reuse_ = Reuse::kAutoReuse;
     Initializer initializer = options.initializer;
     if (!initializer && outer != nullptr) initializer = outer->initializer;
-    store->scopes.push_back({name_, reuse_, initializer});
+    const bool use_resource = options.use_resource.value_or(outer != nullptr && outer->use_resource);
+    store->scopes.push_back({name_, reuse_, initializer, use_resource});
   }
   if (options.auxiliary_name_scope) {
     name_scope_ = graph_.NameScope(name);
@@ -82,6 +84,7 @@ Variable GetVariable(std::string_view name, const TensorShape& shape, DataType d
   auto store = StoreOf(graph);
   std::string full_name;
   Reuse reuse = Reuse::kInherit;
+  bool use_resource = false;
   {
     absl::MutexLock lock(&store->mu);
     if (!store->scopes.empty()) {
@@ -89,6 +92,7 @@ Variable GetVariable(std::string_view name, const TensorShape& shape, DataType d
       full_name = StrCat(scope.name, "/", name);
       reuse = scope.reuse;
       if (!initializer) initializer = scope.initializer;
+      use_resource = scope.use_resource;
     } else {
       full_name = std::string(name);
     }
@@ -129,9 +133,11 @@ Variable GetVariable(std::string_view name, const TensorShape& shape, DataType d
   // Variable names depend only on variable scopes, so build at the root name scope.
   auto as_default = graph.AsDefault();
   auto root = graph.NameScope("");
-  Variable v(
-      [&] { return initializer(shape, dtype); },
-      VariableOptions{.name = full_name, .trainable = options.trainable, .collections = options.collections});
+  Variable v([&] { return initializer(shape, dtype); },
+             VariableOptions{.name = full_name,
+                             .trainable = options.trainable,
+                             .collections = options.collections,
+                             .use_resource = options.use_resource.value_or(use_resource)});
   if (v.dtype() != dtype) {
     InvalidArgument("GetVariable ", full_name, ": the initializer made ", DataTypeString(v.dtype()),
                     ", expected ", DataTypeString(dtype));

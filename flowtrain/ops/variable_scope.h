@@ -18,6 +18,7 @@
 #ifndef FLOWTRAIN_OPS_VARIABLE_SCOPE_H_
 #define FLOWTRAIN_OPS_VARIABLE_SCOPE_H_
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +40,9 @@ struct VariableScopeOptions {
   // Opens a name scope of the same name (made unique), as TF does; layers turn this off and
   // open their own.
   bool auxiliary_name_scope = true;
+  // Whether GetVariable calls inside build resource variables (TF's use_resource); unset
+  // inherits the enclosing scope's, and at the root means ref variables.
+  std::optional<bool> use_resource;
 };
 
 class VariableScope {
@@ -68,6 +72,8 @@ struct GetVariableOptions {
   bool trainable = true;
   // Empty means GLOBAL_VARIABLES (trainable ones also join TRAINABLE_VARIABLES).
   std::vector<std::string> collections;
+  // A resource variable (TF's use_resource=True); unset takes the variable scope's setting.
+  std::optional<bool> use_resource;
 };
 
 // tf.get_variable: the variable "<current scope>/<name>", created with `initializer` (default:

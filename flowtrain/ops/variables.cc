@@ -8,6 +8,7 @@
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/control_flow_ops.h"
 #include "flowtrain/ops/math_ops.h"
+#include "flowtrain/ops/resource_variable_ops.h"
 #include "flowtrain/ops/state_ops.h"
 
 namespace flowtrain {
@@ -18,8 +19,9 @@ Variable::Variable(const Tensor& initial_value, const VariableOptions& options) 
     InvalidArgument("Variable '", options.name, "': initial value has type ", DataTypeString(value.dtype()),
                     ", requested ", DataTypeString(options.dtype));
   }
+  // A resource variable builds even a constant initial value under "<name>/Initializer/".
   Build(
-      GetDefaultGraph(), [&] { return ops::Const(value, "initial_value"); }, false, options);
+      GetDefaultGraph(), [&] { return ops::Const(value, "initial_value"); }, options.use_resource, options);
 }
 
 Variable::Variable(Output initial_value, const VariableOptions& options) {
@@ -49,15 +51,38 @@ void Variable::Build(Graph& graph, const std::function<Output()>& make_initial_v
   if (options.validate_shape && !shape.IsFullyDefined()) {
     InvalidArgument("initial_value must have a shape specified: ", initial_value_.DebugString());
   }
-  variable_ = NodeBuilder("VariableV2", name)
-                  .Graph(&graph)
-                  .ExactName()
-                  .Attr("shape", options.validate_shape ? shape : PartialTensorShape::Unknown())
-                  .Attr("dtype", initial_value_.dtype())
-                  .Attr("container", "")
-                  .Attr("shared_name", "")
-                  .Finalize();
-  {
+  const PartialTensorShape var_shape = options.validate_shape ? shape : PartialTensorShape::Unknown();
+  if (options.use_resource) {
+    is_resource_ = true;
+    dtype_ = initial_value_.dtype();
+    shape_ = var_shape;
+    variable_ = NodeBuilder("VarHandleOp", name)
+                    .Graph(&graph)
+                    .ExactName()
+                    .Attr("shape", var_shape)
+                    .Attr("dtype", dtype_)
+                    .Attr("container", "")
+                    .Attr("shared_name", name)
+                    .Finalize()
+                    .output(0);
+    {
+      auto is_initialized = graph.NameScope("IsInitialized");
+      ops::VarIsInitializedOp(variable_);
+    }
+    auto colocate = graph.ColocateWith(variable_.op());
+    initializer_ =
+        NodeBuilder("AssignVariableOp", "Assign").Input(variable_).Input(initial_value_).Finalize();
+    auto read = graph.NameScope("Read");
+    snapshot_ = ops::ReadVariableOp(variable_, dtype_);
+  } else {
+    variable_ = NodeBuilder("VariableV2", name)
+                    .Graph(&graph)
+                    .ExactName()
+                    .Attr("shape", var_shape)
+                    .Attr("dtype", initial_value_.dtype())
+                    .Attr("container", "")
+                    .Attr("shared_name", "")
+                    .Finalize();
     auto colocate = graph.ColocateWith(variable_.op());
     initializer_ = ops::Assign(variable_, initial_value_, options.validate_shape).op();
     snapshot_ = ops::Identity(variable_, "read");
@@ -73,24 +98,49 @@ void Variable::Build(Graph& graph, const std::function<Output()>& make_initial_v
   for (const std::string& key : collections) graph.AddToCollection(key, *this);
 }
 
+Output Variable::value() const {
+  if (!is_resource_) return snapshot_;
+  return ops::ReadVariableOp(variable_, dtype_);
+}
+
+namespace {
+
+// A read of the resource variable `handle` ordered after `update`.
+Output ReadAfter(const Output& handle, DataType dtype, const Operation& update) {
+  auto deps = handle.graph()->ControlDependencies({update});
+  return ops::ReadVariableOp(handle, dtype);
+}
+
+}  // namespace
+
 Output Variable::Assign(Output value, std::string_view name) const {
+  if (is_resource_) return ReadAfter(variable_, dtype_, ops::AssignVariableOp(variable_, value, name));
   return ops::Assign(variable_, value, true, true, name);
 }
 Output Variable::AssignAdd(Output delta, std::string_view name) const {
+  if (is_resource_) return ReadAfter(variable_, dtype_, ops::AssignAddVariableOp(variable_, delta, name));
   return ops::AssignAdd(variable_, delta, false, name);
 }
 Output Variable::AssignSub(Output delta, std::string_view name) const {
+  if (is_resource_) return ReadAfter(variable_, dtype_, ops::AssignSubVariableOp(variable_, delta, name));
   return ops::AssignSub(variable_, delta, false, name);
 }
 
 Variable Variable::FromGraph(Graph& graph, std::string_view name) {
   Node* var = graph.FindNode(name);
-  if (var == nullptr || var->type() != "VariableV2") {
-    NotFound("No VariableV2 node named '", name, "' in the graph");
+  if (var == nullptr || (var->type() != "VariableV2" && var->type() != "VarHandleOp")) {
+    NotFound("No VariableV2 or VarHandleOp node named '", name, "' in the graph");
   }
   Variable v;
   v.variable_ = Output(var, 0);
-  if (Node* read = graph.FindNode(StrCat(name, "/read"))) v.snapshot_ = Output(read, 0);
+  if (var->type() == "VarHandleOp") {
+    v.is_resource_ = true;
+    v.dtype_ = var->GetAttr<DataType>("dtype");
+    v.shape_ = var->GetAttr<PartialTensorShape>("shape");
+    if (Node* read = graph.FindNode(StrCat(name, "/Read/ReadVariableOp"))) v.snapshot_ = Output(read, 0);
+  } else if (Node* read = graph.FindNode(StrCat(name, "/read"))) {
+    v.snapshot_ = Output(read, 0);
+  }
   if (Node* assign = graph.FindNode(StrCat(name, "/Assign"))) {
     v.initializer_ = Operation(assign);
     v.initial_value_ = Output(assign->input(1).node, assign->input(1).index);
@@ -146,7 +196,8 @@ Output ReportUninitializedVariables(std::optional<std::vector<Variable>> variabl
   std::vector<Output> initialized;
   std::vector<std::string> names;
   for (const Variable& v : list) {
-    initialized.push_back(ops::IsVariableInitialized(v.ref()));
+    initialized.push_back(v.is_resource() ? ops::VarIsInitializedOp(v.ref())
+                                          : ops::IsVariableInitialized(v.ref()));
     names.push_back(v.op().name());
   }
   Output mask = ops::LogicalNot(ops::Pack(initialized));

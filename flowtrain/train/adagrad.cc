@@ -25,8 +25,9 @@ void AdagradOptimizer::Prepare() { learning_rate_t_ = HyperParameterTensor(learn
 
 Operation AdagradOptimizer::ApplyDense(const Output& grad, const Variable& var) {
   Variable accum = GetSlotOrDie(var, "accumulator");
-  return ops::ApplyAdagrad(var.ref(), accum.ref(), CastTo(learning_rate_t_, var.dtype()), grad, use_locking())
-      .op();
+  const Output lr = CastTo(learning_rate_t_, var.dtype());
+  if (var.is_resource()) return ops::ResourceApplyAdagrad(var.ref(), accum.ref(), lr, grad, use_locking());
+  return ops::ApplyAdagrad(var.ref(), accum.ref(), lr, grad, use_locking()).op();
 }
 
 }  // namespace flowtrain::train

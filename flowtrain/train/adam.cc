@@ -7,6 +7,7 @@
 #include "flowtrain/ops/control_flow_ops.h"
 #include "flowtrain/ops/math_ops.h"
 #include "flowtrain/ops/state_ops.h"
+#include "flowtrain/ops/resource_variable_ops.h"
 #include "flowtrain/ops/training_ops.h"
 
 namespace flowtrain::train {
@@ -49,10 +50,18 @@ Operation AdamOptimizer::ApplyDense(const Output& grad, const Variable& var) {
   auto [beta1_power, beta2_power] = *GetBetaAccumulators(var.graph());
   Variable m = GetSlotOrDie(var, "m");
   Variable v = GetSlotOrDie(var, "v");
-  return ops::ApplyAdam(var.ref(), m.ref(), v.ref(), CastTo(beta1_power.value(), dtype),
-                        CastTo(beta2_power.value(), dtype), CastTo(learning_rate_t_, dtype),
-                        CastTo(beta1_t_, dtype), CastTo(beta2_t_, dtype), CastTo(epsilon_t_, dtype), grad,
-                        use_locking(), options_.use_nesterov)
+  const Output b1p = CastTo(beta1_power.value(), dtype);
+  const Output b2p = CastTo(beta2_power.value(), dtype);
+  const Output lr = CastTo(learning_rate_t_, dtype);
+  const Output beta1 = CastTo(beta1_t_, dtype);
+  const Output beta2 = CastTo(beta2_t_, dtype);
+  const Output epsilon = CastTo(epsilon_t_, dtype);
+  if (var.is_resource()) {
+    return ops::ResourceApplyAdam(var.ref(), m.ref(), v.ref(), b1p, b2p, lr, beta1, beta2, epsilon, grad,
+                                  use_locking(), options_.use_nesterov);
+  }
+  return ops::ApplyAdam(var.ref(), m.ref(), v.ref(), b1p, b2p, lr, beta1, beta2, epsilon, grad, use_locking(),
+                        options_.use_nesterov)
       .op();
 }
 
@@ -63,8 +72,14 @@ Operation AdamOptimizer::Finish(const std::vector<Operation>& update_ops, std::s
   {
     auto deps = graph.ControlDependencies(update_ops);
     auto colocate = graph.ColocateWith(beta1_power.op());
-    update_beta1 = ops::Assign(beta1_power.ref(), beta1_power.value() * beta1_t_, true, use_locking()).op();
-    update_beta2 = ops::Assign(beta2_power.ref(), beta2_power.value() * beta2_t_, true, use_locking()).op();
+    if (beta1_power.is_resource()) {
+      // The accumulators are resource variables when the first variable is (as in TF).
+      update_beta1 = ops::AssignVariableOp(beta1_power.ref(), beta1_power.value() * beta1_t_);
+      update_beta2 = ops::AssignVariableOp(beta2_power.ref(), beta2_power.value() * beta2_t_);
+    } else {
+      update_beta1 = ops::Assign(beta1_power.ref(), beta1_power.value() * beta1_t_, true, use_locking()).op();
+      update_beta2 = ops::Assign(beta2_power.ref(), beta2_power.value() * beta2_t_, true, use_locking()).op();
+    }
   }
   std::vector<Operation> all = update_ops;
   all.push_back(update_beta1);

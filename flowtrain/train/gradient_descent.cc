@@ -13,8 +13,9 @@ void GradientDescentOptimizer::Prepare() {
 }
 
 Operation GradientDescentOptimizer::ApplyDense(const Output& grad, const Variable& var) {
-  return ops::ApplyGradientDescent(var.ref(), CastTo(learning_rate_t_, var.dtype()), grad, use_locking())
-      .op();
+  const Output lr = CastTo(learning_rate_t_, var.dtype());
+  if (var.is_resource()) return ops::ResourceApplyGradientDescent(var.ref(), lr, grad, use_locking());
+  return ops::ApplyGradientDescent(var.ref(), lr, grad, use_locking()).op();
 }
 
 }  // namespace flowtrain::train

@@ -149,9 +149,10 @@ tensorflow::VariableDef ToVariableDef(const Variable& variable) {
   tensorflow::VariableDef def;
   def.set_variable_name(variable.name());
   if (variable.initializer()) def.set_initializer_name(variable.initializer().name());
-  if (variable.value()) def.set_snapshot_name(variable.value().name());
+  if (variable.snapshot()) def.set_snapshot_name(variable.snapshot().name());
   if (variable.initial_value()) def.set_initial_value_name(variable.initial_value().name());
   def.set_trainable(variable.trainable());
+  if (variable.is_resource()) def.set_is_resource(true);
   return def;
 }
 

@@ -22,9 +22,13 @@ void MomentumOptimizer::Prepare() {
 
 Operation MomentumOptimizer::ApplyDense(const Output& grad, const Variable& var) {
   Variable accum = GetSlotOrDie(var, "momentum");
-  return ops::ApplyMomentum(var.ref(), accum.ref(), CastTo(learning_rate_t_, var.dtype()), grad,
-                            CastTo(momentum_t_, var.dtype()), use_locking(), use_nesterov_)
-      .op();
+  const Output lr = CastTo(learning_rate_t_, var.dtype());
+  const Output momentum = CastTo(momentum_t_, var.dtype());
+  if (var.is_resource()) {
+    return ops::ResourceApplyMomentum(var.ref(), accum.ref(), lr, grad, momentum, use_locking(),
+                                      use_nesterov_);
+  }
+  return ops::ApplyMomentum(var.ref(), accum.ref(), lr, grad, momentum, use_locking(), use_nesterov_).op();
 }
 
 }  // namespace flowtrain::train

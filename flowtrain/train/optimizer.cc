@@ -181,8 +181,9 @@ Variable Optimizer::GetOrMakeSlot(const Variable& var, const ops::Initializer& i
   auto as_default = graph.AsDefault();
   auto root = graph.NameScope("");
   auto colocate = graph.ColocateWith(var.op());
-  Variable slot([&] { return initializer(shape, dtype); },
-                VariableOptions{.name = slot_var_name, .trainable = false});
+  Variable slot(
+      [&] { return initializer(shape, dtype); },
+      VariableOptions{.name = slot_var_name, .trainable = false, .use_resource = var.is_resource()});
   slots_[std::string(slot_name)].emplace(var.op().node(), slot);
   created_.push_back(slot);
   return slot;
@@ -205,7 +206,8 @@ Variable Optimizer::CreateNonSlotVariable(double initial_value, std::string_view
   auto as_default = graph->AsDefault();
   auto colocate = graph->ColocateWith(colocate_with.op());
   Variable v(Tensor::Scalar<float>(static_cast<float>(initial_value)),
-             VariableOptions{.name = std::string(name), .trainable = false});
+             VariableOptions{
+                 .name = std::string(name), .trainable = false, .use_resource = colocate_with.is_resource()});
   non_slots_.emplace(std::make_pair(graph, std::string(name)), v);
   created_.push_back(v);
   return v;

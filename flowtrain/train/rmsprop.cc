@@ -29,17 +29,25 @@ Operation RMSPropOptimizer::ApplyDense(const Output& grad, const Variable& var) 
   const DataType dtype = var.dtype();
   Variable rms = GetSlotOrDie(var, "rms");
   Variable mom = GetSlotOrDie(var, "momentum");
+  const Output lr = CastTo(learning_rate_t_, dtype);
+  const Output decay = CastTo(decay_t_, dtype);
+  const Output momentum = CastTo(momentum_t_, dtype);
+  const Output epsilon = CastTo(epsilon_t_, dtype);
   if (options_.centered) {
     Variable mg = GetSlotOrDie(var, "mg");
-    return ops::ApplyCenteredRMSProp(var.ref(), mg.ref(), rms.ref(), mom.ref(),
-                                     CastTo(learning_rate_t_, dtype), CastTo(decay_t_, dtype),
-                                     CastTo(momentum_t_, dtype), CastTo(epsilon_t_, dtype), grad,
-                                     use_locking())
+    if (var.is_resource()) {
+      return ops::ResourceApplyCenteredRMSProp(var.ref(), mg.ref(), rms.ref(), mom.ref(), lr, decay, momentum,
+                                               epsilon, grad, use_locking());
+    }
+    return ops::ApplyCenteredRMSProp(var.ref(), mg.ref(), rms.ref(), mom.ref(), lr, decay, momentum, epsilon,
+                                     grad, use_locking())
         .op();
   }
-  return ops::ApplyRMSProp(var.ref(), rms.ref(), mom.ref(), CastTo(learning_rate_t_, dtype),
-                           CastTo(decay_t_, dtype), CastTo(momentum_t_, dtype), CastTo(epsilon_t_, dtype),
-                           grad, use_locking())
+  if (var.is_resource()) {
+    return ops::ResourceApplyRMSProp(var.ref(), rms.ref(), mom.ref(), lr, decay, momentum, epsilon, grad,
+                                     use_locking());
+  }
+  return ops::ApplyRMSProp(var.ref(), rms.ref(), mom.ref(), lr, decay, momentum, epsilon, grad, use_locking())
       .op();
 }
 

@@ -18,6 +18,7 @@
 #include "flowtrain/ops/control_flow_ops.h"
 #include "flowtrain/ops/io_ops.h"
 #include "flowtrain/ops/state_ops.h"
+#include "flowtrain/ops/resource_variable_ops.h"
 #include "flowtrain/runtime/device_spec.h"
 #include "flowtrain/train/checkpoint_management.h"
 #include "flowtrain/train/meta_graph.h"
@@ -119,12 +120,21 @@ Saver::Saver(Graph& graph, const tensorflow::SaverDef& saver_def)
 }
 
 Saver::Saveable Saver::VariableSaveable(const std::string& key, const Variable& variable) const {
-  Saveable s{.name = key,
-             .specs = {{variable.ref(), key}},
-             .dtypes = {variable.dtype()},
-             .device = variable.op().device()};
+  // A resource variable saves what its snapshot read returns (a ReadVariableOp runs anew each
+  // step) under the same key a ref variable would, so checkpoints interchange.
+  Output saved = variable.ref();
+  if (variable.is_resource()) {
+    saved = variable.snapshot();
+    if (!saved || saved.node()->type() != "ReadVariableOp") {
+      auto colocate = graph_->ColocateWith(variable.op());
+      saved = ops::ReadVariableOp(variable.ref(), variable.dtype());
+    }
+  }
+  Saveable s{
+      .name = key, .specs = {{saved, key}}, .dtypes = {variable.dtype()}, .device = variable.op().device()};
   s.restore = [this, variable](const std::vector<Output>& restored) {
     auto colocate = graph_->ColocateWith(variable.op());
+    if (variable.is_resource()) return ops::AssignVariableOp(variable.ref(), restored[0]);
     return ops::Assign(variable.ref(), restored[0], variable.shape().IsFullyDefined(), true, "Assign").op();
   };
   return s;
@@ -360,7 +370,8 @@ void Saver::AnalyzeRestoreGraph() {
     if (value.index >= names.NumElements()) continue;
     const Node* target = n->input(0).node;
     PartialTensorShape shape = PartialTensorShape::Unknown();
-    if (n->type() == "Assign" && target->type() == "VariableV2" && n->GetAttr<bool>("validate_shape")) {
+    if ((n->type() == "Assign" && target->type() == "VariableV2" && n->GetAttr<bool>("validate_shape")) ||
+        (n->type() == "AssignVariableOp" && target->type() == "VarHandleOp")) {
       shape = target->GetAttr<PartialTensorShape>("shape");
     }
     restore_targets_.push_back({names.flat<std::string>()[value.index], target->name(),

@@ -437,6 +437,13 @@ std::string ImportCheck(Loaded& m) {
   return "";
 }
 
+// The tensor holding variable `name`'s value: its output, or for a resource variable (whose
+// output is its handle) what its snapshot reads.
+std::string VariableValueName(const Loaded& m, const std::string& name) {
+  const Node* var = m.graph.FindNode(name);
+  return var != nullptr && var->type() == "VarHandleOp" ? name + "/Read/ReadVariableOp:0" : name + ":0";
+}
+
 std::string RestoreCheck(Loaded& m) {
   if (m.saver == nullptr) return "the MetaGraphDef has no SaverDef";
   m.session = std::make_unique<Session>(m.graph);
@@ -445,7 +452,7 @@ std::string RestoreCheck(Loaded& m) {
   io::CheckpointReader ckpt(prefix);
   std::string failures;
   for (const auto& [name, dtype] : ckpt.GetVariableToDataTypeMap()) {
-    const Tensor value = m.session->Run({}, {name + ":0"}, {}).at(0);
+    const Tensor value = m.session->Run({}, {VariableValueName(m, name)}, {}).at(0);
     const std::string f = Compare("restored " + name, value, ckpt.GetTensor(name), 0);
     if (!f.empty()) failures += f + "\n";
   }
@@ -513,7 +520,7 @@ std::string TrainCheck(Loaded& m) {
   }
   const auto& vars = m.manifest->All("var");
   for (size_t i = 0; i < vars.size(); ++i) {
-    const Tensor value = m.session->Run({}, {vars[i] + ":0"}, {}).at(0);
+    const Tensor value = m.session->Run({}, {VariableValueName(m, vars[i])}, {}).at(0);
     const std::string f = Compare("final " + vars[i], value, m.data->GetTensor(StrCat("final/", i)), 1e-4);
     if (!f.empty()) failures += f + "\n";
   }
@@ -540,8 +547,8 @@ TEST_P(StandardModelTest, MatchesTensorFlow) { RunStandardModel(GetParam()); }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, StandardModelTest,
                          ::testing::Values("logistic_regression", "mlp_adam", "cnn", "control_flow", "lstm",
-                                           "embedding_adagrad", "monitored_training", "dtypes",
-                                           "partitioned"),
+                                           "embedding_adagrad", "monitored_training", "dtypes", "partitioned",
+                                           "resource_variables"),
                          [](const auto& info) { return info.param; });
 
 // ---- 1. the seed's program ---------------------------------------------------------------
@@ -664,10 +671,12 @@ TEST(SavedModelTest, ServesTheSignatureFromTheRestoredVariables) {
 
 TEST(ExpectedFailuresTest, NamesKnownModelsAndAllowedFeaturesOnly) {
   const std::set<std::string> models = {
-      "seed_program",      "logistic_regression", "mlp_adam",    "cnn",    "control_flow", "lstm",
-      "embedding_adagrad", "monitored_training",  "saved_model", "dtypes", "partitioned"};
-  // Models 1, 2, 3 and 10 must pass fully, whatever the file says.
-  const std::set<std::string> must_pass = {"seed_program", "logistic_regression", "mlp_adam", "dtypes"};
+      "seed_program", "logistic_regression", "mlp_adam",           "cnn",         "control_flow",
+      "lstm",         "embedding_adagrad",   "monitored_training", "saved_model", "dtypes",
+      "partitioned",  "resource_variables"};
+  // Models 1, 2, 3 and 10 and the resource-variable MLP must pass fully, whatever the file says.
+  const std::set<std::string> must_pass = {"seed_program", "logistic_regression", "mlp_adam", "dtypes",
+                                           "resource_variables"};
   for (const auto& [key, e] : LoadExpectedFailures()) {
     EXPECT_TRUE(models.contains(key.first))
         << "expected_failures.txt:" << e.line << ": unknown model " << key.first;

@@ -541,6 +541,30 @@ def partitioned(out):
     standard_model(out, "partitioned", build, batches)
 
 
+# --- resource variables (use_resource=True): an MLP trained by Adam ---------------------------
+def resource_variables(out):
+    def build():
+        x = v1.placeholder(tf.float32, [None, 6], name="x")
+        y = v1.placeholder(tf.float32, [None, 1], name="y")
+        with v1.variable_scope("mlp", use_resource=True):
+            w1 = v1.get_variable("w1", [6, 8], initializer=v1.glorot_uniform_initializer())
+            b1 = v1.get_variable("b1", [8], initializer=v1.zeros_initializer())
+            w2 = v1.get_variable("w2", [8, 1], initializer=v1.glorot_uniform_initializer())
+        h = tf.nn.tanh(tf.matmul(x, w1) + b1, name="hidden")
+        pred = tf.matmul(h, w2, name="pred")
+        loss = tf.reduce_mean(tf.square(pred - y), name="loss")
+        train = v1.train.AdamOptimizer(0.02).minimize(loss, name="train")
+        return dict(feeds=[x, y], fetches=[pred, loss], loss=loss, train_op=train)
+
+    def batches(step):
+        r = _rng("resvar", step)
+        x = r.randn(16, 6).astype(np.float32)
+        y = np.sin(x[:, :1] - 0.5 * x[:, 1:2]).astype(np.float32)
+        return [x, y]
+
+    standard_model(out, "resource_variables", build, batches)
+
+
 MODELS = {
     "seed_program": seed_program,
     "logistic_regression": logistic_regression,
@@ -553,6 +577,7 @@ MODELS = {
     "saved_model": saved_model,
     "dtypes": all_dtypes,
     "partitioned": partitioned,
+    "resource_variables": resource_variables,
 }
 
 
