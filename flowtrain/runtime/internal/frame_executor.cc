@@ -180,10 +180,12 @@ FrameExecutor::FrameExecutor(std::vector<Item> items, int num_feeds, std::vector
   }
   for (const Fetch& f : fetches_) {
     if (f.item < 0) continue;
-    if (nodes_[f.item].frame != 0) {
-      InvalidArgument("Cannot fetch ", items_[f.item].graph.node->name(), ":", f.output,
-                      ": it is inside loop frame '", info.frames[nodes_[f.item].frame].name,
-                      "' (fetch the loop's Exit instead)");
+    // An Exit's outputs are in its loop's parent frame.
+    const NodeInfo& n = nodes_[f.item];
+    const int frame = n.kind == CfKind::kExit ? frames_[n.frame].parent : n.frame;
+    if (frame != 0) {
+      InvalidArgument("Cannot fetch ", items_[f.item].graph.node->name(), ":", f.output, ": it is inside loop frame '",
+                      info.frames[frame].name, "' (fetch the loop's Exit instead)");
     }
     nodes_[f.item].fetched = true;
   }
@@ -386,7 +388,9 @@ class FrameExecutor::Runner {
 
   void Record(int item, const absl::InlinedVector<Value, 4>& outputs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s_.mu) {
     for (size_t f = 0; f < x_.fetches_.size(); ++f) {
-      if (x_.fetches_[f].item == item) s_.results[f] = outputs[x_.fetches_[f].output];
+      // Only live values: an Exit is dead in every iteration but the last.
+      const Value& v = outputs[x_.fetches_[f].output];
+      if (x_.fetches_[f].item == item && v.live) s_.results[f] = v;
     }
   }
 
