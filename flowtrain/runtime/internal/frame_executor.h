@@ -70,6 +70,7 @@ class FrameExecutor {
   struct Iteration;
   struct FrameInstance;
   struct Value;
+  struct Outputs;
   struct Tagged;
   class Runner;
 
