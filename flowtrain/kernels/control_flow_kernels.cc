@@ -2,6 +2,8 @@
 // what makes them control flow is how the executor treats their nodes (frames, iterations,
 // dead tensors; runtime/internal/frame_executor.h). The Ref variants forward the variable
 // itself, so an Assign in a branch or a loop body updates the variable outside.
+#include <vector>
+
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/framework/op_kernel.h"
@@ -36,20 +38,26 @@ FT_REGISTER_KERNEL("Switch", SwitchOp);
 FT_REGISTER_KERNEL("RefSwitch", SwitchOp);
 
 // Merge, RefMerge: the first live input and its index. The executor runs a Merge as soon as
-// one input is alive, so usually only that one is present.
+// one input is alive, so usually only that one is present. The index tensors are made once:
+// a loop's Merge runs every iteration, and shared scalars are never written in place.
 class MergeOp : public OpKernel {
  public:
-  using OpKernel::OpKernel;
+  explicit MergeOp(OpKernelConstruction& c) : OpKernel(c) {
+    for (int i = 0; i < c.num_inputs(); ++i) indices_.push_back(Tensor::Scalar<int32_t>(i));
+  }
   void Compute(OpKernelContext* ctx) override {
     for (int i = 0; i < ctx->num_inputs(); ++i) {
       if (!ctx->has_input(i)) continue;
       Forward(ctx, i, 0);
-      ctx->set_output(1, Tensor::Scalar<int32_t>(i));
+      ctx->set_output(1, indices_[i]);
       return;
     }
     Internal("Merge ", name(), " ran with no live input");
   }
   KernelCost cost() const override { return KernelCost::kCheap; }
+
+ private:
+  std::vector<Tensor> indices_;
 };
 FT_REGISTER_KERNEL("Merge", MergeOp);
 FT_REGISTER_KERNEL("RefMerge", MergeOp);

@@ -263,6 +263,10 @@ class FrameExecutor::Runner {
     while (!ready.empty()) {
       const Tagged t = ready.back();
       ready.pop_back();
+      if (x_.pool_ == nullptr) {  // one thread: everything continues here
+        RunNode(t, ready);
+        continue;
+      }
       Ready next;
       RunNode(t, next);
       bool kept_costly = false;
