@@ -35,6 +35,7 @@ struct FrameExecutor::Edge {
   int dst;         // item
   int src_output;  // -1: a control edge
   int dst_input;   // the consumer's input index (data edges)
+  bool last;       // the last data edge of its output: the value can move along it
 };
 
 struct FrameExecutor::Frame {
@@ -186,16 +187,20 @@ FrameExecutor::FrameExecutor(std::vector<Item> items, int num_feeds, std::vector
     if (n.num_inputs + control == 0) roots_.push_back(static_cast<int>(i));
     for (int k = 0; k < n.num_inputs; ++k) {
       const CfNode::Input& in = g.inputs[k];
-      const Edge e{static_cast<int>(i), in.output, k};
+      const Edge e{static_cast<int>(i), in.output, k, false};
       if (in.item < 0) {
         feed_edges_[in.output].push_back(e);
       } else {
         out[in.item].push_back(e);
       }
     }
-    for (int c : g.control_inputs) out[c].push_back({static_cast<int>(i), -1, -1});
+    for (int c : g.control_inputs) out[c].push_back({static_cast<int>(i), -1, -1, false});
   }
   for (size_t i = 0; i < items_.size(); ++i) {
+    std::vector<bool> seen(items_[i].graph.node->num_outputs(), false);
+    for (auto e = out[i].rbegin(); e != out[i].rend(); ++e) {
+      if (e->src_output >= 0 && !seen[e->src_output]) e->last = seen[e->src_output] = true;
+    }
     nodes_[i].edge_begin = static_cast<int>(edges_.size());
     nodes_[i].num_edges = static_cast<int>(out[i].size());
     edges_.insert(edges_.end(), out[i].begin(), out[i].end());
@@ -370,7 +375,7 @@ class FrameExecutor::Runner {
     s_.stats->push_back(std::move(stats));
   }
 
-  void Propagate(const Tagged& t, const NodeInfo& n, const Outputs& outputs, Ready& ready)
+  void Propagate(const Tagged& t, const NodeInfo& n, Outputs& outputs, Ready& ready)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s_.mu) {
     const bool dead = t.dead && n.kind != CfKind::kControlTrigger;
     FrameInstance* frame = t.frame;
@@ -385,14 +390,14 @@ class FrameExecutor::Runner {
           }
           child->invariants.push_back({t.item, outputs});
         } else {
-          Deliver(t.item, outputs, dead, child, 0, ready);
+          Deliver(t.item, outputs, dead, child, 0, ready, &outputs);
         }
         if (--child->pending_enters == 0) CleanUp(child, 0, ready);
         return;
       }
       case CfKind::kExit:
         if (outputs.live(0)) {
-          Deliver(t.item, outputs, false, frame->parent, frame->parent_iter, ready);
+          Deliver(t.item, outputs, false, frame->parent, frame->parent_iter, ready, &outputs);
         } else if (t.iter == frame->iteration_count) {
           frame->dead_exits.push_back(t.item);
         }
@@ -406,10 +411,10 @@ class FrameExecutor::Runner {
           }
           if (!NextIteration(frame, ready)) return;
         }
-        Deliver(t.item, outputs, false, frame, t.iter + 1, ready);
+        Deliver(t.item, outputs, false, frame, t.iter + 1, ready, &outputs);
         return;
       default:
-        Deliver(t.item, outputs, dead, frame, t.iter, ready);
+        Deliver(t.item, outputs, dead, frame, t.iter, ready, &outputs);
     }
   }
 
@@ -423,8 +428,10 @@ class FrameExecutor::Runner {
   }
 
   // Delivers `outputs` of `item` along its edges into iteration `iter` of `frame`.
-  void Deliver(int item, const Outputs& outputs, bool dead, FrameInstance* frame, int64_t iter, Ready& ready)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s_.mu) {
+  // With `consumed` (the same outputs, no longer needed after), values move along their
+  // last edges instead of being copied.
+  void Deliver(int item, const Outputs& outputs, bool dead, FrameInstance* frame, int64_t iter, Ready& ready,
+               Outputs* consumed = nullptr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s_.mu) {
     const NodeInfo& n = x_.nodes_[item];
     Iteration* it = frame->Get(iter);
     for (int k = 0; k < n.num_edges; ++k) {
@@ -432,15 +439,17 @@ class FrameExecutor::Runner {
       if (e.src_output < 0) {
         DeliverEdge(e, nullptr, nullptr, !dead, frame, iter, it, ready);
       } else {
+        Tensor* movable = consumed != nullptr && e.last ? &consumed->tensors[e.src_output] : nullptr;
         DeliverEdge(e, &outputs.tensors[e.src_output], outputs.refs[e.src_output], outputs.live(e.src_output),
-                    frame, iter, it, ready);
+                    frame, iter, it, ready, movable);
       }
     }
   }
 
   // One edge's arrival: TF's pending/dead-count rules, Merge's included.
   void DeliverEdge(const Edge& e, const Tensor* tensor, Var* ref, bool live, FrameInstance* frame,
-                   int64_t iter, Iteration* it, Ready& ready) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s_.mu) {
+                   int64_t iter, Iteration* it, Ready& ready, Tensor* movable = nullptr)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s_.mu) {
     const NodeInfo& d = x_.nodes_[e.dst];
     int& pending = it->pending[d.local];
     int& dead = it->dead[d.local];
@@ -467,7 +476,11 @@ class FrameExecutor::Runner {
     }
     if (store) {
       Value& slot = it->slots[d.slot_begin + e.dst_input];
-      slot.tensor = *tensor;
+      if (movable != nullptr) {
+        slot.tensor = std::move(*movable);
+      } else {
+        slot.tensor = *tensor;
+      }
       slot.ref = ref;
       slot.live = true;
     }
