@@ -81,7 +81,7 @@ class OpKernel {
 class OpKernelContext {
  public:
   struct Params {
-    const Tensor* const* inputs = nullptr;  // one per input
+    const Tensor* const* inputs = nullptr;  // one per input; null for a Merge's dead inputs
     Var* const* input_refs = nullptr;       // per input: the variable behind a ref input
     Tensor* outputs = nullptr;              // one per output, to be filled
     Var** output_refs = nullptr;            // per output: set for ref outputs
@@ -100,11 +100,16 @@ class OpKernelContext {
   const Node& node() const { return kernel_.node(); }
   int num_inputs() const { return kernel_.node().num_inputs(); }
   const Tensor& input(int i) const { return *params_.inputs[i]; }
+  // Whether input i arrived alive. Only a Merge ever runs with a dead input (the executor
+  // skips every other node one reaches), so only its kernel needs to ask.
+  bool has_input(int i) const { return params_.inputs[i] != nullptr; }
   // The variable behind reference input i (TF1 `Ref(T)` inputs such as Assign's first).
   Var* input_ref(int i) const;
 
   int num_outputs() const { return kernel_.node().num_outputs(); }
   DataType output_type(int i) const { return BaseType(kernel_.node().output_type(i)); }
+  // Outputs a kernel leaves unset are dead (how a Switch leaves its untaken side); only
+  // control-flow kernels do so.
   // Allocates output i with the node's output dtype.
   Tensor* allocate_output(int i, const TensorShape& shape);
   // Sets output i (dtype must match the node's).

@@ -14,6 +14,8 @@
 #include "absl/container/inlined_vector.h"
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
+#include "flowtrain/runtime/internal/control_flow_info.h"
+#include "flowtrain/runtime/internal/frame_executor.h"
 #include "flowtrain/runtime/internal/graph_rewrite.h"
 
 namespace flowtrain {
@@ -141,6 +143,7 @@ Executor::Executor(const ExecutorEnv& env, const std::vector<Endpoint>& feeds,
   ConnectInputs(c);
   ReserveFetchedEntries(c, fetches);
   ChooseInlineOrParallel();
+  CompileFrames(c, fetches);
 }
 
 std::vector<const Node*> Executor::PruneToNeededNodes(const Compilation& c,
@@ -183,7 +186,8 @@ void Executor::FuseForExecution(Compilation& c, const std::vector<const Node*>& 
 // variable (they take a reference input: Assign, AssignAdd, Apply*) run after the others.
 // So reads that no dependency orders against an update see the value from before the step,
 // as they mostly do in TF (its updates sit at the end of deep gradient chains) and as the
-// hooks' "stale global step" logic assumes. Ties go by creation order.
+// hooks' "stale global step" logic assumes. Ties go by creation order. A loop's back edge
+// (NextIteration to Merge) is left out: it carries values to the next iteration.
 void Executor::OrderTopologically(Compilation& c) {
   const std::vector<ExecNode>& exec = c.exec;
   c.order.reserve(exec.size());
@@ -191,7 +195,7 @@ void Executor::OrderTopologically(Compilation& c) {
   std::vector<std::vector<int>> successors(exec.size());
   for (size_t i = 0; i < exec.size(); ++i) {
     for (const Endpoint& in : exec[i].inputs) {
-      if (!c.fed(in)) {
+      if (!c.fed(in) && CfKindOf(*in.node) != CfKind::kNextIteration) {
         ++in_degree[i];
         successors[c.exec_of.at(in.node)].push_back(static_cast<int>(i));
       }
@@ -347,6 +351,45 @@ void Executor::ChooseInlineOrParallel() {
   }
 }
 
+void Executor::CompileFrames(const Compilation& c, const std::vector<Endpoint>& fetches) {
+  const Plan& plan = *plan_;
+  const bool control_flow = std::any_of(c.exec.begin(), c.exec.end(), [](const ExecNode& x) {
+    if (IsControlFlowOp(*x.node)) return true;
+    return std::any_of(x.fused.begin(), x.fused.end(), [](const Node* f) { return IsControlFlowOp(*f); });
+  });
+  if (!control_flow) return;
+  std::vector<FrameExecutor::Item> items(c.order.size());
+  for (size_t i = 0; i < c.order.size(); ++i) {
+    const ExecNode& x = c.exec[c.order[i]];
+    FrameExecutor::Item& item = items[i];
+    item.graph.node = x.node;
+    for (const Endpoint& in : x.inputs) {
+      auto fed = c.feed_index.find(in);
+      item.graph.inputs.push_back(fed != c.feed_index.end() ? CfNode::Input{-1, fed->second}
+                                                            : CfNode::Input{c.item_of(in.node), in.index});
+    }
+    for (const Node* control : x.control_inputs) item.graph.control_inputs.push_back(c.item_of(control));
+    item.type = plan.items[i].type;
+    item.kernel = plan.items[i].kernel;
+    item.cost = plan.items[i].cost;
+    item.ref_inputs = x.ref_inputs;
+  }
+  std::vector<FrameExecutor::Fetch> frame_fetches;
+  for (const Endpoint& e : fetches) {
+    auto fed = c.feed_index.find(e);
+    frame_fetches.push_back(fed != c.feed_index.end() ? FrameExecutor::Fetch{-1, fed->second}
+                                                      : FrameExecutor::Fetch{c.item_of(e.node), e.index});
+  }
+  const ExecutorEnv& env = plan.env;
+  const bool cores_left_over =
+      env.intra_op_pool == nullptr || env.intra_op_pool->NumThreads() < NumSchedulableCPUs();
+  ThreadPool* pool = cores_left_over && env.inter_op_pool != nullptr && env.inter_op_pool->NumThreads() > 1
+                         ? env.inter_op_pool
+                         : nullptr;
+  frames_ = std::make_unique<FrameExecutor>(std::move(items), static_cast<int>(c.feed_index.size()),
+                                            std::move(frame_fetches), pool);
+}
+
 Executor::~Executor() = default;
 
 int Executor::num_nodes() const { return static_cast<int>(plan_->items.size()); }
@@ -377,10 +420,6 @@ std::vector<Tensor> Executor::Run(const ExecutorRunArgs& args, std::span<const T
   if (feed_values.size() != plan.feed_entries.size()) {
     Internal("Executor::Run got ", feed_values.size(), " feeds for ", plan.feed_entries.size());
   }
-  std::unique_ptr<RunState> state = AcquireRunState();
-  RunState& s = *state;
-  for (size_t i = 0; i < feed_values.size(); ++i) s.tensors[plan.feed_entries[i]] = feed_values[i];
-
   Step step{args, {}, args.trace != nullptr};
   step.base_params.resource_mgr = plan.env.resource_mgr;
   step.base_params.cancellation = args.cancellation;
@@ -392,12 +431,41 @@ std::vector<Tensor> Executor::Run(const ExecutorRunArgs& args, std::span<const T
   const std::string step_container =
       StrCat("__per_step_", next_step_container.fetch_add(1, std::memory_order_relaxed));
   step.base_params.step_container = step_container;
+  // The run's TensorArrays and stacks go when it ends, however it ends.
+  struct DropStepContainer {
+    ResourceMgr* resource_mgr;
+    const std::string& name;
+    ~DropStepContainer() {
+      if (resource_mgr != nullptr) resource_mgr->Cleanup(name);
+    }
+  } drop_step_container{plan.env.resource_mgr, step_container};
+  if (frames_ != nullptr) return RunFrames(step, feed_values);
 
+  std::unique_ptr<RunState> state = AcquireRunState();
+  RunState& s = *state;
+  for (size_t i = 0; i < feed_values.size(); ++i) s.tensors[plan.feed_entries[i]] = feed_values[i];
   std::exception_ptr error = plan.run_inline ? RunInline(s, step) : RunParallel(s, step);
   std::vector<Tensor> results = CollectFetches(s, error);
   RecordTrace(s, step);
   ReleaseRunState(std::move(state));
-  if (plan.env.resource_mgr != nullptr) plan.env.resource_mgr->Cleanup(step_container);
+  if (error != nullptr) std::rethrow_exception(error);
+  return results;
+}
+
+std::vector<Tensor> Executor::RunFrames(const Step& step, std::span<const Tensor> feed_values) const {
+  std::vector<tensorflow::NodeExecStats> stats;
+  std::vector<Tensor> results;
+  std::exception_ptr error;
+  try {
+    results = frames_->Run(step.base_params, feed_values, step.tracing ? &stats : nullptr);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  if (step.tracing) {
+    auto* dev = step.args.trace->mutable_step_stats()->add_dev_stats();
+    dev->set_device(plan_->env.device_name);
+    for (auto& node_stats : stats) *dev->add_node_stats() = std::move(node_stats);
+  }
   if (error != nullptr) std::rethrow_exception(error);
   return results;
 }

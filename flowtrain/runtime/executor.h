@@ -6,6 +6,8 @@
 // A plan whose nodes can never overlap (a chain), or whose kernels already split over an
 // intra-op pool spanning every core, runs inline on the caller's thread with no
 // synchronisation; otherwise ready nodes run on the inter-op pool, cheap ones inline.
+// A plan holding TF1 control flow (Switch, Merge, loops) runs frame-aware instead
+// (runtime/internal/frame_executor.h): dead tensors, frames and iterations as in TF.
 #ifndef FLOWTRAIN_RUNTIME_EXECUTOR_H_
 #define FLOWTRAIN_RUNTIME_EXECUTOR_H_
 
@@ -26,6 +28,8 @@
 #include "flowtrain/runtime/session_options.h"
 
 namespace flowtrain {
+
+class FrameExecutor;
 
 struct ExecutorEnv {
   ResourceMgr* resource_mgr = nullptr;
@@ -86,6 +90,8 @@ class Executor {
   void ReserveFetchedEntries(const Compilation& c, const std::vector<Endpoint>& fetches);
   // Whether two costly nodes can ever be ready together; if not, the plan runs inline.
   void ChooseInlineOrParallel();
+  // When the plan holds control flow, its frame-aware form (malformed loops throw here).
+  void CompileFrames(const Compilation& c, const std::vector<Endpoint>& fetches);
 
   // ---- Running, in Run's order ----
   std::unique_ptr<RunState> AcquireRunState() const;
@@ -98,10 +104,13 @@ class Executor {
   void ProcessReadyItems(RunState& s, const Step& step, absl::InlinedVector<int, 16> ready) const;
   std::vector<Tensor> CollectFetches(RunState& s, std::exception_ptr& error) const;
   void RecordTrace(RunState& s, const Step& step) const;
+  // Runs the frame-aware form of a plan with control flow.
+  std::vector<Tensor> RunFrames(const Step& step, std::span<const Tensor> feed_values) const;
   // Drops the tensors the state still holds and keeps it for the next run.
   void ReleaseRunState(std::unique_ptr<RunState> state) const;
 
   std::unique_ptr<Plan> plan_;
+  std::unique_ptr<FrameExecutor> frames_;  // null: the plan has no control flow
 };
 
 }  // namespace flowtrain

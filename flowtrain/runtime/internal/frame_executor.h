@@ -1,0 +1,89 @@
+// The frame-aware run of a plan holding TF1 control flow (Switch, Merge, Enter, Exit,
+// NextIteration, LoopCond, ControlTrigger). Executor (executor.h) uses it instead of its
+// static plan when the pruned graph holds such a node; graphs without keep the static plan.
+//
+// Semantics are TF's: every node runs in a frame (the root, or one instance of a loop per
+// iteration of the frame around it) and an iteration; a node reached by a dead input is dead
+// (not computed, its outputs dead) except a Merge, which runs on its first live input and is
+// dead only when all its inputs are, and a ControlTrigger, which always runs. An Enter moves
+// its value into iteration 0 of its child frame (into every iteration when is_constant), a
+// NextIteration into the next iteration (at most parallel_iterations in flight), a live Exit
+// out to the parent frame; dead Exits of a loop's last iteration reach the parent when the
+// loop ends. A new iteration past the run's deadline fails with DeadlineExceeded, one after
+// cancellation with Cancelled.
+//
+//   FrameExecutor frames(std::move(items), num_feeds, fetches, pool);  // throws on bad loops
+//   std::vector<Tensor> out = frames.Run(params, feed_values, nullptr);
+//
+// Thread-safe: concurrent Runs share nothing but the kernels.
+#ifndef FLOWTRAIN_RUNTIME_INTERNAL_FRAME_EXECUTOR_H_
+#define FLOWTRAIN_RUNTIME_INTERNAL_FRAME_EXECUTOR_H_
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "flowtrain/core/tensor.h"
+#include "flowtrain/core/thread_pool.h"
+#include "flowtrain/framework/op_kernel.h"
+#include "flowtrain/proto/step_stats.pb.h"
+#include "flowtrain/runtime/internal/control_flow_info.h"
+
+namespace flowtrain {
+
+class FrameExecutor {
+ public:
+  // One plan item: what it runs and where its inputs come from (CfNode's numbering).
+  struct Item {
+    CfNode graph;      // its node, inputs and control inputs
+    std::string type;  // its op, or the fused op, for traces
+    OpKernel* kernel;  // not owned
+    KernelCost cost;
+    std::vector<bool> ref_inputs;  // per input: the kernel takes the variable itself
+  };
+  // A fetched tensor: output `output` of item `item`, or feed number `output` when item < 0.
+  struct Fetch {
+    int item;
+    int output;
+  };
+
+  // Throws InvalidArgument for malformed control flow (AnalyzeControlFlow) and for a fetch
+  // of a tensor inside a loop. `pool` (not owned, may be null) runs costly nodes when given.
+  FrameExecutor(std::vector<Item> items, int num_feeds, std::vector<Fetch> fetches, ThreadPool* pool);
+  ~FrameExecutor();
+  FrameExecutor(const FrameExecutor&) = delete;
+  FrameExecutor& operator=(const FrameExecutor&) = delete;
+
+  // Runs the plan once with `base` (deadline, cancellation, resources...) given to every
+  // kernel; returns the fetches. Appends per-node timings to `stats` when not null. A dead or
+  // never computed fetch is an InvalidArgument naming the tensor; a kernel's error
+  // propagates with its node's name added.
+  std::vector<Tensor> Run(const OpKernelContext::Params& base, std::span<const Tensor> feed_values,
+                          std::vector<tensorflow::NodeExecStats>* stats) const;
+
+ private:
+  struct NodeInfo;
+  struct Edge;
+  struct Frame;
+  struct RunState;
+  struct Iteration;
+  struct FrameInstance;
+  struct Value;
+  struct Outputs;
+  struct Tagged;
+  class Runner;
+
+  std::vector<NodeInfo> nodes_;
+  std::vector<Edge> edges_;
+  std::vector<Frame> frames_;
+  std::vector<Item> items_;
+  std::vector<Fetch> fetches_;
+  std::vector<std::vector<Edge>> feed_edges_;  // per feed: its consumers
+  std::vector<int> roots_;                     // items with no inputs at all
+  ThreadPool* pool_;
+};
+
+}  // namespace flowtrain
+
+#endif  // FLOWTRAIN_RUNTIME_INTERNAL_FRAME_EXECUTOR_H_
