@@ -1,7 +1,6 @@
 // ops::Cond, ops::Case and ops::WhileLoop run by flowtrain's Session: the taken branch's
 // values, loops to their end (maximum_iterations, growing shapes, loop invariants), and
-// gradients through conds against finite differences on both branches. Needs the executor
-// to run TF1 control flow (dead tensors, frames); move to flowtrain/runtime/ once it does.
+// gradients through conds against finite differences on both branches.
 #include <cmath>
 #include <vector>
 
