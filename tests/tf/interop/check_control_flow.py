@@ -130,6 +130,8 @@ def compare_gradient_names(tf_def, ft_def):
     if problems:
         ic.fail("gradient loop nodes differ from TF's:\n  %s" % "\n  ".join(problems))
     same = len(set(want) & set(have))
+    for name in sorted(set(want) - set(have)):
+        print("  TF's %s (%s) has no flowtrain node of that name" % (name, want[name]))
     return len(core), same, len(want)
 
 
