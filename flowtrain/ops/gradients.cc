@@ -212,7 +212,10 @@ std::vector<Output> Gradients(const std::vector<Output>& ys, const std::vector<O
       if (state != nullptr) in_loop.emplace(graph, state->grad_context());
       for (int i = 0; i < node->num_outputs(); ++i) {
         auto it = grads.find(Endpoint{const_cast<Node*>(node), i});
-        if (it != grads.end() && IsDifferentiable(node->output_type(i))) {
+        // A resource handle's gradient is its variable's (ReadVariableOp's gradient): it
+        // passes through the Enters and Switches that bring the handle into loops and conds.
+        if (it != grads.end() &&
+            (IsDifferentiable(node->output_type(i)) || BaseType(node->output_type(i)) == DT_RESOURCE)) {
           out_grads[i] = Aggregate(it->second);
           // A loop Switch is visited twice: the second visit reuses the sum.
           if (out_grads[i]) it->second = {out_grads[i]};

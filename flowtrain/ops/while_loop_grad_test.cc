@@ -13,6 +13,7 @@
 #include "flowtrain/ops/gradients.h"
 #include "flowtrain/ops/io_ops.h"
 #include "flowtrain/ops/math_ops.h"
+#include "flowtrain/ops/resource_variable_ops.h"
 #include "flowtrain/runtime/gradient_checker.h"
 #include "flowtrain/runtime/session.h"
 #include "tests/test_util.h"
@@ -159,6 +160,30 @@ TEST(WhileLoopGrad, CapturedTensor) {
   EXPECT_LT(
       ComputeGradientError({w, x}, {RandomDoubles({2}, 3), RandomDoubles({2}, 4)}, ops::ReduceSum(out[1])),
       1e-8);
+}
+
+// A resource variable read in the body: the handle enters the loop as an invariant, and its
+// gradient (the read's) is summed over the iterations, as for acc = acc * 0.9 + w.
+TEST(WhileLoopGrad, VariableReadInTheBody) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output v = ops::VarHandleOp(DT_DOUBLE, PartialTensorShape({}), "v");
+  Operation init = ops::AssignVariableOp(v, ScalarD(0.5));
+  Vars out = ops::WhileLoop(
+      [](const Vars& u) { return ops::Less(u[0], ops::Const(3)); },
+      [&](const Vars& u) {
+        return Vars{ops::AddV2(u[0], ops::Const(1)),
+                    ops::AddV2(ops::Mul(u[1], ScalarD(0.9)), ops::ReadVariableOp(v, DT_DOUBLE))};
+      },
+      {ops::Const(0, "i0"), ScalarD(2.0, "acc0")},
+      // The read in the loop has no static shape (the handle's shape does not cross the Enter).
+      {.shape_invariants = {PartialTensorShape({}), PartialTensorShape::Unknown()}});
+  Output dv = ops::Gradients({out[1]}, {v})[0];
+  ASSERT_TRUE(dv);
+  Session session(g);
+  session.Run({}, {}, {init});
+  EXPECT_NEAR(Fetch(session, dv, {}), 2.71, 1e-12);
+  EXPECT_NEAR(Fetch(session, out[1], {}), 0.729 * 2.0 + 2.71 * 0.5, 1e-12);
 }
 
 // maximum_iterations stops a loop whose condition would run 100 times after 4.
