@@ -233,7 +233,8 @@ std::vector<Output> Gradients(const std::vector<Output>& ys, const std::vector<O
         if (state != nullptr) {
           in_loop.emplace(graph, state->grad_context());
           for (int i = 0; i < node->num_outputs(); ++i) {
-            if (!out_grads[i] && IsDifferentiable(node->output_type(i)) && op.type() == "Switch")
+            if (!out_grads[i] && IsDifferentiable(node->output_type(i)) &&
+                (op.type() == "Switch" || op.type() == "RefSwitch"))
               out_grads[i] = loop_state.ZerosLike(op, i);
           }
         } else {

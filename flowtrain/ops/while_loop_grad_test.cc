@@ -296,6 +296,31 @@ TEST(WhileLoopGrad, NoGradientWithoutBackProp) {
   EXPECT_FALSE(grads[0]);
 }
 
+// Optimizers gate gradients (ops::Tuple inside the gradient loop); a second Gradients() call
+// on the same loop builds a second gradient loop with its own counters.
+TEST(WhileLoopGrad, GatedAndRepeatedGradients) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output x = ops::Placeholder(DT_DOUBLE, PartialTensorShape({}), "x");
+  Output w = ops::Placeholder(DT_DOUBLE, PartialTensorShape({}), "w");
+  Vars out = ops::WhileLoop([](const Vars& v) { return ops::Less(v[0], ops::Const(3)); },
+                            [&](const Vars& v) {
+                              return Vars{ops::AddV2(v[0], ops::Const(1)), ops::Mul(ops::Mul(v[1], w), x)};
+                            },
+                            {ops::Const(0, "i0"), ScalarD(1.0, "one")});
+  Vars gated = ops::Gradients({out[1]}, {x, w}, {}, "gradients", /*gate_gradients=*/true);
+  Vars again = ops::Gradients({out[1]}, {x, w});
+  EXPECT_EQ(g.GetOperationByName("gradients_1/b_count_2").type(), "LoopCond");
+  Session session(g);
+  const FeedList feeds{{x, Tensor::Scalar<double>(1.2)}, {w, Tensor::Scalar<double>(0.7)}};
+  // out = (w x)^3: d/dx = 3 w^3 x^2, d/dw = 3 w^2 x^3.
+  const double dx = 3 * std::pow(0.7, 3) * 1.44, dw = 3 * 0.49 * std::pow(1.2, 3);
+  for (const Vars& grads : {gated, again}) {
+    EXPECT_NEAR(Fetch(session, grads[0], feeds), dx, 1e-12);
+    EXPECT_NEAR(Fetch(session, grads[1], feeds), dw, 1e-12);
+  }
+}
+
 // As TF: differentiating a gradient loop again is refused, naming the Exit.
 TEST(WhileLoopGrad, SecondOrderGradientsAreRejected) {
   Graph g;
