@@ -132,6 +132,8 @@ def compare_gradient_names(tf_def, ft_def):
     same = len(set(want) & set(have))
     for name in sorted(set(want) - set(have)):
         print("  TF's %s (%s) has no flowtrain node of that name" % (name, want[name]))
+    for name in sorted(set(have) - set(want)):
+        print("  flowtrain's %s (%s) has no TF node of that name" % (name, have[name]))
     return len(core), same, len(want)
 
 
