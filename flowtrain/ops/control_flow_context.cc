@@ -7,7 +7,6 @@
 #include "absl/synchronization/mutex.h"
 
 #include "flowtrain/core/error.h"
-
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/ops/control_flow_ops.h"
 #include "flowtrain/ops/internal/control_flow_state.h"

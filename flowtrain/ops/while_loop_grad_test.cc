@@ -232,6 +232,22 @@ TEST(WhileLoopGrad, LoopVariableNotDependingOnItself) {
   EXPECT_LT(ComputeGradientError({x}, {Tensor::Scalar<double>(0.8)}, out[1]), 1e-7);
 }
 
+// A loop variable the body never reads: its gradient Merge gets a zero back edge (TF's
+// PostProcessing), so only the last iteration's x * 2 counts.
+TEST(WhileLoopGrad, LoopVariableTheBodyNeverReads) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output x = ops::Placeholder(DT_DOUBLE, PartialTensorShape({}), "x");
+  Vars out = ops::WhileLoop([](const Vars& v) { return ops::Less(v[0], ops::Const(3)); },
+                            [&](const Vars& v) {
+                              return Vars{ops::AddV2(v[0], ops::Const(1)), ops::Mul(x, ScalarD(2.0))};
+                            },
+                            {ops::Const(0, "i0"), ScalarD(0.0, "b0")});
+  Output dx = ops::Gradients({out[1]}, {x})[0];
+  Session session(g);
+  EXPECT_NEAR(Fetch(session, dx, {{x, Tensor::Scalar<double>(0.8)}}), 2.0, 1e-12);
+}
+
 // Vectors whose shape the loop does not know: accumulators start from zeros of the runtime
 // shape instead of a constant.
 TEST(WhileLoopGrad, UnknownShapes) {

@@ -5,8 +5,8 @@
 // stack ("f_acc", StackV2 + StackPushV2) in the forward loop and popped (StackPopV2) in the
 // gradient loop, in reverse order.
 //
-//   ControlFlowState state;                       // one per Gradients() call
-//   state.AddWhileContext(exit_op, between);      // for each loop Exit between xs and ys
+//   ControlFlowState state(graph);                 // one per Gradients() call
+//   state.AddWhileContext(exit_op, between, list); // for each loop Exit between xs and ys
 //   GradLoopState* s = state.GetGradState(op, /*before=*/false);
 //   { ContextScope in(graph, s->grad_context()); ... op's gradient function ... }
 //
@@ -17,6 +17,7 @@
 
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
