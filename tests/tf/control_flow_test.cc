@@ -160,7 +160,8 @@ TEST(ControlFlowTfTest, GradientsThroughCondGiveTensorFlowsGradients) {
 // Gradients through while loops (a loop invariant accumulated over iterations, repeated
 // squaring, a cond and a captured tensor in the body, maximum_iterations): TF running
 // flowtrain's gradient loops must give TF's own gradients, and the gradient loops' nodes
-// (counters, stacks, b_exit/b_switch/b_acc) must carry TF's names.
+// (counters, stacks, b_exit/b_switch/b_acc) must carry TF's names and ops (all but a loop's
+// f_sync trigger, named after whichever gradient op first needs it).
 TEST(ControlFlowTfTest, GradientsThroughWhileLoopsGiveTensorFlowsGradients) {
   const std::string dir = MakeTempDir("cf_while_grad");
   Graph g;
@@ -169,23 +170,27 @@ TEST(ControlFlowTfTest, GradientsThroughWhileLoopsGiveTensorFlowsGradients) {
   Output x = ops::Placeholder(DT_FLOAT, PartialTensorShape({}), "x");
   Output i0 = ops::Const(0, "i0");
   auto next_i = [](const Output& i) { return ops::AddV2(i, ops::Const(1, "one"), "Add"); };
-  Vars a = ops::WhileLoop([](const Vars& v) { return ops::Less(v[0], ops::Const(3, "three")); },
-                          [&](const Vars& v) {
-                            return Vars{next_i(v[0]),
-                                        ops::AddV2(ops::Mul(v[1], ops::Const(0.9f, "decay"), "Mul"), x, "Add_1")};
-                          },
-                          {i0, ops::Const(1.0f, "acc0")});
+  Vars a = ops::WhileLoop(
+      [](const Vars& v) { return ops::Less(v[0], ops::Const(3, "three")); },
+      [&](const Vars& v) {
+        return Vars{next_i(v[0]), ops::AddV2(ops::Mul(v[1], ops::Const(0.9f, "decay"), "Mul"), x, "Add_1")};
+      },
+      {i0, ops::Const(1.0f, "acc0")});
   Vars b = ops::WhileLoop([](const Vars& v) { return ops::Less(v[0], ops::Const(3, "three")); },
-                          [&](const Vars& v) { return Vars{next_i(v[0]), ops::Mul(v[1], v[1], "Mul")}; }, {i0, x});
-  Output e = ops::Exp(x, "Exp");
-  Vars c = ops::WhileLoop([](const Vars& v) { return ops::Less(v[0], ops::Const(4, "four")); },
                           [&](const Vars& v) {
-                            Output r = ops::Cond(
-                                ops::Less(v[0], ops::Const(2, "two")), [&] { return ops::Mul(v[1], e, "Mul"); },
-                                [&] { return ops::AddV2(ops::Sin(v[1], "Sin"), x, "Add"); });
-                            return Vars{next_i(v[0]), r};
+                            return Vars{next_i(v[0]), ops::Mul(v[1], v[1], "Mul")};
                           },
                           {i0, x});
+  Output e = ops::Exp(x, "Exp");
+  Vars c =
+      ops::WhileLoop([](const Vars& v) { return ops::Less(v[0], ops::Const(4, "four")); },
+                     [&](const Vars& v) {
+                       Output r = ops::Cond(
+                           ops::Less(v[0], ops::Const(2, "two")), [&] { return ops::Mul(v[1], e, "Mul"); },
+                           [&] { return ops::AddV2(ops::Sin(v[1], "Sin"), x, "Add"); });
+                       return Vars{next_i(v[0]), r};
+                     },
+                     {i0, x});
   Vars m = ops::WhileLoop([](const Vars& v) { return ops::Less(v[0], ops::Const(1000.0f, "big")); },
                           [&](const Vars& v) { return Vars{ops::Mul(v[0], x, "Mul")}; },
                           {ops::Const(1.5f, "m0")}, {.maximum_iterations = ops::Const(4, "limit")});
