@@ -158,7 +158,8 @@ TEST(ControlFlowTfTest, GradientsThroughCondGiveTensorFlowsGradients) {
 }
 
 // Gradients through while loops (a loop invariant accumulated over iterations, repeated
-// squaring, a cond and a captured tensor in the body, maximum_iterations): TF running
+// squaring, a cond and a captured tensor in the body, maximum_iterations, a loop in a
+// loop): TF running
 // flowtrain's gradient loops must give TF's own gradients, and the gradient loops' nodes
 // (counters, stacks, b_exit/b_switch/b_acc) must carry TF's names and ops (all but a loop's
 // f_sync trigger, named after whichever gradient op first needs it).
@@ -194,10 +195,23 @@ TEST(ControlFlowTfTest, GradientsThroughWhileLoopsGiveTensorFlowsGradients) {
   Vars m = ops::WhileLoop([](const Vars& v) { return ops::Less(v[0], ops::Const(1000.0f, "big")); },
                           [&](const Vars& v) { return Vars{ops::Mul(v[0], x, "Mul")}; },
                           {ops::Const(1.5f, "m0")}, {.maximum_iterations = ops::Const(4, "limit")});
+  // A loop in a loop: the inner loop's count and values kept per outer iteration.
+  Vars n = ops::WhileLoop([](const Vars& v) { return ops::Less(v[0], ops::Const(2, "two")); },
+                          [&](const Vars& v) {
+                            Vars inner = ops::WhileLoop(
+                                [](const Vars& u) { return ops::Less(u[0], ops::Const(3, "three")); },
+                                [&](const Vars& u) {
+                                  return Vars{next_i(u[0]), ops::Mul(u[1], x, "Mul")};
+                                },
+                                {ops::Const(0, "j0"), v[1]});
+                            return Vars{next_i(v[0]), ops::Sin(inner[1], "Sin")};
+                          },
+                          {i0, x});
+  const Vars ys{a[1], b[1], c[1], m[0], n[1]};
   Vars grads;
-  for (const Output& y : {a[1], b[1], c[1], m[0]}) grads.push_back(ops::Gradients({y}, {x})[0]);
+  for (const Output& y : ys) grads.push_back(ops::Gradients({y}, {x})[0]);
   for (const Output& grad : grads) ASSERT_TRUE(grad.valid());
-  Export(g, dir, "while_grad", {a[1], b[1], c[1], m[0]}, grads);
+  Export(g, dir, "while_grad", ys, grads);
   Check(dir, "while_grad");
 }
 

@@ -110,7 +110,13 @@ def build_while_grad():
                       [i0, x])
     m = v1.while_loop(lambda s: tf.less(s, tf.constant(1000.0, name="big")), lambda s: tf.multiply(s, x, name="Mul"),
                       [tf.constant(1.5, name="m0")], maximum_iterations=tf.constant(4, name="limit"))
-    return [v1.gradients(y, [x])[0] for y in (a[1], b[1], c[1], m)]
+    n = v1.while_loop(lambda i, s: tf.less(i, tf.constant(2, name="two")),
+                      lambda i, s: (next_i(i), tf.sin(v1.while_loop(
+                          lambda j, u: tf.less(j, tf.constant(3, name="three")),
+                          lambda j, u: (next_i(j), tf.multiply(u, x, name="Mul")),
+                          [tf.constant(0, name="j0"), s])[1], name="Sin")),
+                      [i0, x])
+    return [v1.gradients(y, [x])[0] for y in (a[1], b[1], c[1], m, n[1])]
 
 
 # The gradient loops' own nodes, which flowtrain names as TF does: counters, b_exit, b_switch,
