@@ -239,6 +239,27 @@ void WhileContext::MaybeAddControlDependency(const Operation& op) {
 }
 
 void WhileContext::AddOp(Operation op) {
+  // A gradient loop's Shape/Size/Rank of a forward value runs in the forward loop instead, so
+  // that the history kept is the (small) shape rather than the tensor, as in TF.
+  if ((op.type() == "Shape" || op.type() == "Size" || op.type() == "Rank") && op.num_inputs() == 1) {
+    ControlFlowContext* current = CurrentContext(graph_);
+    WhileContext* grad = current == nullptr ? nullptr : current->GetWhileContext();
+    ControlFlowContext* input_context = ContextOf(op.input(0).op());
+    if (grad != nullptr && grad->grad_state() != nullptr && input_context != nullptr &&
+        input_context->GetWhileContext() == grad->grad_state()->forward_context()) {
+      SetContext(op, input_context);
+      if (WhileContext* loop = input_context->AsWhile()) {
+        loop->AddOpInternal(op);
+      } else {
+        input_context->AddOp(op);
+      }
+      return;
+    }
+  }
+  AddOpInternal(op);
+}
+
+void WhileContext::AddOpInternal(Operation op) {
   if (op.num_inputs() == 0) {
     if (op.control_inputs().empty() && ControlPivot()) graph_.AddControlInput(op, ControlPivot().op());
   } else {

@@ -263,6 +263,13 @@ TEST(WhileLoopGrad, UnknownShapes) {
   EXPECT_LT(
       ComputeGradientError({w, x}, {RandomDoubles({3}, 5), RandomDoubles({3}, 6)}, ops::ReduceSum(out[1])),
       1e-8);
+  // As TF: the gradient's Shape of a forward value runs in the forward loop, whose stack keeps
+  // the shapes rather than the tensors.
+  bool shape_history = false;
+  for (const Operation& op : g.operations()) {
+    if (op.type() == "StackPushV2" && op.input(1).op().type() == "Shape") shape_history = true;
+  }
+  EXPECT_TRUE(shape_history);
 }
 
 // The value of y after the loop, times something outside: the Exit's gradient arrives from

@@ -136,6 +136,8 @@ class WhileContext : public ControlFlowContext {
   void set_maximum_iterations(Output limit) { maximum_iterations_ = std::move(limit); }
 
  private:
+  // AddOp without moving a gradient loop's Shape/Size/Rank to the forward loop.
+  void AddOpInternal(Operation op);
   // An op whose inputs are all loop invariants would run once, not every iteration: a
   // control input on the pivot makes it run each time.
   void MaybeAddControlDependency(const Operation& op);
