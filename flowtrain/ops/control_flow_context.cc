@@ -6,8 +6,10 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 
+#include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/ops/control_flow_ops.h"
+#include "flowtrain/ops/internal/control_flow_state.h"
 
 namespace flowtrain::ops::control_flow_internal {
 namespace {
@@ -45,8 +47,6 @@ T* Own(Graph& graph, std::unique_ptr<T> context) {
 
 // The name scope TF builds a node's helpers in: the node's own name ("cond/mul/Switch").
 ScopeGuard HelperScope(Graph& graph, const Operation& op) { return graph.NameScope(StrCat(op.name(), "/")); }
-
-bool IsLoopExit(const Operation& op) { return op.type() == "Exit" || op.type() == "RefExit"; }
 
 }  // namespace
 
@@ -203,6 +203,20 @@ Output WhileContext::AddValue(const Output& val) {
     return it == external_values_.end() ? val : it->second;
   }
   values_.insert(val.name());
+  // Built in a gradient loop, a value of the loop it backprops comes from that loop's
+  // history (a stack the forward loop fills), not through an Enter.
+  if (ControlFlowContext* current = CurrentContext(graph_)) {
+    WhileContext* grad_context = current->GetWhileContext();
+    if (grad_context != nullptr && grad_context->grad_state() != nullptr) {
+      ControlFlowContext* forward = OutputContext(val.op());
+      WhileContext* forward_loop = forward == nullptr ? nullptr : forward->GetWhileContext();
+      if (forward_loop == grad_context->grad_state()->forward_context()) {
+        Output real = grad_context->grad_state()->GetRealValue(val);
+        external_values_[val.name()] = real;
+        return real;
+      }
+    }
+  }
   Output result = val;
   if (outer_ != nullptr) result = outer_->AddValue(val);
   Output enter;
@@ -225,6 +239,27 @@ void WhileContext::MaybeAddControlDependency(const Operation& op) {
 }
 
 void WhileContext::AddOp(Operation op) {
+  // A gradient loop's Shape/Size/Rank of a forward value runs in the forward loop instead, so
+  // that the history kept is the (small) shape rather than the tensor, as in TF.
+  if ((op.type() == "Shape" || op.type() == "Size" || op.type() == "Rank") && op.num_inputs() == 1) {
+    ControlFlowContext* current = CurrentContext(graph_);
+    WhileContext* grad = current == nullptr ? nullptr : current->GetWhileContext();
+    ControlFlowContext* input_context = ContextOf(op.input(0).op());
+    if (grad != nullptr && grad->grad_state() != nullptr && input_context != nullptr &&
+        input_context->GetWhileContext() == grad->grad_state()->forward_context()) {
+      SetContext(op, input_context);
+      if (WhileContext* loop = input_context->AsWhile()) {
+        loop->AddOpInternal(op);
+      } else {
+        input_context->AddOp(op);
+      }
+      return;
+    }
+  }
+  AddOpInternal(op);
+}
+
+void WhileContext::AddOpInternal(Operation op) {
   if (op.num_inputs() == 0) {
     if (op.control_inputs().empty() && ControlPivot()) graph_.AddControlInput(op, ControlPivot().op());
   } else {
@@ -252,12 +287,57 @@ CondContext* NewCondContext(Graph& graph, Output pred, Output pivot, int branch)
 }
 
 WhileContext* NewWhileContext(Graph& graph, std::string frame_name, int64_t parallel_iterations,
-                              bool back_prop) {
+                              bool back_prop, bool add_to_collection) {
   WhileContext* context =
       Own(graph, std::make_unique<WhileContext>(graph, CurrentContext(graph), std::move(frame_name),
                                                 parallel_iterations, back_prop));
-  if (context->outer() == nullptr)
+  if (add_to_collection && context->outer() == nullptr)
     graph.AddToCollection(GraphKeys::kWhileContext, ControlFlowContextPtr(context));
+  return context;
+}
+
+ControlFlowContext* ImportControlFlowContext(Graph& graph, ControlFlowContext* outer,
+                                             const tensorflow::ControlFlowContextDef& def) {
+  const tensorflow::ValuesDef* values = nullptr;
+  ControlFlowContext* context = nullptr;
+  const google::protobuf::RepeatedPtrField<tensorflow::ControlFlowContextDef>* nested = nullptr;
+  if (def.has_cond_ctxt()) {
+    const tensorflow::CondContextDef& c = def.cond_ctxt();
+    context = Own(graph, std::make_unique<CondContext>(graph, outer, c.context_name(),
+                                                       graph.GetTensorByName(c.pred_name()),
+                                                       graph.GetTensorByName(c.pivot_name()), c.branch()));
+    values = &c.values_def();
+    nested = &c.nested_contexts();
+    if (outer == nullptr) graph.AddToCollection(GraphKeys::kCondContext, ControlFlowContextPtr(context));
+  } else if (def.has_while_ctxt()) {
+    const tensorflow::WhileContextDef& w = def.while_ctxt();
+    WhileContext* loop = Own(graph, std::make_unique<WhileContext>(graph, outer, w.context_name(),
+                                                                   w.parallel_iterations(), w.back_prop()));
+    loop->set_pivot(graph.GetTensorByName(w.pivot_name()));
+    loop->set_pivot_for_pred(graph.GetTensorByName(w.pivot_for_pred_name()));
+    loop->set_pivot_for_body(graph.GetTensorByName(w.pivot_for_body_name()));
+    for (const std::string& name : w.loop_enter_names()) loop->AddLoopEnter(graph.GetTensorByName(name));
+    for (const std::string& name : w.loop_exit_names()) loop->AddLoopExit(graph.GetTensorByName(name));
+    if (!w.maximum_iterations_name().empty())
+      loop->set_maximum_iterations(graph.GetTensorByName(w.maximum_iterations_name()));
+    context = loop;
+    values = &w.values_def();
+    nested = &w.nested_contexts();
+    if (outer == nullptr) graph.AddToCollection(GraphKeys::kWhileContext, ControlFlowContextPtr(context));
+  } else {
+    InvalidArgument("A control flow context def is neither a cond's nor a while loop's");
+  }
+  context->values_.clear();
+  context->values_.insert(values->values().begin(), values->values().end());
+  for (const auto& [outside, inside] : values->external_values())
+    context->external_values_[outside] = graph.GetTensorByName(inside);
+  // The nodes of the values that are not brought in from outside were built in the context.
+  for (const std::string& value : context->values_) {
+    if (context->external_values_.count(value) != 0) continue;
+    SetContext(graph.GetOperationByName(value.substr(0, value.rfind(':'))), context);
+  }
+  for (const tensorflow::ControlFlowContextDef& inner : *nested)
+    ImportControlFlowContext(graph, context, inner);
   return context;
 }
 
@@ -301,6 +381,22 @@ bool InContext(const Operation& op, const ControlFlowContext* context) {
 
 bool IsLoopConstantEnter(const Operation& op) {
   return (op.type() == "Enter" || op.type() == "RefEnter") && op.node()->GetAttr<bool>("is_constant");
+}
+
+bool IsLoopExit(const Operation& op) { return op.type() == "Exit" || op.type() == "RefExit"; }
+
+bool IsLoopSwitch(const Operation& op) {
+  // A cond's Switches built in a loop take the cond's predicate; a loop's take its LoopCond.
+  return (op.type() == "Switch" || op.type() == "RefSwitch") && op.input(1).op().type() == "LoopCond";
+}
+
+Operation LoopConstantEnterOf(const Output& value) {
+  Operation op = value.op();
+  while (op.type() == "Switch" || op.type() == "RefSwitch" || op.type() == "Identity" ||
+         op.type() == "RefIdentity") {
+    op = op.input(0).op();
+  }
+  return IsLoopConstantEnter(op) ? op : Operation();
 }
 
 ContextScope::ContextScope(Graph& graph, ControlFlowContext* context, bool add_ops) : graph_(graph) {

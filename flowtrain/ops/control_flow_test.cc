@@ -332,20 +332,5 @@ TEST(CondGradients, AreTfsSwitchAndMergeWithZerosForTheUntakenSide) {
   EXPECT_EQ(grads[0].op().type(), "AddN");
 }
 
-TEST(LoopGradients, AreReportedAsUndefined) {
-  Graph g;
-  auto as_default = g.AsDefault();
-  Output x = ops::Placeholder(DT_FLOAT, PartialTensorShape({}), "x");
-  std::vector<Output> out = ops::WhileLoop(
-      [](const std::vector<Output>& v) { return ops::Less(v[0], ops::Const(9.0f)); },
-      [](const std::vector<Output>& v) { return std::vector<Output>{ops::Mul(v[0], v[0])}; }, {x});
-  try {
-    ops::Gradients({out[0]}, {x});
-    ADD_FAILURE() << "expected NotFound";
-  } catch (const NotFoundError& e) {
-    EXPECT_NE(std::string(e.what()).find("while/Exit"), std::string::npos) << e.what();
-  }
-}
-
 }  // namespace
 }  // namespace flowtrain

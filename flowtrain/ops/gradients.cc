@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -9,7 +10,9 @@
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/control_flow_ops.h"
+#include "flowtrain/ops/internal/control_flow_context.h"
 #include "flowtrain/ops/internal/control_flow_grad.h"
+#include "flowtrain/ops/internal/control_flow_state.h"
 #include "flowtrain/ops/math_ops.h"
 
 namespace flowtrain {
@@ -86,22 +89,25 @@ std::vector<Output> Gradients(const std::vector<Output>& ys, const std::vector<O
       if (reached.insert(c).second) stack.push_back(c);
     }
   }
+  // `between_list` keeps the walk's order (from ys backwards), which orders the loops'
+  // gradient states as TF does: an outer loop's before the loops nested in it.
   std::unordered_set<const Node*> between;
+  std::vector<const Node*> between_list;
+  std::deque<const Node*> walk;
   for (const Output& y : ys) {
-    if (reached.count(y.node()) && between.insert(y.node()).second) stack.push_back(y.node());
-  }
-  while (!stack.empty()) {
-    const Node* n = stack.back();
-    stack.pop_back();
-    for (const Endpoint& in : n->inputs()) {
-      if (reached.count(in.node) && between.insert(in.node).second) stack.push_back(in.node);
+    if (reached.count(y.node()) && between.insert(y.node()).second) {
+      walk.push_back(y.node());
+      between_list.push_back(y.node());
     }
   }
-  // Pending count: consumers (edges) inside `between` still to deliver their gradient.
-  std::unordered_map<const Node*, int> pending;
-  for (const Node* n : between) {
+  while (!walk.empty()) {
+    const Node* n = walk.front();
+    walk.pop_front();
     for (const Endpoint& in : n->inputs()) {
-      if (between.count(in.node)) ++pending[in.node];
+      if (reached.count(in.node) && between.insert(in.node).second) {
+        walk.push_back(in.node);
+        between_list.push_back(in.node);
+      }
     }
   }
 
@@ -128,9 +134,41 @@ std::vector<Output> Gradients(const std::vector<Output>& ys, const std::vector<O
     grads[Endpoint{y.node(), y.index()}].push_back(g);
   }
 
-  std::deque<const Node*> ready;
+  // A gradient loop for every while loop between xs and ys (after grad_ys, as TF).
+  control_flow_internal::ControlFlowState loop_state(graph);
+  for (size_t i = 0; i < between_list.size(); ++i) {
+    Operation op(const_cast<Node*>(between_list[i]));
+    if (control_flow_internal::IsLoopExit(op)) loop_state.AddWhileContext(op, between, between_list);
+  }
+
+  // Pending count: consumers (edges) inside `between` still to deliver their gradient.
+  std::unordered_map<const Node*, int> pending;
   for (const Node* n : between) {
-    if (pending[n] == 0) ready.push_back(n);
+    for (const Endpoint& in : n->inputs()) {
+      if (between.count(in.node)) ++pending[in.node];
+    }
+  }
+  auto has_grads = [&](const Node* n) {
+    for (int i = 0; i < n->num_outputs(); ++i) {
+      auto it = grads.find(Endpoint{const_cast<Node*>(n), i});
+      if (it != grads.end() && !it->second.empty()) return true;
+    }
+    return false;
+  };
+
+  std::deque<const Node*> ready;
+  std::unordered_set<const Node*> ys_ops;
+  for (const Node* n : between) {
+    if (pending[n] != 0) continue;
+    const bool is_y = std::any_of(ys.begin(), ys.end(), [n](const Output& y) { return y.node() == n; });
+    if (is_y) ys_ops.insert(n);
+    // Exits nobody consumes wait until their loop has seen all its Exits.
+    if (is_y || !control_flow_internal::IsLoopExit(Operation(const_cast<Node*>(n)))) ready.push_back(n);
+  }
+  for (const Output& y : loop_state.ProcessUnusedLoopExits(pending, ys_ops)) {
+    if (IsDifferentiable(y.dtype()))
+      grads[Endpoint{y.node(), y.index()}].push_back(loop_state.ZerosLikeForExit(y));
+    ready.push_back(y.node());
   }
   // Deterministic order: process ready ops by decreasing id (reverse creation order).
   auto pop_ready = [&] {
@@ -140,16 +178,49 @@ std::vector<Output> Gradients(const std::vector<Output>& ys, const std::vector<O
     ready.erase(it);
     return n;
   };
+  // An Exit whose gradient is complete: once all its loop's Exits are, they go ahead (with
+  // zeros for the unused ones, if any has a gradient).
+  auto exit_ready = [&](const Node* exit) {
+    control_flow_internal::GradLoopState* state =
+        loop_state.GetGradState(Operation(const_cast<Node*>(exit)), /*before=*/false);
+    state->deferred_exits().push_back(Output(const_cast<Node*>(exit), 0));
+    if (--state->pending_exits_count() != 0) return;
+    bool any_grad = false;
+    for (const Output& y : state->deferred_exits()) {
+      if (has_grads(y.node())) {
+        any_grad = true;
+        ready.push_back(y.node());
+      } else {
+        state->unused_exits().push_back(y);
+      }
+    }
+    for (const Output& y : state->unused_exits()) {
+      if (any_grad && IsDifferentiable(y.dtype()))
+        grads[Endpoint{y.node(), y.index()}].push_back(loop_state.ZerosLikeForExit(y));
+      ready.push_back(y.node());
+    }
+  };
   while (!ready.empty()) {
     const Node* node = pop_ready();
     Operation op(const_cast<Node*>(node));
     std::vector<Output> out_grads(node->num_outputs());
     bool any = false;
-    for (int i = 0; i < node->num_outputs(); ++i) {
-      auto it = grads.find(Endpoint{const_cast<Node*>(node), i});
-      if (it != grads.end() && IsDifferentiable(node->output_type(i))) {
-        out_grads[i] = Aggregate(it->second);
-        any = any || static_cast<bool>(out_grads[i]);
+    {
+      // Gradients of an op in a loop add up inside the gradient loop (an Exit's outside it).
+      control_flow_internal::GradLoopState* state = loop_state.GetGradState(op, /*before=*/true);
+      std::optional<control_flow_internal::ContextScope> in_loop;
+      if (state != nullptr) in_loop.emplace(graph, state->grad_context());
+      for (int i = 0; i < node->num_outputs(); ++i) {
+        auto it = grads.find(Endpoint{const_cast<Node*>(node), i});
+        // A resource handle's gradient is its variable's (ReadVariableOp's gradient): it
+        // passes through the Enters and Switches that bring the handle into loops and conds.
+        if (it != grads.end() &&
+            (IsDifferentiable(node->output_type(i)) || BaseType(node->output_type(i)) == DT_RESOURCE)) {
+          out_grads[i] = Aggregate(it->second);
+          // A loop Switch is visited twice: the second visit reuses the sum.
+          if (out_grads[i]) it->second = {out_grads[i]};
+          any = any || static_cast<bool>(out_grads[i]);
+        }
       }
     }
     bool inputs_between = false;
@@ -157,7 +228,18 @@ std::vector<Output> Gradients(const std::vector<Output>& ys, const std::vector<O
     if (any && inputs_between) {
       const GradientFunction* fn = GradientRegistry::Global()->Lookup(op);
       if (fn != nullptr) {
-        control_flow_internal::FillMissingCondSwitchGradients(op, out_grads);
+        control_flow_internal::GradLoopState* state = loop_state.GetGradState(op, /*before=*/false);
+        std::optional<control_flow_internal::ContextScope> in_loop;
+        if (state != nullptr) {
+          in_loop.emplace(graph, state->grad_context());
+          for (int i = 0; i < node->num_outputs(); ++i) {
+            if (!out_grads[i] && IsDifferentiable(node->output_type(i)) &&
+                (op.type() == "Switch" || op.type() == "RefSwitch"))
+              out_grads[i] = loop_state.ZerosLike(op, i);
+          }
+        } else {
+          control_flow_internal::FillMissingCondSwitchGradients(op, out_grads);
+        }
         std::vector<Output> in_grads;
         {
           auto op_scope = graph.NameScope(StrCat(node->name(), "_grad"));
@@ -186,9 +268,20 @@ std::vector<Output> Gradients(const std::vector<Output>& ys, const std::vector<O
       }
     }
     for (const Endpoint& in : node->inputs()) {
-      if (between.count(in.node) && --pending[in.node] == 0) ready.push_back(in.node);
+      if (!between.count(in.node)) continue;
+      const int left = --pending[in.node];
+      Operation input(in.node);
+      // A loop Switch goes once its Exit's gradient is in, and again once its body's is.
+      if (left == 0 || (left > 0 && control_flow_internal::IsLoopSwitch(input))) {
+        if (control_flow_internal::IsLoopExit(input)) {
+          exit_ready(in.node);
+        } else {
+          ready.push_back(in.node);
+        }
+      }
     }
   }
+  loop_state.PostProcessing();
 
   std::vector<Output> result;
   for (const Output& x : xs) {

@@ -23,7 +23,11 @@ Grads SubGrad(const Operation& op, const Grads& dy) {
 Grads MulGrad(const Operation& op, const Grads& dy) {
   const Output x = op.input(0);
   const Output y = op.input(1);
-  auto [gx, gy] = ops::ReduceBroadcastGradients(x, y, ops::Mul(dy[0], y), ops::Mul(x, dy[0]));
+  // Built in this order (not as call arguments, whose order C++ leaves open) so that the
+  // nodes get TF's names: x's gradient is "Mul", y's "Mul_1".
+  const Output grad_x = ops::Mul(dy[0], y);
+  const Output grad_y = ops::Mul(x, dy[0]);
+  auto [gx, gy] = ops::ReduceBroadcastGradients(x, y, grad_x, grad_y);
   return {gx, gy};
 }
 

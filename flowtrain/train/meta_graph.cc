@@ -139,6 +139,18 @@ void ImportCollection(const std::string& key, const tensorflow::CollectionDef& d
     }
     return;
   }
+  if (def.has_bytes_list() && (key == GraphKeys::kCondContext || key == GraphKeys::kWhileContext)) {
+    // The contexts let ops::Gradients differentiate through the imported conds and loops.
+    for (const std::string& bytes : def.bytes_list().value()) {
+      tensorflow::ControlFlowContextDef context;
+      const bool parsed = key == GraphKeys::kCondContext
+                              ? context.mutable_cond_ctxt()->ParseFromString(bytes)
+                              : context.mutable_while_ctxt()->ParseFromString(bytes);
+      if (!parsed) DataLoss("Collection '", key, "' holds a damaged control flow context");
+      ops::control_flow_internal::ImportControlFlowContext(*graph, nullptr, context);
+    }
+    return;
+  }
   FT_LOG(WARNING) << "Cannot import collection '" << key
                   << "': flowtrain does not rebuild this kind of collection; skipped";
 }

@@ -157,6 +157,64 @@ TEST(ControlFlowTfTest, GradientsThroughCondGiveTensorFlowsGradients) {
   Check(dir, "cond_grad");
 }
 
+// Gradients through while loops (a loop invariant accumulated over iterations, repeated
+// squaring, a cond and a captured tensor in the body, maximum_iterations, a loop in a
+// loop): TF running
+// flowtrain's gradient loops must give TF's own gradients, and the gradient loops' nodes
+// (counters, stacks, b_exit/b_switch/b_acc) must carry TF's names and ops (all but a loop's
+// f_sync trigger, named after whichever gradient op first needs it).
+TEST(ControlFlowTfTest, GradientsThroughWhileLoopsGiveTensorFlowsGradients) {
+  const std::string dir = MakeTempDir("cf_while_grad");
+  Graph g;
+  auto as_default = g.AsDefault();
+  using Vars = std::vector<Output>;
+  Output x = ops::Placeholder(DT_FLOAT, PartialTensorShape({}), "x");
+  Output i0 = ops::Const(0, "i0");
+  auto next_i = [](const Output& i) { return ops::AddV2(i, ops::Const(1, "one"), "Add"); };
+  Vars a = ops::WhileLoop(
+      [](const Vars& v) { return ops::Less(v[0], ops::Const(3, "three")); },
+      [&](const Vars& v) {
+        return Vars{next_i(v[0]), ops::AddV2(ops::Mul(v[1], ops::Const(0.9f, "decay"), "Mul"), x, "Add_1")};
+      },
+      {i0, ops::Const(1.0f, "acc0")});
+  Vars b = ops::WhileLoop([](const Vars& v) { return ops::Less(v[0], ops::Const(3, "three")); },
+                          [&](const Vars& v) {
+                            return Vars{next_i(v[0]), ops::Mul(v[1], v[1], "Mul")};
+                          },
+                          {i0, x});
+  Output e = ops::Exp(x, "Exp");
+  Vars c =
+      ops::WhileLoop([](const Vars& v) { return ops::Less(v[0], ops::Const(4, "four")); },
+                     [&](const Vars& v) {
+                       Output r = ops::Cond(
+                           ops::Less(v[0], ops::Const(2, "two")), [&] { return ops::Mul(v[1], e, "Mul"); },
+                           [&] { return ops::AddV2(ops::Sin(v[1], "Sin"), x, "Add"); });
+                       return Vars{next_i(v[0]), r};
+                     },
+                     {i0, x});
+  Vars m = ops::WhileLoop([](const Vars& v) { return ops::Less(v[0], ops::Const(1000.0f, "big")); },
+                          [&](const Vars& v) { return Vars{ops::Mul(v[0], x, "Mul")}; },
+                          {ops::Const(1.5f, "m0")}, {.maximum_iterations = ops::Const(4, "limit")});
+  // A loop in a loop: the inner loop's count and values kept per outer iteration.
+  Vars n = ops::WhileLoop([](const Vars& v) { return ops::Less(v[0], ops::Const(2, "two")); },
+                          [&](const Vars& v) {
+                            Vars inner = ops::WhileLoop(
+                                [](const Vars& u) { return ops::Less(u[0], ops::Const(3, "three")); },
+                                [&](const Vars& u) {
+                                  return Vars{next_i(u[0]), ops::Mul(u[1], x, "Mul")};
+                                },
+                                {ops::Const(0, "j0"), v[1]});
+                            return Vars{next_i(v[0]), ops::Sin(inner[1], "Sin")};
+                          },
+                          {i0, x});
+  const Vars ys{a[1], b[1], c[1], m[0], n[1]};
+  Vars grads;
+  for (const Output& y : ys) grads.push_back(ops::Gradients({y}, {x})[0]);
+  for (const Output& grad : grads) ASSERT_TRUE(grad.valid());
+  Export(g, dir, "while_grad", ys, grads);
+  Check(dir, "while_grad");
+}
+
 // The cond_context and while_context collections of the MetaGraphDef, which TF needs to
 // differentiate through an imported graph's control flow.
 TEST(ControlFlowTfTest, MetaGraphContextsAreTensorFlowsAndLetItDifferentiate) {

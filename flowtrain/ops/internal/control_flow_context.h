@@ -27,6 +27,7 @@
 namespace flowtrain::ops::control_flow_internal {
 
 class CondContext;
+class GradLoopState;
 class WhileContext;
 
 // What a cond branch and a loop body have in common (TF's ControlFlowContext).
@@ -51,8 +52,12 @@ class ControlFlowContext {
   const std::string& name() const { return name_; }
   // This context as TF's MetaGraphDef collections hold it (nested contexts included).
   virtual void ToProto(tensorflow::ControlFlowContextDef* def) const = 0;
+  // Marks a tensor as known inside, so that ops built here use it as is (TF's AddName).
+  void AddName(const std::string& name) { values_.insert(name); }
 
  protected:
+  friend ControlFlowContext* ImportControlFlowContext(Graph&, ControlFlowContext*,
+                                                      const tensorflow::ControlFlowContextDef&);
   // Registers itself as nested in `outer`.
   ControlFlowContext(Graph& graph, ControlFlowContext* outer, std::string name);
   void ToValuesDef(tensorflow::ValuesDef* def) const;
@@ -113,6 +118,11 @@ class WhileContext : public ControlFlowContext {
   const Output& pivot() const { return pivot_; }
   const std::vector<Output>& loop_enters() const { return loop_enters_; }
   const std::vector<Output>& loop_exits() const { return loop_exits_; }
+  const Output& maximum_iterations() const { return maximum_iterations_; }
+  // The gradient state of a loop built by ops::Gradients to backprop another loop (nullptr
+  // for a forward loop): its AddValue then fetches forward values through that state.
+  GradLoopState* grad_state() const { return grad_state_; }
+  void set_grad_state(GradLoopState* state) { grad_state_ = state; }
 
   // Resets the known values to `values` (TF's _InitializeValues).
   void InitializeValues(const std::vector<Output>& values);
@@ -121,9 +131,13 @@ class WhileContext : public ControlFlowContext {
   void set_pivot(Output pivot) { pivot_ = std::move(pivot); }
   void set_loop_enters(std::vector<Output> enters) { loop_enters_ = std::move(enters); }
   void set_loop_exits(std::vector<Output> exits) { loop_exits_ = std::move(exits); }
+  void AddLoopEnter(Output enter) { loop_enters_.push_back(std::move(enter)); }
+  void AddLoopExit(Output exit) { loop_exits_.push_back(std::move(exit)); }
   void set_maximum_iterations(Output limit) { maximum_iterations_ = std::move(limit); }
 
  private:
+  // AddOp without moving a gradient loop's Shape/Size/Rank to the forward loop.
+  void AddOpInternal(Operation op);
   // An op whose inputs are all loop invariants would run once, not every iteration: a
   // control input on the pivot makes it run each time.
   void MaybeAddControlDependency(const Operation& op);
@@ -136,6 +150,7 @@ class WhileContext : public ControlFlowContext {
   std::vector<Output> loop_enters_;
   std::vector<Output> loop_exits_;
   Output maximum_iterations_;
+  GradLoopState* grad_state_ = nullptr;
 };
 
 // What the "cond_context" and "while_context" collections hold.
@@ -145,8 +160,17 @@ using ControlFlowContextPtr = const ControlFlowContext*;
 // the graph's collection "cond_context" or "while_context" (items: ControlFlowContext*),
 // which MetaGraph export writes as TF does. A cond branch is named "<scope>cond_text".
 CondContext* NewCondContext(Graph& graph, Output pred, Output pivot, int branch);
+// A gradient loop's context (`add_to_collection` false) stays out of "while_context", as TF's.
 WhileContext* NewWhileContext(Graph& graph, std::string frame_name, int64_t parallel_iterations,
-                              bool back_prop);
+                              bool back_prop, bool add_to_collection = true);
+
+// Rebuilds a context that TF's MetaGraphDef collections "cond_context" / "while_context"
+// describe (TF's from_proto), nested contexts included, so that ops::Gradients can
+// differentiate through an imported graph's conds and loops: the nodes its values name are
+// marked as built in it and a top-level one (`outer` nullptr) joins its collection. Throws
+// InvalidArgument when the def names a tensor the graph lacks.
+ControlFlowContext* ImportControlFlowContext(Graph& graph, ControlFlowContext* outer,
+                                             const tensorflow::ControlFlowContextDef& def);
 
 // The context nodes are being built in (nullptr outside any cond or loop).
 ControlFlowContext* CurrentContext(Graph& graph);
@@ -162,6 +186,12 @@ std::string ContextDefBytes(const ControlFlowContext& context);
 
 // True for an is_constant Enter (a loop invariant).
 bool IsLoopConstantEnter(const Operation& op);
+// The loop-invariant Enter `value` comes from through Identity and Switch ops, else an empty
+// Operation.
+Operation LoopConstantEnterOf(const Output& value);
+bool IsLoopExit(const Operation& op);
+// A Switch of a while loop (not of a cond).
+bool IsLoopSwitch(const Operation& op);
 
 // Makes `context` current until destroyed (nullptr: outside any context). Every node built
 // meanwhile is passed to the context's AddOp, unless `add_ops` is false (a context's own

@@ -3,9 +3,10 @@
 holds the same nodes (name, op, data inputs in order, control inputs, and the frame_name,
 is_constant, parallel_iterations and _class attrs), and that TF running it computes what TF's
 own graph computes for several inputs (1e-5 relative), gradients included ("grad" lines of
-DIR/PROGRAM.fetches; gradient nodes are compared by value only: their names differ by design).
+DIR/PROGRAM.fetches; gradient nodes are compared by value only: their names differ by design,
+except, for while_grad, the gradient loops' own nodes, which must have TF's names and ops).
 
-  check_control_flow.py --dir DIR --program cond|while|case|nested|cond_grad
+  check_control_flow.py --dir DIR --program cond|while|case|nested|cond_grad|while_grad
   check_control_flow.py --dir DIR --program contexts
 
 "contexts" checks DIR/contexts.meta instead: its cond_context and while_context collections
@@ -27,6 +28,7 @@ INPUTS = {
     "case": [np.float32(v) for v in (-3.0, 0.25, 0.99, 1.0, 7.0)],
     "nested": [np.float32(v) for v in (-2.0, 0.5, 1.5, 3.0)],
     "cond_grad": [np.array(v, np.float32) for v in ([1, 2, 3, 4], [-1, -2, 0.5, 0], [0.3, -4, 2, 1])],
+    "while_grad": [np.float32(v) for v in (-1.2, 0.3, 0.9, 1.1)],
 }
 
 
@@ -87,6 +89,60 @@ def build_cond_grad():
     return v1.gradients(c, [w, x])
 
 
+def build_while_grad():
+    x = v1.placeholder(tf.float32, [], name="x")
+    i0 = tf.constant(0, name="i0")
+
+    def next_i(i):
+        return tf.add(i, tf.constant(1, name="one"), name="Add")
+
+    a = v1.while_loop(lambda i, s: tf.less(i, tf.constant(3, name="three")),
+                      lambda i, s: (next_i(i), tf.add(tf.multiply(s, tf.constant(0.9, name="decay"), name="Mul"), x,
+                                                      name="Add_1")),
+                      [i0, tf.constant(1.0, name="acc0")])
+    b = v1.while_loop(lambda i, s: tf.less(i, tf.constant(3, name="three")),
+                      lambda i, s: (next_i(i), tf.multiply(s, s, name="Mul")), [i0, x])
+    e = tf.exp(x, name="Exp")
+    c = v1.while_loop(lambda i, s: tf.less(i, tf.constant(4, name="four")),
+                      lambda i, s: (next_i(i), v1.cond(tf.less(i, tf.constant(2, name="two")),
+                                                       lambda: tf.multiply(s, e, name="Mul"),
+                                                       lambda: tf.add(tf.sin(s, name="Sin"), x, name="Add"))),
+                      [i0, x])
+    m = v1.while_loop(lambda s: tf.less(s, tf.constant(1000.0, name="big")), lambda s: tf.multiply(s, x, name="Mul"),
+                      [tf.constant(1.5, name="m0")], maximum_iterations=tf.constant(4, name="limit"))
+    n = v1.while_loop(lambda i, s: tf.less(i, tf.constant(2, name="two")),
+                      lambda i, s: (next_i(i), tf.sin(v1.while_loop(
+                          lambda j, u: tf.less(j, tf.constant(3, name="three")),
+                          lambda j, u: (next_i(j), tf.multiply(u, x, name="Mul")),
+                          [tf.constant(0, name="j0"), s])[1], name="Sin")),
+                      [i0, x])
+    return [v1.gradients(y, [x])[0] for y in (a[1], b[1], c[1], m, n[1])]
+
+
+# The gradient loops' own nodes, which flowtrain names as TF does: counters, b_exit, b_switch,
+# b_acc, and the stacks with their pushes, pops and b_sync triggers (named after the gradient
+# op that first needs the forward value). A loop's one "f_sync" trigger is named after the
+# first gradient op in a cond that needs one, which depends on the order the ops are
+# differentiated in (TF's queue, flowtrain's reverse creation order): it may differ.
+LOOP_GRAD_NODE = ("f_count", "b_count", "b_exit", "b_switch", "b_acc", "f_acc", "StackPushV2", "StackPopV2",
+                  "f_sync", "b_sync")
+
+
+def compare_gradient_names(tf_def, ft_def):
+    def nodes(graph_def):
+        return {n.name: n.op for n in graph_def.node
+                if n.name.startswith("gradients") and any(k in n.name.split("/")[-1] for k in LOOP_GRAD_NODE)}
+    want, have = nodes(tf_def), nodes(ft_def)
+    core = [n for n in want if not n.endswith("f_sync")]
+    problems = ["%s: TF has %s, flowtrain %s" % (n, want[n], have.get(n)) for n in core if have.get(n) != want[n]]
+    problems += ["%s (%s): not in TF's graph" % (n, have[n]) for n in have if n not in want and not n.endswith("f_sync")]
+    if problems:
+        ic.fail("gradient loop nodes differ from TF's:\n  %s" % "\n  ".join(problems))
+    for name in sorted(set(want) ^ set(have)):
+        print("  %s's %s has no namesake in the other graph" % ("TF" if name in want else "flowtrain", name))
+    return len(core), len(want)
+
+
 def build_contexts():
     x = v1.placeholder(tf.float32, [], name="x")
     y = tf.constant(3.0, name="y")
@@ -132,7 +188,8 @@ def check_contexts(args):
     print("contexts: cond_context and while_context as TF's; TF's gradients through them equal its own")
 
 
-BUILDERS = {"cond": build_cond, "while": build_while, "case": build_case, "nested": build_nested, "cond_grad": build_cond_grad}
+BUILDERS = {"cond": build_cond, "while": build_while, "case": build_case, "nested": build_nested,
+            "cond_grad": build_cond_grad, "while_grad": build_while_grad}
 
 
 def node_summary(node):
@@ -187,7 +244,11 @@ def main():
         init = v1.global_variables_initializer()
     if len(tf_grads) != len(grads):
         ic.fail("flowtrain exported %d gradients, TF computes %d" % (len(grads), len(tf_grads)))
-    compared = compare_structure(tf_def, ft_def, "gradients/")
+    compared = compare_structure(tf_def, ft_def, "gradients")
+    if args.program == "while_grad":
+        core, total = compare_gradient_names(tf_def, ft_def)
+        print("while_grad: %d of TF's %d gradient-loop nodes (counters, stacks, b_exit, b_switch, b_acc) as TF's "
+              "(name and op)" % (core, total))
 
     with tf.Graph().as_default() as ft_graph:
         try:
