@@ -36,7 +36,10 @@ class TensorArray : public ResourceBase {
   };
 
   TensorArray(std::string name, int64_t size, Options options)
-      : name_(std::move(name)), options_(std::move(options)), elements_(size) {}
+      : name_(std::move(name)),
+        options_(std::move(options)),
+        element_shape_(options_.element_shape),
+        elements_(size) {}
 
   std::string DebugString() const override { return StrCat("TensorArray ", name_); }
   const std::string& name() const { return name_; }
@@ -46,7 +49,7 @@ class TensorArray : public ResourceBase {
 
   PartialTensorShape element_shape() const ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
-    return options_.element_shape;
+    return element_shape_;
   }
   // The number of elements; InvalidArgument once closed.
   int64_t Size() const ABSL_LOCKS_EXCLUDED(mu_) {
@@ -124,14 +127,14 @@ class TensorArray : public ResourceBase {
                       " but TensorArray dtype is ", DataTypeString(options_.dtype), ".");
     }
     const PartialTensorShape value_shape(value.shape());
-    if (!options_.element_shape.IsCompatibleWith(value_shape)) {
+    if (!element_shape_.IsCompatibleWith(value_shape)) {
       InvalidArgument("TensorArray ", name_, ": Could not write to TensorArray index ", index,
                       " because the value shape is ", value.shape().DebugString(),
                       " which is incompatible with the TensorArray's inferred element shape: ",
-                      options_.element_shape.DebugString(), " (consider setting infer_shape=False).");
+                      element_shape_.DebugString(), " (consider setting infer_shape=False).");
     }
     if (options_.identical_element_shapes) {
-      options_.element_shape = options_.element_shape.MergeWith(value_shape);
+      element_shape_ = element_shape_.MergeWith(value_shape);
     }
     Element& element = elements_[index];
     if (element.read) {
@@ -180,17 +183,17 @@ class TensorArray : public ResourceBase {
     } else if (!options_.is_grad) {
       InvalidArgument("TensorArray ", name_, ": Could not read from TensorArray index ", index,
                       " because it has not yet been written to.");
-    } else if (!options_.element_shape.IsFullyDefined()) {
+    } else if (!element_shape_.IsFullyDefined()) {
       // A forward element nothing downstream used has no gradient written.
       InvalidArgument(
           "TensorArray ", name_, ": Could not read from TensorArray index ", index,
-          ".  Furthermore, the element shape is not fully defined: ", options_.element_shape.DebugString(),
+          ".  Furthermore, the element shape is not fully defined: ", element_shape_.DebugString(),
           ".  It is possible you are working with a resizeable TensorArray and "
           "stop_gradients is not allowing the gradients to be written.  If you set the "
           "full element_shape property on the forward TensorArray, the proper all-zeros "
           "tensor will be returned instead of incurring this error.");
     } else {
-      value = Tensor(options_.dtype, options_.element_shape.AsTensorShape());
+      value = Tensor(options_.dtype, element_shape_.AsTensorShape());
       SetZero(value);
     }
     element.read = true;
@@ -203,7 +206,10 @@ class TensorArray : public ResourceBase {
 
   const std::string name_;
   mutable absl::Mutex mu_;
-  Options options_ ABSL_GUARDED_BY(mu_);
+  // Fixed at construction; `options_.element_shape` is the initial value of `element_shape_`.
+  const Options options_;
+  // Narrowed by the first write when `identical_element_shapes`.
+  PartialTensorShape element_shape_ ABSL_GUARDED_BY(mu_);
   std::vector<Element> elements_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
