@@ -51,6 +51,7 @@
 #include "flowtrain/train/checkpoints_iterator.h"
 #include "flowtrain/train/coordinator.h"
 #include "flowtrain/train/device_setter.h"
+#include "flowtrain/train/global_step.h"
 #include "flowtrain/train/gradient_descent.h"
 #include "flowtrain/train/input.h"
 #include "flowtrain/train/learning_rate_decay.h"

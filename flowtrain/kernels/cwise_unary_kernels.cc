@@ -55,6 +55,14 @@ struct FloorFn {
     return a.floor();
   }
 };
+struct CeilFn {
+  static constexpr int64_t kCost = 2;
+  static constexpr bool kIntegers = false;
+  template <typename A>
+  static auto Apply(const A& a) {
+    return a.ceil();
+  }
+};
 struct SqrtFn {
   static constexpr int64_t kCost = 2;
   static constexpr bool kIntegers = false;
@@ -223,6 +231,7 @@ FT_REGISTER_KERNEL("Square", UnaryCwiseOp<SquareFn>);
 FT_REGISTER_KERNEL("Sign", UnaryCwiseOp<SignFn>);
 FT_REGISTER_KERNEL("Sqrt", UnaryCwiseOp<SqrtFn>);
 FT_REGISTER_KERNEL("Floor", UnaryCwiseOp<FloorFn>);
+FT_REGISTER_KERNEL("Ceil", UnaryCwiseOp<CeilFn>);
 FT_REGISTER_KERNEL("Rsqrt", UnaryCwiseOp<RsqrtFn>);
 FT_REGISTER_KERNEL("Exp", UnaryCwiseOp<ExpFn>);
 FT_REGISTER_KERNEL("Log", UnaryCwiseOp<LogFn>);

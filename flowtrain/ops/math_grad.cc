@@ -137,8 +137,9 @@ FT_REGISTER_GRADIENT("DivNoNan", [](const Operation& op, const Grads& dy) {
       x, y, ops::DivNoNan(dy[0], y), ops::Mul(dy[0], ops::DivNoNan(ops::DivNoNan(ops::Neg(x), y), y)));
   return Grads{gx, gy};
 });
-// Floor is flat almost everywhere: TF gives it no gradient.
+// Floor and Ceil are flat almost everywhere: TF gives them no gradient.
 FT_REGISTER_NO_GRADIENT("Floor");
+FT_REGISTER_NO_GRADIENT("Ceil");
 FT_REGISTER_NO_GRADIENT("LogicalNot");
 FT_REGISTER_NO_GRADIENT("BroadcastGradientArgs");
 

@@ -364,6 +364,7 @@ FT_UNARY_CWISE_OP("Sin", FT_FLOAT_TYPES);
 FT_UNARY_CWISE_OP("Sigmoid", FT_FLOAT_TYPES);
 FT_UNARY_CWISE_OP("Reciprocal", FT_FLOAT_TYPES);
 FT_UNARY_CWISE_OP("Floor", FT_FLOAT_TYPES);
+FT_UNARY_CWISE_OP("Ceil", FT_FLOAT_TYPES);
 // The gradients of Tanh and Sigmoid given their output y: dy * (1 - y^2) and dy * y * (1 - y).
 FT_REGISTER_OP("TanhGrad")
     .Input("y: T")
@@ -497,6 +498,7 @@ Output Log(Output x, std::string_view name) { return Unary("Log", x, name); }
 Output Log1p(Output x, std::string_view name) { return Unary("Log1p", x, name); }
 Output Tanh(Output x, std::string_view name) { return Unary("Tanh", x, name); }
 Output Floor(Output x, std::string_view name) { return Unary("Floor", x, name); }
+Output Ceil(Output x, std::string_view name) { return Unary("Ceil", x, name); }
 Output Cos(Output x, std::string_view name) { return Unary("Cos", x, name); }
 Output Sin(Output x, std::string_view name) { return Unary("Sin", x, name); }
 Output Sigmoid(Output x, std::string_view name) { return Unary("Sigmoid", x, name); }

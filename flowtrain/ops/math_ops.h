@@ -73,6 +73,7 @@ Output TanhGrad(Output y, Output dy, std::string_view name = "TanhGrad");
 // dy * y * (1 - y) for y = sigmoid(x).
 Output SigmoidGrad(Output y, Output dy, std::string_view name = "SigmoidGrad");
 Output Floor(Output x, std::string_view name = "Floor");
+Output Ceil(Output x, std::string_view name = "Ceil");
 Output Cos(Output x, std::string_view name = "Cos");
 Output Sin(Output x, std::string_view name = "Sin");
 Output Sigmoid(Output x, std::string_view name = "Sigmoid");

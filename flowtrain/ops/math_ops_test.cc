@@ -186,6 +186,8 @@ TEST_F(MathOpsTest, FloorModFloorDivNoNanAndActivationGrads) {
                         {"zero"});
   EXPECT_EQ(Values<float>(ops::Floor(ops::Const<float>({1.5f, -1.5f, 2.0f, -0.0f})).Eval(sess)),
             (std::vector<float>{1, -2, 2, -0.0f}));
+  EXPECT_EQ(Values<float>(ops::Ceil(ops::Const<float>({1.5f, -1.5f, 2.0f, -0.25f})).Eval(sess)),
+            (std::vector<float>{2, -1, 2, -0.0f}));
   EXPECT_EQ(Values<float>(
                 ops::DivNoNan(ops::Const<float>({1, 0, -3, 6}), ops::Const<float>({0, 0, 2, 3})).Eval(sess)),
             (std::vector<float>{0, 0, -1.5f, 2}));

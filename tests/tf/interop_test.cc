@@ -660,6 +660,57 @@ TEST(InteropTest, EventFilesReadInTensorBoard) {
 // flowtrain's uniform histogram bins (what `flowtrain events --html` draws) equal those of
 // TensorBoard's histogram dashboard on the same event file: ReLU activations, a third to a half
 // of them zero, over 3 steps.
+// Every learning-rate schedule, built by flowtrain into one GraphDef over a step placeholder.
+// TF imports it and evaluates each schedule at the same steps, and builds the schedule with its
+// own tf.compat.v1.train function: flowtrain's values, TF's run of flowtrain's graph and TF's
+// own schedule must agree (check_learning_rate_decay.py holds the same configurations by name).
+TEST(InteropTest, LearningRateSchedulesEvaluateAsTensorFlowsOwn) {
+  const std::string dir = MakeTempDir("interop_lr");
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output step = ops::Placeholder(DT_INT64, PartialTensorShape({}), "step");
+  const std::vector<std::pair<std::string, Output>> schedules = {
+      {"exponential", train::ExponentialDecay(0.1, step, 10, 0.5, false, "exponential")},
+      {"exponential_stairs", train::ExponentialDecay(0.1, step, 10, 0.5, true, "exponential_stairs")},
+      {"natural", train::NaturalExpDecay(0.1, step, 10, 0.5, false, "natural")},
+      {"natural_stairs", train::NaturalExpDecay(0.1, step, 10, 0.5, true, "natural_stairs")},
+      {"inverse", train::InverseTimeDecay(0.1, step, 10, 0.5, false, "inverse")},
+      {"inverse_stairs", train::InverseTimeDecay(0.1, step, 10, 0.5, true, "inverse_stairs")},
+      {"polynomial", train::PolynomialDecay(0.1, step, 100, 0.0001, 1.0, false, "polynomial")},
+      {"polynomial_power", train::PolynomialDecay(0.1, step, 100, 0.01, 2.0, false, "polynomial_power")},
+      {"polynomial_cycle", train::PolynomialDecay(0.1, step, 100, 0.01, 0.5, true, "polynomial_cycle")},
+      {"cosine", train::CosineDecay(0.1, step, 100, 0.1, "cosine")},
+      {"restarts", train::CosineDecayRestarts(0.1, step, 10, 2.0, 1.0, 0.0, "restarts")},
+      {"restarts_equal", train::CosineDecayRestarts(0.2, step, 10, 1.0, 0.5, 0.1, "restarts_equal")},
+      {"restarts_tmul3", train::CosineDecayRestarts(0.1, step, 7, 3.0, 0.9, 0.05, "restarts_tmul3")},
+      {"linear_cosine", train::LinearCosineDecay(0.1, step, 100, 0.5, 0.0, 0.001, "linear_cosine")},
+      {"linear_cosine_periods",
+       train::LinearCosineDecay(0.1, step, 100, 2.0, 0.1, 0.01, "linear_cosine_periods")},
+      {"noisy_quiet",
+       train::NoisyLinearCosineDecay(0.1, step, 100, 0.0, 0.55, 0.5, 0.0, 0.001, "noisy_quiet")},
+      {"piecewise", train::PiecewiseConstant(step, {10, 50}, {0.1, 0.05, 0.01}, "piecewise")},
+  };
+  const std::vector<int64_t> steps = {0,  1,  5,  9,   10,  11,  29,  30,  31,
+                                      50, 51, 99, 100, 101, 150, 200, 201, 1000};
+  Session sess(g);
+  std::vector<std::pair<std::string, Tensor>> expected;
+  for (const auto& [name, lr] : schedules) {
+    // TF leaves cosine_decay's last multiply unnamed (check_learning_rate_decay.py knows).
+    EXPECT_EQ(lr.name(), name == "cosine" ? "cosine/Mul_3:0" : name + ":0");
+    std::vector<float> values;
+    for (int64_t at : steps)
+      values.push_back(sess.Run({{step, Tensor::Scalar<int64_t>(at)}}, {lr})[0].scalar<float>());
+    expected.emplace_back(name, Tensor::FromVector<float>(values));
+  }
+  expected.emplace_back("steps", Tensor::FromVector<int64_t>(steps));
+  std::string graph_bytes;
+  ASSERT_TRUE(g.ToGraphDef().SerializeToString(&graph_bytes));
+  WriteFile(dir + "/schedules.pb", graph_bytes);
+  WriteFile(dir + "/expected.json", TensorListJson(expected));
+  RunChecker("check_learning_rate_decay.py",
+             {"--graph", dir + "/schedules.pb", "--expected", dir + "/expected.json"});
+}
+
 TEST(InteropTest, HistogramBinsMatchTensorBoardsDashboard) {
   const std::string dir = MakeTempDir("interop_histogram_bins");
   const std::string logdir = dir + "/logs";
