@@ -15,10 +15,12 @@
 #include <utility>
 #include <vector>
 
+#include <google/protobuf/text_format.h>
 #include <gtest/gtest.h>
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/file_util.h"
+#include "flowtrain/core/str_util.h"
 #include "flowtrain/graph/graph_def.h"
 #include "flowtrain/io/checkpoint_reader.h"
 #include "flowtrain/io/event_file_list.h"
@@ -195,6 +197,28 @@ TEST(EventFileGraphs, MultipleAndPowerRunOnTheirPlaceholders) {
   }
 }
 
+// Each file also holds the MetaGraph TF 1.3's FileWriter wrote beside the graph: it imports
+// with its collections, holding the same nodes.
+TEST(EventFileGraphs, TheirMetaGraphEventsImportWhole) {
+  FLOWTRAIN_REQUIRE_FIXTURES("events_tf1_graph");
+  for (const char* run : {"ex", "multiple", "power", "fahrenheit_converter"}) {
+    SCOPED_TRACE(run);
+    const std::vector<std::string> files = io::ListEventFiles(FixturePath(StrCat("events_tf1_graph/", run)));
+    ASSERT_EQ(files.size(), 1u);
+    int metas = 0;
+    for (const tensorflow::Event& event : io::ReadEventFile(files[0])) {
+      if (event.what_case() != tensorflow::Event::kMetaGraphDef) continue;
+      tensorflow::MetaGraphDef meta;
+      ASSERT_TRUE(meta.ParseFromString(event.meta_graph_def()));
+      Graph g;
+      EXPECT_EQ(ImportMetaGraph(meta, &g), nullptr);  // FileWriter's meta graphs have no SaverDef
+      EXPECT_EQ(g.num_nodes(), GraphOfEventFile(run).node_size());
+      ++metas;
+    }
+    EXPECT_EQ(metas, 1);
+  }
+}
+
 // y = x*w + b fitted by gradient descent (learning rate 0.01) on the mean squared error.
 TEST(EventFileGraphs, FahrenheitConverterTrainsByGradientDescent) {
   FLOWTRAIN_REQUIRE_FIXTURES("events_tf1_graph");
@@ -258,18 +282,21 @@ class EstimatorMetaGraph : public ::testing::Test {
   std::unique_ptr<Session> sess_;
 };
 
-TEST_F(EstimatorMetaGraph, ForwardAndLossAreTheCheckpointsDenseLayers) {
-  io::CheckpointReader reader(prefix_);
+// The Estimator's model by hand: two dense layers without activation, features [n, 2] ->
+// [n, 4] -> [n, 1], and the L2 loss sum((prediction - label)^2) / 2.
+struct Forward {
+  std::vector<double> predictions;
+  double loss = 0;
+};
+Forward ByHand(const io::CheckpointReader& reader, const Feeds& batch) {
   const Tensor k0 = reader.GetTensor("dense/kernel"), b0 = reader.GetTensor("dense/bias");
   const Tensor k1 = reader.GetTensor("dense_1/kernel"), b1 = reader.GetTensor("dense_1/bias");
-  ASSERT_EQ(k0.shape(), TensorShape({2, 4}));
-  ASSERT_EQ(k1.shape(), TensorShape({4, 1}));
-  const Feeds batch = Batch();
+  EXPECT_EQ(k0.shape(), TensorShape({2, 4}));
+  EXPECT_EQ(k1.shape(), TensorShape({4, 1}));
   const Tensor& x = batch[0].second;
   const Tensor& y = batch[1].second;
-  double loss = 0;
-  std::vector<double> predictions;
-  for (int n = 0; n < 3; ++n) {
+  Forward forward;
+  for (int64_t n = 0; n < x.dim_size(0); ++n) {
     double p = b1.flat<float>()[0];
     for (int j = 0; j < 4; ++j) {
       double h = b0.flat<float>()[j];
@@ -277,16 +304,72 @@ TEST_F(EstimatorMetaGraph, ForwardAndLossAreTheCheckpointsDenseLayers) {
         h += static_cast<double>(x.flat<float>()[n * 2 + i]) * k0.flat<float>()[i * 4 + j];
       p += h * k1.flat<float>()[j];
     }
-    predictions.push_back(p);
-    loss += (p - y.flat<float>()[n]) * (p - y.flat<float>()[n]) / 2;
+    forward.predictions.push_back(p);
+    forward.loss += (p - y.flat<float>()[n]) * (p - y.flat<float>()[n]) / 2;
   }
-  const std::vector<Tensor> out = RunNamed(*sess_, batch, {"dense_1/BiasAdd:0", "L2Loss:0", "loss:0"});
-  for (int n = 0; n < 3; ++n) EXPECT_NEAR(out[0].flat<float>()[n], predictions[n], 1e-5) << n;
-  EXPECT_NEAR(out[1].scalar<float>(), loss, 1e-5 * loss);
+  return forward;
+}
+
+void ExpectForward(Session& sess, const Feeds& feeds, const Forward& expected) {
+  const std::vector<Tensor> out = RunNamed(sess, feeds, {"dense_1/BiasAdd:0", "L2Loss:0"});
+  ASSERT_EQ(out[0].NumElements(), static_cast<int64_t>(expected.predictions.size()));
+  for (size_t n = 0; n < expected.predictions.size(); ++n) {
+    EXPECT_NEAR(out[0].flat<float>()[n], expected.predictions[n], 1e-5) << n;
+  }
+  EXPECT_NEAR(out[1].scalar<float>(), expected.loss, 1e-5 * expected.loss);
+}
+
+TEST_F(EstimatorMetaGraph, ForwardAndLossAreTheCheckpointsDenseLayers) {
+  const Feeds batch = Batch();
+  const Forward expected = ByHand(io::CheckpointReader(prefix_), batch);
+  ExpectForward(*sess_, batch, expected);
+  const Tensor loss = RunNamed(*sess_, batch, {"L2Loss:0"})[0];
   tensorflow::Summary summary;
-  ASSERT_TRUE(summary.ParseFromString(out[2].scalar<std::string>()));
+  ASSERT_TRUE(summary.ParseFromString(RunNamed(*sess_, batch, {"loss:0"})[0].scalar<std::string>()));
   EXPECT_EQ(summary.value(0).tag(), "loss");
-  EXPECT_EQ(summary.value(0).simple_value(), out[1].scalar<float>());
+  EXPECT_EQ(summary.value(0).simple_value(), loss.scalar<float>());
+}
+
+// graph.pbtxt and the graphs of both event files (the 154-node graph MonitoredTrainingSession
+// wrote before its Scaffold finalized, and the finalized 293-node one, each as a graph_def and
+// a meta_graph_def event) import whole and compute the same forward pass. They have no saver
+// of their own to restore through, so the variables' reads are fed the checkpoint's values.
+TEST_F(EstimatorMetaGraph, ItsTextGraphAndEventFileGraphsComputeTheSameForward) {
+  std::vector<std::pair<std::string, tensorflow::GraphDef>> graphs;
+  tensorflow::GraphDef text;
+  google::protobuf::TextFormat::Parser parser;
+  ASSERT_TRUE(
+      parser.ParseFromString(ReadFileToString(FixturePath("tf1_estimator_model_dir/graph.pbtxt")), &text));
+  graphs.emplace_back("graph.pbtxt", text);
+  for (const std::string& file : io::ListEventFiles(FixturePath("tf1_estimator_model_dir"))) {
+    const std::vector<tensorflow::Event> events = io::ReadEventFile(file);
+    for (size_t i = 0; i < events.size(); ++i) {
+      const std::string where = StrCat(file.substr(file.rfind('/') + 1), " event ", i);
+      if (events[i].what_case() == tensorflow::Event::kGraphDef) {
+        ASSERT_TRUE(
+            graphs.emplace_back(where, tensorflow::GraphDef()).second.ParseFromString(events[i].graph_def()));
+      } else if (events[i].what_case() == tensorflow::Event::kMetaGraphDef) {
+        tensorflow::MetaGraphDef meta;
+        ASSERT_TRUE(meta.ParseFromString(events[i].meta_graph_def()));
+        graphs.emplace_back(where + " (meta)", meta.graph_def());
+      }
+    }
+  }
+  ASSERT_EQ(graphs.size(), 9u);
+  io::CheckpointReader reader(prefix_);
+  Feeds feeds = Batch();
+  const Forward expected = ByHand(reader, feeds);
+  for (const char* variable : {"dense/kernel", "dense/bias", "dense_1/kernel", "dense_1/bias"}) {
+    feeds.emplace_back(StrCat(variable, "/read:0"), reader.GetTensor(variable));
+  }
+  for (const auto& [where, def] : graphs) {
+    SCOPED_TRACE(where);
+    Graph g;
+    ImportGraphDef(def, &g);
+    EXPECT_EQ(g.num_nodes(), def.node_size());
+    Session sess(g);
+    ExpectForward(sess, feeds, expected);
+  }
 }
 
 TEST_F(EstimatorMetaGraph, TrainOpStepsAdamAndTheGlobalStepThroughItsCond) {
