@@ -15,6 +15,7 @@ flowtrain, and saves what it got into a V2 checkpoint for the test to compare:
   run_in_tf.py --fixtures DIR --out PREFIX
 """
 
+import argparse
 import glob
 import os
 
@@ -22,8 +23,6 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.framework import graph_pb2
 from tensorflow.core.protobuf import saved_model_pb2
-
-import argparse
 
 tf1 = tf.compat.v1
 
