@@ -25,6 +25,15 @@ void GetNextShape(InferenceContext& c) {
       .Attr("output_shapes: list(shape) >= 1") \
       .SetShapeFn(shape_fns::ScalarShape)
 
+// Dataset.from_tensors: one element, the components themselves.
+FT_REGISTER_OP("TensorDataset")
+    .Input("components: Toutput_types")
+    .Output("handle: variant")
+    .Attr("Toutput_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::ScalarShape);
+
 FT_REGISTER_OP("TensorSliceDataset")
     .Input("components: Toutput_types")
     .Output("handle: variant")
@@ -75,6 +84,26 @@ FT_REGISTER_OP("PrefetchDataset")
     .Input("buffer_size: int64")
     .Attr("slack_period: int = 0") FT_DATASET_OUTPUT;
 
+// Dataset.flat_map with `f` a function of the graph's library. flowtrain registers it so that
+// TF's graphs import; it has no kernel until graph functions run.
+FT_REGISTER_OP("FlatMapDataset")
+    .Input("input_dataset: variant")
+    .Input("other_arguments: Targuments")
+    .Attr("f: func")
+    .Attr("Targuments: list(type) >= 0") FT_DATASET_OUTPUT;
+
+// What TF 1.x's iterator makers wrap every pipeline in: static rewrites (OptimizeDataset)
+// and autotuning (ModelDataset), both leaving the elements as they are.
+FT_REGISTER_OP("OptimizeDataset")
+    .Input("input_dataset: variant")
+    .Input("optimizations: string")
+    .Attr("optimization_configs: list(string) = []") FT_DATASET_OUTPUT;
+
+FT_REGISTER_OP("ModelDataset")
+    .Input("input_dataset: variant")
+    .Attr("algorithm: int = 0")
+    .Attr("cpu_budget: int = 0") FT_DATASET_OUTPUT;
+
 FT_REGISTER_OP("TakeDataset").Input("input_dataset: variant").Input("count: int64") FT_DATASET_OUTPUT;
 FT_REGISTER_OP("SkipDataset").Input("input_dataset: variant").Input("count: int64") FT_DATASET_OUTPUT;
 #undef FT_DATASET_OUTPUT
@@ -101,6 +130,14 @@ FT_REGISTER_OP("IteratorGetNext")
     .Attr("output_shapes: list(shape) >= 1")
     .SetIsStateful()
     .SetShapeFn(GetNextShape);
+
+// The iterator's handle as a string (a serialized ResourceHandleProto), which TF's feedable
+// iterators take.
+FT_REGISTER_OP("IteratorToStringHandle")
+    .Input("resource_handle: resource")
+    .Output("string_handle: string")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::ScalarShape);
 
 FT_REGISTER_OP("SerializeIterator")
     .Input("resource_handle: resource")

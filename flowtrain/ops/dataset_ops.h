@@ -17,6 +17,9 @@
 // and named in the node's func attr. Deviations from TF: map nodes have no
 // `other_arguments` (C++ functions capture what they need), and SerializeIterator outputs a
 // DT_STRING scalar rather than a variant, so that a Saver can store it like any tensor.
+// TensorDataset, FlatMapDataset, OptimizeDataset, ModelDataset and IteratorToStringHandle are
+// registered with TF's signatures for the graphs TF writes (an Estimator's input pipeline);
+// they have no builder here, and FlatMapDataset no kernel until graph functions run.
 #ifndef FLOWTRAIN_OPS_DATASET_OPS_H_
 #define FLOWTRAIN_OPS_DATASET_OPS_H_
 

@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 
 #include "flowtrain/io/record_writer.h"
+#include "flowtrain/graph/node_builder.h"
 #include "flowtrain/ops/array_ops.h"
+#include "flowtrain/proto/resource_handle.pb.h"
 #include "flowtrain/runtime/session.h"
 #include "tests/test_util.h"
 
@@ -452,6 +454,102 @@ TEST(Dataset, IteratorFromStructureSwitchesDatasets) {
   EXPECT_EQ(Drain(sess, next).size(), 4u);
   sess.Run({}, {}, {use_eval});
   EXPECT_EQ(Drain(sess, next), (std::vector<int64_t>{0, -1}));
+}
+
+// The pipeline TF 1.x's Estimator builds around a dataset, node for node: TensorDataset
+// (Dataset.from_tensors) under RepeatDataset, wrapped in OptimizeDataset and ModelDataset, read
+// through IteratorV2 with its string handle.
+class TensorFlowIteratorPipeline : public ::testing::Test {
+ protected:
+  Output TensorDataset(const std::vector<Output>& components) {
+    std::vector<PartialTensorShape> shapes;
+    for (const Output& c : components) shapes.push_back(c.shape());
+    return NodeBuilder("TensorDataset", "TensorDataset")
+        .Input(components)
+        .Attr("output_shapes", shapes)
+        .Finalize();
+  }
+  Output Wrapped(Output dataset, Output optimizations) {
+    Output optimized = NodeBuilder("OptimizeDataset", "OptimizeDataset")
+                           .Input(dataset)
+                           .Input(optimizations)
+                           .Attr("output_types", types_)
+                           .Attr("output_shapes", shapes_)
+                           .Finalize();
+    return NodeBuilder("ModelDataset", "ModelDataset")
+        .Input(optimized)
+        .Attr("output_types", types_)
+        .Attr("output_shapes", shapes_)
+        .Finalize();
+  }
+
+  Graph g_;
+  std::vector<DataType> types_ = {DT_INT64, DT_FLOAT};
+  std::vector<PartialTensorShape> shapes_ = {PartialTensorShape({}), PartialTensorShape({2})};
+};
+
+TEST_F(TensorFlowIteratorPipeline, FromTensorsRepeatsThroughOptimizeAndModel) {
+  auto as_default = g_.AsDefault();
+  Output element = TensorDataset({ops::Const<int64_t>(7), ops::Const<float>({0.5f, -1.5f})});
+  EXPECT_TRUE(g_.FindNode("TensorDataset")->op_def().is_stateful());  // as in TF's registry
+  Output repeated = NodeBuilder("RepeatDataset", "RepeatDataset")
+                        .Input(element)
+                        .Input(ops::Const<int64_t>(3))
+                        .Attr("output_types", types_)
+                        .Attr("output_shapes", shapes_)
+                        .Finalize();
+  Output dataset = Wrapped(repeated, ops::Const<std::string>({"map_and_batch_fusion", "noop_elimination"}));
+  Iterator it = Iterator::FromStructure(types_, shapes_);
+  Operation make = NodeBuilder("MakeIterator", "MakeIterator").Input(dataset).Input(it.handle()).Finalize();
+  Output string_handle =
+      NodeBuilder("IteratorToStringHandle", "IteratorToStringHandle").Input(it.handle()).Finalize();
+  std::vector<Output> next = it.GetNext();
+  Session sess(g_);
+  // The string handle names the iterator before it is initialized, as TF's does.
+  tensorflow::ResourceHandleProto handle;
+  ASSERT_TRUE(handle.ParseFromString(sess.Run({}, {string_handle})[0].scalar<std::string>()));
+  EXPECT_EQ(handle.name(), it.handle().op().name());
+  EXPECT_EQ(handle.maybe_type_name(), "Iterator");
+  sess.Run({}, {}, {make});
+  for (int i = 0; i < 3; ++i) {
+    std::vector<Tensor> out = sess.Run({}, next);
+    EXPECT_EQ(out[0].scalar<int64_t>(), 7);
+    EXPECT_EQ(testing::Values<float>(out[1]), (std::vector<float>{0.5f, -1.5f}));
+  }
+  EXPECT_THROW(sess.Run({}, next), OutOfRangeError);
+}
+
+TEST_F(TensorFlowIteratorPipeline, FromTensorsSavesWhetherItsElementWasTaken) {
+  auto as_default = g_.AsDefault();
+  Output dataset = Wrapped(TensorDataset({ops::Const<int64_t>(7), ops::Const<float>({0.5f, -1.5f})}),
+                           ops::Const(Tensor(DT_STRING, TensorShape({0}))));
+  Iterator it = Iterator::FromStructure(types_, shapes_);
+  Operation make = NodeBuilder("MakeIterator", "MakeIterator").Input(dataset).Input(it.handle()).Finalize();
+  std::vector<Output> next = it.GetNext();
+  Output saved = it.Serialize();
+  Output state = ops::Placeholder(DT_STRING);
+  Operation restore = it.Deserialize(state);
+  Session sess(g_);
+  sess.Run({}, {}, {make});
+  const Tensor before = sess.Run({}, {saved})[0];
+  EXPECT_EQ(sess.Run({}, next)[0].scalar<int64_t>(), 7);
+  const Tensor after = sess.Run({}, {saved})[0];
+  EXPECT_THROW(sess.Run({}, next), OutOfRangeError);
+  sess.Run({{state, before}}, {}, {restore});
+  EXPECT_EQ(sess.Run({}, next)[0].scalar<int64_t>(), 7);
+  sess.Run({{state, after}}, {}, {restore});
+  EXPECT_THROW(sess.Run({}, next), OutOfRangeError);
+}
+
+TEST_F(TensorFlowIteratorPipeline, OptimizationsMustBeAVector) {
+  auto as_default = g_.AsDefault();
+  Output dataset = Wrapped(TensorDataset({ops::Const<int64_t>(7), ops::Const<float>({0.5f, -1.5f})}),
+                           ops::Const<std::string>("noop_elimination"));
+  Iterator it = Iterator::FromStructure(types_, shapes_);
+  Operation make = NodeBuilder("MakeIterator", "MakeIterator").Input(dataset).Input(it.handle()).Finalize();
+  Session sess(g_);
+  testing::ExpectInvalidArgument([&] { sess.Run({}, {}, {make}); },
+                                 {"OptimizeDataset", "optimizations must be a vector"});
 }
 
 }  // namespace

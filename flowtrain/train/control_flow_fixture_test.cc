@@ -1,7 +1,8 @@
 // TF-written graphs holding TF1 control flow, imported and run: the cond through which
 // TF's global_step is read (tf.train.get_or_create_global_step, as Estimator's
-// MonitoredTrainingSession wrote it). The graphs also hold input-pipeline ops flowtrain does
-// not have, so only the nodes the cond needs are imported. Skips when the fixtures are absent.
+// MonitoredTrainingSession wrote it), imported alone: only the nodes the cond needs, so that the
+// cond's behaviour is checked apart from the rest (tf_written_graphs_test.cc imports and runs the
+// whole graphs). Skips when the fixtures are absent.
 #include <fstream>
 #include <map>
 #include <set>

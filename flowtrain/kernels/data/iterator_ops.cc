@@ -1,5 +1,6 @@
 // The iterator ops of tf.data: IteratorV2 holds the session's iterator resource; MakeIterator,
-// IteratorGetNext, SerializeIterator and DeserializeIterator create, advance, save and restore it.
+// IteratorGetNext, SerializeIterator and DeserializeIterator create, advance, save and restore it;
+// IteratorToStringHandle names it as a string.
 #include <memory>
 #include <optional>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/kernels/internal/dataset_op_kernel.h"
+#include "flowtrain/proto/resource_handle.pb.h"
 
 namespace flowtrain::data {
 namespace {
@@ -133,6 +135,22 @@ class IteratorGetNextOp : public OpKernel {
   std::vector<PartialTensorShape> shapes_;
 };
 FT_REGISTER_KERNEL("IteratorGetNext", IteratorGetNextOp);
+
+// TF's string handle is a serialized ResourceHandleProto naming the iterator's resource; the
+// iterator need not have been initialized.
+struct IteratorToStringHandleOp : OpKernel {
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    LookupIterator(ctx, 0);
+    const ResourceHandle& h = ctx->input(0).scalar<ResourceHandle>();
+    tensorflow::ResourceHandleProto proto;
+    proto.set_container(h.container);
+    proto.set_name(h.name);
+    proto.set_maybe_type_name(h.type_name);
+    ctx->set_output(0, Tensor::Scalar<std::string>(proto.SerializeAsString()));
+  }
+};
+FT_REGISTER_KERNEL("IteratorToStringHandle", IteratorToStringHandleOp);
 
 struct SerializeIteratorOp : OpKernel {
   using OpKernel::OpKernel;
