@@ -7,7 +7,7 @@
 
 namespace flowtrain::train {
 
-int64_t GlobalStep(SessionInterface& session, const Output& global_step_tensor) {
+int64_t ReadGlobalStep(SessionInterface& session, const Output& global_step_tensor) {
   if (!global_step_tensor) InvalidArgument("global_step: global_step_tensor is null");
   const std::string name = global_step_tensor.name();
   Tensor value = session.Run({}, {global_step_tensor}, {})[0];

@@ -1,9 +1,10 @@
-// tf.train.global_step: the value of the global step, read in a session. Hooks and training
-// loops use it to log or decide by the step.
+// tf.train.global_step as ReadGlobalStep (train::GlobalStep is the Saver's step argument): the
+// value of the global step, read in a session. Hooks and training loops use it to log or
+// decide by the step.
 //
 //   Variable step = train::GetOrCreateGlobalStep();
 //   ...
-//   int64_t now = train::GlobalStep(session, step);
+//   int64_t now = train::ReadGlobalStep(session, step);
 #ifndef FLOWTRAIN_TRAIN_GLOBAL_STEP_H_
 #define FLOWTRAIN_TRAIN_GLOBAL_STEP_H_
 
@@ -19,7 +20,7 @@ namespace flowtrain::train {
 // zero. A tensor that is not a scalar (or a one-element tensor), of a type that is not a
 // number, or a non-finite or out-of-range value throws InvalidArgument; the run's own errors
 // (an uninitialized variable: FailedPrecondition) propagate.
-int64_t GlobalStep(SessionInterface& session, const Output& global_step_tensor);
+int64_t ReadGlobalStep(SessionInterface& session, const Output& global_step_tensor);
 
 }  // namespace flowtrain::train
 

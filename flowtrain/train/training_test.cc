@@ -235,13 +235,13 @@ TEST(GlobalStepTest, ReadsTheStepAsTensorFlowsGlobalStep) {
   Output as_float = ops::Cast(step.value(), DT_FLOAT);
   Output vector = ops::Const<int64_t>({1, 2});
   Session s(g);
-  EXPECT_THROW(GlobalStep(s, step), FailedPreconditionError);  // not initialized yet
+  EXPECT_THROW(ReadGlobalStep(s, step), FailedPreconditionError);  // not initialized yet
   s.Run({}, {}, {step.Assign(ops::Const(int64_t{41})).op()});
-  EXPECT_EQ(GlobalStep(s, step), 41);
-  EXPECT_EQ(GlobalStep(s, as_float), 41);
-  EXPECT_THROW(GlobalStep(s, vector), InvalidArgumentError);
-  EXPECT_THROW(GlobalStep(s, ops::Const(std::string("x"))), InvalidArgumentError);
-  EXPECT_THROW(GlobalStep(s, ops::Const(std::nanf(""))), InvalidArgumentError);
+  EXPECT_EQ(ReadGlobalStep(s, step), 41);
+  EXPECT_EQ(ReadGlobalStep(s, as_float), 41);
+  EXPECT_THROW(ReadGlobalStep(s, vector), InvalidArgumentError);
+  EXPECT_THROW(ReadGlobalStep(s, ops::Const(std::string("x"))), InvalidArgumentError);
+  EXPECT_THROW(ReadGlobalStep(s, ops::Const(std::nanf(""))), InvalidArgumentError);
 }
 
 // ---- Clipping ----
