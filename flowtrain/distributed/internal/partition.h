@@ -54,7 +54,8 @@ struct PartitionOptions {
 };
 
 // Throws InvalidArgument for a device outside the cluster, a reference or handle from another
-// task, or a graph that is not in topological order of node ids.
+// task, a cycle that is not a while loop's, and a while loop spanning tasks (naming the
+// loop's frame and the tasks).
 PartitionPlan PartitionGraph(const Graph& graph, const std::vector<Endpoint>& feeds,
                              const std::vector<Endpoint>& fetches, const std::vector<const Node*>& targets,
                              const PartitionOptions& options);
