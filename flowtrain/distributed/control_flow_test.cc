@@ -73,7 +73,9 @@ TEST_F(DistributedControlFlowTest, CondWithPredicateAndBranchesOnDifferentTasks)
     EXPECT_EQ(Scalar(*sess, {{x, Tensor::Scalar<float>(2)}}, r), 12);
     EXPECT_EQ(Scalar(*sess, {{x, Tensor::Scalar<float>(-3)}}, r), 2);
   }
-  // The true branch ran in the two steps that took it only: after a dead input it is dead.
+  // The true branch ran in the two steps that took it only. In the others its x arrived dead
+  // from the worker and its constant's pivot dead from ps:0, and what they reach stayed dead
+  // (a live garbage value would have reached the Merge first or failed the step).
   EXPECT_EQ(Scalar(*sess, {}, taken.value()), 2);
 
   // Fetching the untaken branch's tensor (from another task) fails as in a local session.
@@ -193,6 +195,38 @@ TEST_F(DistributedControlFlowTest, LoopSpanningTasksIsRefusedAtCompileTime) {
   }
   // The session still runs what has no such loop.
   EXPECT_EQ(sess->Run({}, {ops::Const(7)}, {})[0].scalar<int32_t>(), 7);
+}
+
+// A ref variable of ps:0 used in a loop's body on the worker enters by its value; a resource
+// variable read there (ReadVariableOp goes with its handle, hence the handle's Enter too)
+// puts part of the loop on ps:0, and the loop is refused.
+TEST_F(DistributedControlFlowTest, LoopsUsingVariablesOfAnotherTask) {
+  for (bool use_resource : {false, true}) {
+    Graph g;
+    auto as_default = g.AsDefault();
+    Variable v;
+    {
+      auto ps0 = g.Device("/job:ps/task:0");
+      v = Variable(Tensor::Scalar<float>(2), {.name = "v", .use_resource = use_resource});
+    }
+    std::vector<Output> out = ops::WhileLoop(
+        [&](const std::vector<Output>& vars) { return ops::Less(vars[0], ops::Const(20.0f)); },
+        [&](const std::vector<Output>& vars) { return std::vector<Output>{ops::Mul(vars[0], v.value())}; },
+        {ops::Const(1.0f)}, ops::WhileLoopOptions{.shape_invariants = {PartialTensorShape::Unknown()}});
+    auto sess = WorkerSession(g);
+    sess->Run({}, {}, {ops::GlobalVariablesInitializer()});
+    if (!use_resource) {
+      EXPECT_EQ(sess->Run({}, {out[0]}, {})[0].scalar<float>(), 32);
+      continue;
+    }
+    try {
+      sess->Run({}, {out[0]}, {});
+      FAIL() << "a loop spanning tasks ran";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Code::kInvalidArgument) << e.what();
+      EXPECT_THAT(e.what(), HasSubstr("The while loop 'while/while_context' spans 2 tasks"));
+    }
+  }
 }
 
 // Between-graph training whose loss is scaled through a cond on the global step, its
