@@ -198,7 +198,7 @@ class Partitioner {
       if (dead) may_be_dead_.insert(n);
     }
   }
-  std::string LoopNames(const std::unordered_map<int, int>& loops) const {
+  std::string LoopNames(const std::map<int, int>& loops) const {
     std::string names;
     for (const auto& [loop, stage] : loops)
       names += StrCat(names.empty() ? "'" : ", '", loop_names_[loop], "'");
@@ -299,7 +299,7 @@ class Partitioner {
     }
     // A loop's nodes share one stage, the latest any of them needs, since its frame lives in
     // one executor run; a rising loop stage moves what follows it, so repeat until none rises.
-    std::unordered_map<int, int> loop_stage;
+    std::map<int, int> loop_stage;  // ordered, for a deterministic message
     for (size_t round = 0;; ++round) {
       bool risen = false;
       for (const Node* n : needed_) {
