@@ -419,7 +419,9 @@ void Worker::RunStepOrThrow(grpc::ServerContext* context, const RunStepRequest& 
       }
     }
     if (step_cancellation.IsCancelled()) Cancelled("Step ", step_id, " was cancelled on ", task_name_);
-    args.dead_feeds = stage.inputs_may_be_dead ? &dead_feeds : nullptr;
+    // Always given: a dead feed the master did not expect fails the stage (Internal), never
+    // runs as a value.
+    args.dead_feeds = &dead_feeds;
     args.dead_fetches = &dead_outputs;
     std::vector<Tensor> outputs = stage.executor->Run(args, feeds);
     std::map<std::pair<std::string, int>, SendTensorsRequest> pushes;
