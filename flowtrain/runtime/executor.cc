@@ -357,7 +357,7 @@ void Executor::CompileFrames(const Compilation& c, const std::vector<Endpoint>& 
     if (IsControlFlowOp(*x.node)) return true;
     return std::any_of(x.fused.begin(), x.fused.end(), [](const Node* f) { return IsControlFlowOp(*f); });
   });
-  if (!control_flow) return;
+  if (!control_flow && !plan.env.feeds_may_be_dead) return;
   std::vector<FrameExecutor::Item> items(c.order.size());
   for (size_t i = 0; i < c.order.size(); ++i) {
     const ExecNode& x = c.exec[c.order[i]];
@@ -439,7 +439,15 @@ std::vector<Tensor> Executor::Run(const ExecutorRunArgs& args, std::span<const T
       if (resource_mgr != nullptr) resource_mgr->Cleanup(name);
     }
   } drop_step_container{plan.env.resource_mgr, step_container};
+  if (args.dead_feeds != nullptr && args.dead_feeds->size() != feed_values.size()) {
+    Internal("Executor::Run got ", args.dead_feeds->size(), " dead flags for ", feed_values.size(), " feeds");
+  }
   if (frames_ != nullptr) return RunFrames(step, feed_values);
+  if (args.dead_feeds != nullptr &&
+      std::find(args.dead_feeds->begin(), args.dead_feeds->end(), true) != args.dead_feeds->end()) {
+    Internal("A dead feed for a plan compiled without ExecutorEnv::feeds_may_be_dead");
+  }
+  if (args.dead_fetches != nullptr) args.dead_fetches->assign(plan.fetch_entries.size(), false);
 
   std::unique_ptr<RunState> state = AcquireRunState();
   RunState& s = *state;
@@ -457,7 +465,8 @@ std::vector<Tensor> Executor::RunFrames(const Step& step, std::span<const Tensor
   std::vector<Tensor> results;
   std::exception_ptr error;
   try {
-    results = frames_->Run(step.base_params, feed_values, step.tracing ? &stats : nullptr);
+    results = frames_->Run(step.base_params, feed_values, step.tracing ? &stats : nullptr,
+                           step.args.dead_feeds, step.args.dead_fetches);
   } catch (...) {
     error = std::current_exception();
   }

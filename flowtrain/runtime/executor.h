@@ -40,6 +40,9 @@ struct ExecutorEnv {
   std::string device_name = kLocalCpuDevice;
   // Fuse groups of nodes in the plan (graph_rewrite.h; ConfigProto::remapping).
   bool remapping = true;
+  // Feeds may arrive dead (ExecutorRunArgs::dead_feeds): the plan runs frame-aware even
+  // without control flow ops, so that their consumers are dead instead of run.
+  bool feeds_may_be_dead = false;
 };
 
 struct ExecutorRunArgs {
@@ -47,6 +50,13 @@ struct ExecutorRunArgs {
   CancellationManager* cancellation = nullptr;
   int64_t step_id = 0;
   RunMetadata* trace = nullptr;  // filled with per-node timings when not null
+  // For a distributed partition, whose inputs and outputs may be dead tensors of an untaken
+  // cond branch on another task. Per feed, whether it arrives dead (null: all live; only
+  // with ExecutorEnv::feeds_may_be_dead).
+  const std::vector<bool>* dead_feeds = nullptr;
+  // When not null, a dead fetch is returned as an empty Tensor and flagged here (one flag
+  // per fetch) instead of failing the run.
+  std::vector<bool>* dead_fetches = nullptr;
 };
 
 class Executor {

@@ -1,6 +1,7 @@
 #include "flowtrain/distributed/internal/partition.h"
 
 #include <algorithm>
+#include <queue>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -9,6 +10,7 @@
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/graph/attr_value_util.h"
 #include "flowtrain/runtime/device_spec.h"
+#include "flowtrain/runtime/internal/control_flow_info.h"
 
 namespace flowtrain::distributed {
 namespace {
@@ -23,6 +25,12 @@ bool TakesStateOf(const Node* n, int i) {
   return IsRefType(n->input_type(i)) || n->input_type(i) == DT_RESOURCE;
 }
 
+// Input i of `n` is a loop's back edge (a NextIteration into its Merge), the one edge that
+// goes against the graph's topological order of node ids.
+bool IsBackEdge(const Node* n, int i) {
+  return CfKindOf(*n) == CfKind::kMerge && CfKindOf(*n->input(i).node) == CfKind::kNextIteration;
+}
+
 class Partitioner {
  public:
   Partitioner(const Graph& graph, const std::vector<Endpoint>& feeds, const std::vector<Endpoint>& fetches,
@@ -33,7 +41,10 @@ class Partitioner {
 
   PartitionPlan Build() {
     FindNeededNodes();
+    FindLoops();
     Place();
+    CheckLoopsStayInOneTask();
+    FindNodesThatMayBeDead();
     AssignStages();
     return Emit();
   }
@@ -62,17 +73,139 @@ class Partitioner {
       }
       for (const Node* c : n->control_inputs()) need(c);
     }
-    needed_.assign(needed_set_.begin(), needed_set_.end());
-    std::sort(needed_.begin(), needed_.end(), [](const Node* a, const Node* b) { return a->id() < b->id(); });
-    for (const Node* n : needed_) {
-      for (const Endpoint& e : n->inputs()) {
-        if (e.node->id() >= n->id()) {
-          Unimplemented("The distributed runtime needs an acyclic graph: ", n->DebugName(), " reads ",
-                        e.node->DebugName(), " built after it");
-        }
+    SortTopologically();
+  }
+
+  // Orders needed_ so that every node follows its inputs but loops' back edges, the oldest
+  // ready node first (control flow builders add a Switch or Enter after its consumer).
+  void SortTopologically() {
+    std::unordered_map<const Node*, int> pending;
+    std::unordered_map<const Node*, std::vector<const Node*>> consumers;
+    for (const Node* n : needed_set_) {
+      int& count = pending[n];
+      for (int i = 0; i < n->num_inputs(); ++i) {
+        if (FeedIndex(n->input(i)) >= 0 || IsBackEdge(n, i)) continue;
+        consumers[n->input(i).node].push_back(n);
+        ++count;
+      }
+      for (const Node* c : n->control_inputs()) {
+        consumers[c].push_back(n);
+        ++count;
       }
     }
+    auto later = [](const Node* a, const Node* b) { return a->id() > b->id(); };
+    std::priority_queue<const Node*, std::vector<const Node*>, decltype(later)> ready(later);
+    for (const auto& [n, count] : pending) {
+      if (count == 0) ready.push(n);
+    }
+    while (!ready.empty()) {
+      const Node* n = ready.top();
+      ready.pop();
+      needed_.push_back(n);
+      for (const Node* c : consumers[n]) {
+        if (--pending.at(c) == 0) ready.push(c);
+      }
+    }
+    if (needed_.size() == needed_set_.size()) return;
+    const Node* stuck = nullptr;
+    for (const auto& [n, count] : pending) {
+      if (count != 0 && (stuck == nullptr || n->id() < stuck->id())) stuck = n;
+    }
+    InvalidArgument("The graph has a cycle that is not a while loop's: ", stuck->DebugName(),
+                    " depends on its own output");
   }
+
+  // The outermost loop (frame) of each needed node inside one, by the frame analysis
+  // the executor does too (malformed loops throw InvalidArgument here, as they would there).
+  void FindLoops() {
+    const bool has_loops = std::any_of(needed_.begin(), needed_.end(),
+                                       [](const Node* n) { return CfKindOf(*n) == CfKind::kEnter; });
+    if (!has_loops) return;
+    std::unordered_map<const Node*, int> item;
+    for (size_t i = 0; i < needed_.size(); ++i) item.emplace(needed_[i], static_cast<int>(i));
+    std::vector<CfNode> nodes(needed_.size());
+    for (size_t i = 0; i < needed_.size(); ++i) {
+      const Node* n = needed_[i];
+      nodes[i].node = n;
+      for (const Endpoint& e : n->inputs()) {
+        nodes[i].inputs.push_back(FeedIndex(e) >= 0 ? CfNode::Input{-1, FeedIndex(e)}
+                                                    : CfNode::Input{item.at(e.node), e.index});
+      }
+      for (const Node* c : n->control_inputs()) nodes[i].control_inputs.push_back(item.at(c));
+    }
+    const ControlFlowInfo info = AnalyzeControlFlow(nodes);
+    std::unordered_map<std::string, int> outermost;  // loops in the root frame, by name
+    for (size_t f = 1; f < info.frames.size(); ++f) {
+      if (info.frames[f].parent == 0) outermost.emplace(info.frames[f].name, static_cast<int>(f));
+    }
+    for (size_t i = 0; i < needed_.size(); ++i) {
+      int frame = info.frame_of[i];
+      // An Enter runs in the frame around its loop but hands its value to the loop's
+      // executor run, so it belongs with the loop.
+      if (frame == 0 && CfKindOf(*needed_[i]) == CfKind::kEnter) {
+        auto it = outermost.find(needed_[i]->GetAttr<std::string>("frame_name"));
+        if (it != outermost.end()) frame = it->second;
+      }
+      if (frame == 0) continue;
+      while (info.frames[frame].parent != 0) frame = info.frames[frame].parent;
+      loop_of_.emplace(needed_[i], frame);
+    }
+    for (const FrameInfo& frame : info.frames) loop_names_.push_back(frame.name);
+  }
+
+  int LoopOf(const Node* n) const {
+    auto it = loop_of_.find(n);
+    return it == loop_of_.end() ? -1 : it->second;
+  }
+
+  // A loop runs in one task's partition: its frame and iterations exist only there. TF keeps
+  // a spanning loop going with a control-loop state machine per partition, which flowtrain
+  // does not build, so such a loop is refused here, before any task runs it.
+  void CheckLoopsStayInOneTask() {
+    std::map<int, std::map<TaskId, const Node*>> tasks_of_loop;
+    for (const Node* n : needed_) {
+      const int loop = LoopOf(n);
+      if (loop >= 0) tasks_of_loop[loop].emplace(task_.at(n), n);
+    }
+    for (const auto& [loop, tasks] : tasks_of_loop) {
+      if (tasks.size() < 2) continue;
+      std::string where;
+      for (const auto& [task, n] : tasks) {
+        where += StrCat(where.empty() ? "" : ", ", task.name(), " (", n->name(), ")");
+      }
+      InvalidArgument("The while loop '", loop_names_[loop], "' spans ", tasks.size(), " tasks: ", where,
+                      ". The distributed runtime runs a loop within one task: place all of its nodes on "
+                      "one task (values from other tasks can enter it)");
+    }
+  }
+
+  // The nodes whose outputs can be dead in a step: those a Switch output reaches, where a
+  // Merge is dead only when all its inputs may be. A conservative analysis: it only decides
+  // which transfers carry a deadness flag and which stages run frame-aware.
+  void FindNodesThatMayBeDead() {
+    for (const Node* n : needed_) {
+      const CfKind kind = CfKindOf(*n);
+      bool dead = kind == CfKind::kSwitch;
+      if (kind == CfKind::kMerge) {
+        dead = true;
+        for (int i = 0; i < n->num_inputs(); ++i) {
+          if (!IsBackEdge(n, i) && !MayBeDead(n->input(i))) dead = false;
+        }
+      } else if (kind != CfKind::kControlTrigger) {
+        for (const Endpoint& e : n->inputs()) dead = dead || MayBeDead(e);
+        for (const Node* c : n->control_inputs()) dead = dead || may_be_dead_.count(c) != 0;
+      }
+      if (dead) may_be_dead_.insert(n);
+    }
+  }
+  std::string LoopNames(const std::map<int, int>& loops) const {
+    std::string names;
+    for (const auto& [loop, stage] : loops)
+      names += StrCat(names.empty() ? "'" : ", '", loop_names_[loop], "'");
+    return names;
+  }
+
+  bool MayBeDead(const Endpoint& e) const { return FeedIndex(e) < 0 && may_be_dead_.count(e.node) != 0; }
 
   // The node whose device `n` takes: its colocation target, or the producer of a reference
   // input (TF's placer keeps reference edges within a device), followed transitively.
@@ -159,23 +292,47 @@ class Partitioner {
     std::unordered_map<const Node*, std::vector<const Node*>> consumers;
     for (const Node* n : needed_) {
       if (copyable_.count(n) != 0) continue;
-      int stage = 0;
-      auto consider = [&](const Node* src) {
-        const bool cross = task_.at(src) != task_.at(n);
-        consumers[src].push_back(n);
-        if (copyable_.count(src) != 0) {
-          stage = std::max(stage, cross ? 1 : 0);
-        } else {
-          stage = std::max(stage, stage_.at(src) + (cross ? 1 : 0));
-        }
-      };
-      for (const Endpoint& e : n->inputs()) {
-        if (FeedIndex(e) < 0) consider(e.node);
+      for (int i = 0; i < n->num_inputs(); ++i) {
+        if (FeedIndex(n->input(i)) < 0 && !IsBackEdge(n, i)) consumers[n->input(i).node].push_back(n);
       }
-      for (const Node* c : n->control_inputs()) consider(c);
-      stage_.emplace(n, stage);
-      instances_[n].insert(stage);
+      for (const Node* c : n->control_inputs()) consumers[c].push_back(n);
     }
+    // A loop's nodes share one stage, the latest any of them needs, since its frame lives in
+    // one executor run; a rising loop stage moves what follows it, so repeat until none rises.
+    std::map<int, int> loop_stage;  // ordered, for a deterministic message
+    for (size_t round = 0;; ++round) {
+      bool risen = false;
+      for (const Node* n : needed_) {
+        if (copyable_.count(n) != 0) continue;
+        int stage = 0;
+        auto consider = [&](const Node* src) {
+          const bool cross = task_.at(src) != task_.at(n);
+          if (copyable_.count(src) != 0) {
+            stage = std::max(stage, cross ? 1 : 0);
+          } else {
+            stage = std::max(stage, stage_.at(src) + (cross ? 1 : 0));
+          }
+        };
+        for (int i = 0; i < n->num_inputs(); ++i) {
+          if (FeedIndex(n->input(i)) < 0 && !IsBackEdge(n, i)) consider(n->input(i).node);
+        }
+        for (const Node* c : n->control_inputs()) consider(c);
+        const int loop = LoopOf(n);
+        if (loop >= 0) {
+          int& shared = loop_stage[loop];
+          risen = risen || stage > shared;
+          shared = std::max(shared, stage);
+          stage = shared;
+        }
+        stage_[n] = stage;
+      }
+      if (!risen) break;
+      if (round > needed_.size()) {
+        InvalidArgument("A while loop's inputs depend on its own results through another task (loops: ",
+                        LoopNames(loop_stage), ")");
+      }
+    }
+    for (const auto& [n, stage] : stage_) instances_[n].insert(stage);
     for (const Node* n : copyable_) {
       std::set<int>& stages = instances_[n];
       bool stage0 = fetched_or_targeted.count(n) != 0 || consumers[n].empty();
@@ -214,9 +371,10 @@ class Partitioner {
   Stage& StageOf(const TaskId& task, int stage) { return stages_[task][stage]; }
 
   StageOutput& OutputOf(const Node* n, int index, int stage = -1) {
-    const TaskId& task = task_.at(n);
     if (stage < 0) stage = ProducingStage(n);
-    const std::string tensor = StrCat(InstanceName(n, stage), ":", index);
+    return OutputAt(task_.at(n), stage, StrCat(InstanceName(n, stage), ":", index));
+  }
+  StageOutput& OutputAt(const TaskId& task, int stage, const std::string& tensor) {
     auto& by_tensor = output_index_[{task, stage}];
     auto it = by_tensor.find(tensor);
     Stage& s = StageOf(task, stage);
@@ -244,31 +402,79 @@ class Partitioner {
       OutputOf(e.node, e.index).set_local_key(key);
       input.set_local_key(key);
     } else {
-      StageOutput& out = OutputOf(e.node, e.index);
-      const bool pushed = std::any_of(out.pushes().begin(), out.pushes().end(), [&](const PushTarget& p) {
-        return p.job() == task.job && p.task() == task.index;
-      });
-      if (!pushed) {
-        PushTarget* push = out.add_pushes();
-        push->set_job(task.job);
-        push->set_task(task.index);
-        push->set_key(key);
-      }
+      PushTo(OutputOf(e.node, e.index), task, key);
       input.set_transfer_key(key);
     }
+    input.set_may_be_dead(MayBeDead(e));
+    return PlaceholderFor(task, stage, key, StrCat(e.node->name(), "_", e.index), input,
+                          BaseType(e.node->output_type(e.index)), e.node->output_shape(e.index)) +
+           ":0";
+  }
+
+  static void PushTo(StageOutput& out, const TaskId& task, const std::string& key) {
+    const bool pushed = std::any_of(out.pushes().begin(), out.pushes().end(), [&](const PushTarget& p) {
+      return p.job() == task.job && p.task() == task.index;
+    });
+    if (pushed) return;
+    PushTarget* push = out.add_pushes();
+    push->set_job(task.job);
+    push->set_task(task.index);
+    push->set_key(key);
+  }
+
+  // The Placeholder (one per key and stage) through which a stage of `task` reads `input`:
+  // its name.
+  std::string PlaceholderFor(const TaskId& task, int stage, const std::string& key, const std::string& base,
+                             StageInput input, DataType dtype, const PartialTensorShape& shape) {
     auto& placeholders = placeholders_[{task, stage}];
     auto it = placeholders.find(key);
     if (it != placeholders.end()) return it->second;
-    const std::string name = StrCat("flowtrain_input/s", stage, "/", e.node->name(), "_", e.index);
+    const std::string name = StrCat("flowtrain_input/s", stage, "/", base);
     placeholders.emplace(key, name);
     input.set_placeholder(name);
     *StageOf(task, stage).add_inputs() = input;
     tensorflow::NodeDef* def = graph_defs_[task].add_node();
     def->set_name(name);
     def->set_op("Placeholder");
-    (*def->mutable_attr())["dtype"] = MakeAttrValue(BaseType(e.node->output_type(e.index)));
-    (*def->mutable_attr())["shape"] = MakeAttrValue(e.node->output_shape(e.index));
-    return name + ":0";
+    (*def->mutable_attr())["dtype"] = MakeAttrValue(dtype);
+    (*def->mutable_attr())["shape"] = MakeAttrValue(shape);
+    return name;
+  }
+
+  // A control edge to another task from a node that can be dead must carry that deadness,
+  // which a bare token cannot: as TF's partitioner, a constant gated by the source goes over
+  // instead (dead with it), and its received copy becomes the consumer's control input.
+  std::string DeadnessCarrierFor(const Node* src, const TaskId& task, int stage) {
+    const TaskId& src_task = task_.at(src);
+    const int src_stage = ProducingStage(src);
+    const std::string carrier = StrCat("flowtrain_control/", src->name());
+    if (deadness_carriers_.insert(src).second) {
+      tensorflow::NodeDef* def = graph_defs_[src_task].add_node();
+      def->set_name(carrier);
+      def->set_op("Const");
+      def->add_input(StrCat("^", InstanceName(src, src_stage)));
+      (*def->mutable_attr())["dtype"] = MakeAttrValue(DT_BOOL);
+      (*def->mutable_attr())["value"] = MakeAttrValue(Tensor::Scalar<bool>(true));
+      StageOf(src_task, src_stage).add_targets(carrier);
+    }
+    const std::string key = carrier + ":0";
+    PushTo(OutputAt(src_task, src_stage, key), task, key);
+    StageInput input;
+    input.set_transfer_key(key);
+    input.set_may_be_dead(true);
+    const std::string placeholder =
+        PlaceholderFor(task, stage, key, carrier, input, DT_BOOL, PartialTensorShape({}));
+    // A fed Placeholder as a control input would run (and fail): an Identity of it gates.
+    const std::string gate = placeholder + "/gate";
+    if (gates_.insert(gate).second) {
+      tensorflow::NodeDef* def = graph_defs_[task].add_node();
+      def->set_name(gate);
+      def->set_op("Identity");
+      def->add_input(placeholder + ":0");
+      (*def->mutable_attr())["T"] = MakeAttrValue(DT_BOOL);
+      StageOf(task, stage).add_targets(gate);
+    }
+    return gate;
   }
 
   // Adds `src` as a control input of `consumer`'s instance, or orders them across tasks with
@@ -282,6 +488,10 @@ class Partitioner {
       } else if (stage_.at(src) == stage) {
         def->add_input(StrCat("^", src->name()));
       }
+      return;
+    }
+    if (may_be_dead_.count(src) != 0) {
+      def->add_input(StrCat("^", DeadnessCarrierFor(src, task, stage)));
       return;
     }
     const std::string key = StrCat("^", src->name());
@@ -359,13 +569,18 @@ class Partitioner {
   std::map<EndpointId, int> feed_index_;
 
   std::unordered_set<const Node*> needed_set_;
-  std::vector<const Node*> needed_;  // in node-id (topological) order
+  std::vector<const Node*> needed_;  // in topological order
   std::unordered_map<const Node*, const Node*> anchors_;
   std::unordered_map<const Node*, TaskId> task_;
   std::unordered_set<const Node*> copyable_;
   std::unordered_map<const Node*, int> stage_;  // nodes that are not copyable
   std::unordered_map<const Node*, std::set<int>> instances_;
   std::unordered_map<const Node*, int> ref_fetch_stage_;  // fetched variables: where to read
+  std::unordered_map<const Node*, int> loop_of_;          // nodes in loops: the outermost one
+  std::vector<std::string> loop_names_;                   // by frame number
+  std::unordered_set<const Node*> may_be_dead_;
+  std::unordered_set<const Node*> deadness_carriers_;  // sources of control edges to other tasks
+  std::unordered_set<std::string> gates_;              // their received copies' Identities
 
   std::map<TaskId, std::map<int, Stage>> stages_;
   std::map<TaskId, tensorflow::GraphDef> graph_defs_;

@@ -12,6 +12,11 @@
 // Input-less nodes (constants, variables) are copied into each stage that uses them instead
 // of moving their outputs between stages; copies of a variable share it by `shared_name`.
 //
+// Control flow: a while loop's nodes (its Enters too) must sit on one task and share one
+// stage, its frame living in one executor run there. Tensors that can be dead (an untaken
+// cond branch's) cross tasks as such: their stage inputs say `may_be_dead`, and a control
+// edge to another task from such a node goes as a constant gated by it.
+//
 //   PartitionPlan plan = PartitionGraph(graph, feeds, fetches, targets,
 //                                       {.cluster = cluster, .default_job = "worker"});
 //   for (auto& [task, partition] : plan.partitions) ... RegisterGraph(partition.request) ...
@@ -54,7 +59,8 @@ struct PartitionOptions {
 };
 
 // Throws InvalidArgument for a device outside the cluster, a reference or handle from another
-// task, or a graph that is not in topological order of node ids.
+// task, a cycle that is not a while loop's, and a while loop spanning tasks (naming the
+// loop's frame and the tasks).
 PartitionPlan PartitionGraph(const Graph& graph, const std::vector<Endpoint>& feeds,
                              const std::vector<Endpoint>& fetches, const std::vector<const Node*>& targets,
                              const PartitionOptions& options);

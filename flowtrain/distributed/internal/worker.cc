@@ -69,6 +69,7 @@ struct Worker::Partition {
     Stage spec;
     std::vector<Input> inputs;
     std::vector<std::string> awaited;  // transfer keys and control tokens
+    bool inputs_may_be_dead = false;
     std::unique_ptr<Executor> executor;
   };
 
@@ -85,6 +86,7 @@ struct Worker::StepState {
   absl::CondVar cv;  // signalled when a tensor is received
   // By transfer key or control token.
   std::unordered_map<std::string, Tensor> received ABSL_GUARDED_BY(mu);
+  std::unordered_set<std::string> received_dead ABSL_GUARDED_BY(mu);  // keys that arrived dead
   // A RunStep runs it. Guarded by the worker's mu_, not by `mu` (the analysis cannot name
   // another object's mutex).
   bool claimed = false;
@@ -189,6 +191,7 @@ grpc::Status Worker::RegisterGraph(grpc::ServerContext*, const RegisterGraphRequ
           stage.awaited.push_back(in.key);
         }
         if (in.kind == StageInput::kLocalKey) in.key = input.local_key();
+        stage.inputs_may_be_dead = stage.inputs_may_be_dead || input.may_be_dead();
       }
       for (const std::string& token : spec.awaited_controls()) stage.awaited.push_back(token);
       std::vector<Endpoint> fetches;
@@ -201,7 +204,9 @@ grpc::Status Worker::RegisterGraph(grpc::ServerContext*, const RegisterGraphRequ
         if (node == nullptr) InvalidArgument("No node ", name, " in the partition");
         stage_nodes.push_back(node);
       }
-      stage.executor = std::make_unique<Executor>(env, feeds, fetches, OutermostNodes(stage_nodes));
+      ExecutorEnv stage_env = env;
+      stage_env.feeds_may_be_dead = stage.inputs_may_be_dead;
+      stage.executor = std::make_unique<Executor>(stage_env, feeds, fetches, OutermostNodes(stage_nodes));
     }
     absl::MutexLock lock(&mu_);
     if (shutting_down_) Unavailable("Task ", task_name_, " is shutting down");
@@ -297,15 +302,24 @@ grpc::Status Worker::SendTensors(grpc::ServerContext*, const SendTensorsRequest*
       InvalidArgument("SendTensors: ", request->keys_size(), " keys for ", request->tensors_size(),
                       " tensors");
     }
+    if (request->is_dead_size() != 0 && request->is_dead_size() != request->keys_size()) {
+      InvalidArgument("SendTensors: ", request->is_dead_size(), " is_dead flags for ", request->keys_size(),
+                      " keys");
+    }
+    auto is_dead = [&](int i) { return request->is_dead_size() != 0 && request->is_dead(i); };
     std::vector<Tensor> tensors;
     for (int i = 0; i < request->keys_size(); ++i) {
-      // Control tokens ("^node") carry no value.
-      tensors.push_back(request->keys(i).starts_with("^") ? Tensor() : TensorFromProto(request->tensors(i)));
+      // Control tokens ("^node") and dead tensors carry no value.
+      const bool empty = request->keys(i).starts_with("^") || is_dead(i);
+      tensors.push_back(empty ? Tensor() : TensorFromProto(request->tensors(i)));
     }
     std::shared_ptr<StepState> step = GetOrCreateStep(request->step_id(), false);
     if (step == nullptr) return;  // the step already ended here (it failed): nobody waits
     absl::MutexLock lock(&step->mu);
-    for (int i = 0; i < request->keys_size(); ++i) step->received[request->keys(i)] = std::move(tensors[i]);
+    for (int i = 0; i < request->keys_size(); ++i) {
+      if (is_dead(i)) step->received_dead.insert(request->keys(i));
+      step->received[request->keys(i)] = std::move(tensors[i]);
+    }
     step->cv.SignalAll();
   });
 }
@@ -359,6 +373,7 @@ void Worker::RunStepOrThrow(grpc::ServerContext* context, const RunStepRequest& 
     client_feeds.emplace(request.feed_indices(i), TensorFromProto(request.feeds(i)));
   }
   std::unordered_map<std::string, Tensor> local;
+  std::unordered_set<std::string> local_dead;  // keys of `local` whose tensors are dead
   ExecutorRunArgs args;
   args.deadline = deadline;
   args.cancellation = &step_cancellation;
@@ -366,8 +381,11 @@ void Worker::RunStepOrThrow(grpc::ServerContext* context, const RunStepRequest& 
   RunMetadata trace;
   if (request.trace()) args.trace = &trace;
   std::vector<Tensor> feeds;
+  std::vector<bool> dead_feeds;
+  std::vector<bool> dead_outputs;
   for (Partition::StageRuntime& stage : partition->stages) {
     feeds.clear();
+    dead_feeds.clear();
     {
       absl::MutexLock lock(&step->mu);
       auto all_received = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(step->mu) {
@@ -390,21 +408,37 @@ void Worker::RunStepOrThrow(grpc::ServerContext* context, const RunStepRequest& 
           auto it = client_feeds.find(input.feed);
           if (it == client_feeds.end()) Internal("RunStep misses feed ", input.feed);
           feeds.push_back(it->second);
+          dead_feeds.push_back(false);
         } else if (input.kind == StageInput::kTransferKey) {
           feeds.push_back(step->received.at(input.key));
+          dead_feeds.push_back(step->received_dead.count(input.key) != 0);
         } else {
           feeds.push_back(local.at(input.key));
+          dead_feeds.push_back(local_dead.count(input.key) != 0);
         }
       }
     }
     if (step_cancellation.IsCancelled()) Cancelled("Step ", step_id, " was cancelled on ", task_name_);
+    // Always given: a dead feed the master did not expect fails the stage (Internal), never
+    // runs as a value.
+    args.dead_feeds = &dead_feeds;
+    args.dead_fetches = &dead_outputs;
     std::vector<Tensor> outputs = stage.executor->Run(args, feeds);
     std::map<std::pair<std::string, int>, SendTensorsRequest> pushes;
     for (int i = 0; i < stage.spec.outputs_size(); ++i) {
       const StageOutput& spec = stage.spec.outputs(i);
-      if (!spec.local_key().empty()) local[spec.local_key()] = outputs[i];
+      const bool dead = dead_outputs[i];
+      if (!spec.local_key().empty()) {
+        local[spec.local_key()] = outputs[i];
+        if (dead) local_dead.insert(spec.local_key());
+      }
+      if (dead && spec.client_fetches_size() != 0) {
+        InvalidArgument("Retval[", spec.client_fetches(0), "] does not have value: the fetched tensor ",
+                        spec.tensor(), " on ", task_name_,
+                        " is dead (it is on a branch the run did not take)");
+      }
       if (spec.client_fetches_size() == 0 && spec.pushes_size() == 0) continue;
-      const tensorflow::TensorProto proto = TensorToProto(outputs[i]);
+      const tensorflow::TensorProto proto = dead ? tensorflow::TensorProto() : TensorToProto(outputs[i]);
       for (int fetch : spec.client_fetches()) {
         response->add_fetch_indices(fetch);
         *response->add_fetches() = proto;
@@ -413,12 +447,14 @@ void Worker::RunStepOrThrow(grpc::ServerContext* context, const RunStepRequest& 
         SendTensorsRequest& out = pushes[{push.job(), push.task()}];
         out.add_keys(push.key());
         *out.add_tensors() = proto;
+        out.add_is_dead(dead);
       }
     }
     for (const PushTarget& push : stage.spec.control_pushes()) {
       SendTensorsRequest& out = pushes[{push.job(), push.task()}];
       out.add_keys(push.key());
       out.add_tensors();
+      out.add_is_dead(false);
     }
     for (auto& [task, out] : pushes) Push(step_id, task.first, task.second, out, deadline);
   }

@@ -250,14 +250,15 @@ class FrameExecutor::Runner {
       : x_(x), base_(base), s_(s) {}
 
   // Makes the root frame, delivers the feeds and returns the nodes ready to start.
-  Ready Start(std::span<const Tensor> feed_values) {
+  Ready Start(std::span<const Tensor> feed_values, const std::vector<bool>* dead_feeds) {
     Ready ready;
     StateLock lock(&s_.mu, x_.pool_ != nullptr);
     FrameInstance* root = NewFrame(0, nullptr, 0);
     Iteration* it = root->Get(0);
     for (size_t f = 0; f < x_.feed_edges_.size(); ++f) {
+      const bool live = dead_feeds == nullptr || !(*dead_feeds)[f];
       for (const Edge& e : x_.feed_edges_[f])
-        DeliverEdge(e, &feed_values[f], nullptr, true, root, 0, it, ready);
+        DeliverEdge(e, &feed_values[f], nullptr, live, root, 0, it, ready);
     }
     for (int r : x_.roots_) Push(ready, {r, root, 0, it, false});
     return ready;
@@ -625,7 +626,9 @@ class FrameExecutor::Runner {
 
 std::vector<Tensor> FrameExecutor::Run(const OpKernelContext::Params& base,
                                        std::span<const Tensor> feed_values,
-                                       std::vector<tensorflow::NodeExecStats>* stats) const {
+                                       std::vector<tensorflow::NodeExecStats>* stats,
+                                       const std::vector<bool>* dead_feeds,
+                                       std::vector<bool>* dead_fetches) const {
   RunState s;
   s.stats = stats;
   {
@@ -634,7 +637,7 @@ std::vector<Tensor> FrameExecutor::Run(const OpKernelContext::Params& base,
     s.results.resize(fetches_.size());
   }
   Runner runner(*this, base, s);
-  Runner::Ready ready = runner.Start(feed_values);
+  Runner::Ready ready = runner.Start(feed_values, dead_feeds);
   std::reverse(ready.begin(), ready.end());  // roots start in plan order
   runner.Process(std::move(ready));
   absl::MutexLock lock(&s.mu);
@@ -642,13 +645,21 @@ std::vector<Tensor> FrameExecutor::Run(const OpKernelContext::Params& base,
   if (s.error != nullptr) std::rethrow_exception(s.error);
   std::vector<Tensor> results;
   results.reserve(fetches_.size());
+  if (dead_fetches != nullptr) dead_fetches->assign(fetches_.size(), false);
   for (size_t f = 0; f < fetches_.size(); ++f) {
     const Fetch& fetch = fetches_[f];
     if (fetch.item < 0) {
-      results.push_back(feed_values[fetch.output]);
+      const bool dead = dead_feeds != nullptr && (*dead_feeds)[fetch.output];
+      if (dead && dead_fetches != nullptr) (*dead_fetches)[f] = true;
+      results.push_back(dead ? Tensor() : feed_values[fetch.output]);
       continue;
     }
     const Value& v = s.results[f];
+    if (!v.live && dead_fetches != nullptr) {
+      (*dead_fetches)[f] = true;
+      results.emplace_back();
+      continue;
+    }
     if (!v.live) {
       InvalidArgument("Retval[", f, "] does not have value: the fetched tensor ",
                       items_[fetch.item].graph.node->name(), ":", fetch.output,

@@ -56,11 +56,14 @@ class FrameExecutor {
   FrameExecutor& operator=(const FrameExecutor&) = delete;
 
   // Runs the plan once with `base` (deadline, cancellation, resources...) given to every
-  // kernel; returns the fetches. Appends per-node timings to `stats` when not null. A dead or
-  // never computed fetch is an InvalidArgument naming the tensor; a kernel's error
-  // propagates with its node's name added.
+  // kernel; returns the fetches. Appends per-node timings to `stats` when not null. Feed f
+  // arrives dead when `dead_feeds` (null: all live) says so. A dead or never computed fetch
+  // is an InvalidArgument naming the tensor, unless `dead_fetches` is given: then it is an
+  // empty Tensor, flagged there. A kernel's error propagates with its node's name added.
   std::vector<Tensor> Run(const OpKernelContext::Params& base, std::span<const Tensor> feed_values,
-                          std::vector<tensorflow::NodeExecStats>* stats) const;
+                          std::vector<tensorflow::NodeExecStats>* stats,
+                          const std::vector<bool>* dead_feeds = nullptr,
+                          std::vector<bool>* dead_fetches = nullptr) const;
 
  private:
   struct NodeInfo;
