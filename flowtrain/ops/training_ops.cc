@@ -23,14 +23,29 @@ void SetVarOutput(InferenceContext& c, const PartialTensorShape& shape) {
 }
 
 // Shape function of the Apply* ops: the first `num_vars` inputs (variable and slots) and the
-// gradient (last input) share one shape; every other input is a scalar.
-ShapeFn ApplyShape(int num_vars) {
-  return [num_vars](InferenceContext& c) {
+// gradient (input `grad`, the last one when -1) share one shape; every other input is a scalar.
+ShapeFn ApplyShape(int num_vars, int grad = -1) {
+  return [num_vars, grad](InferenceContext& c) {
     PartialTensorShape shape = VarShape(c, 0);
     for (int i = 1; i < num_vars; ++i) shape = c.Merge(shape, VarShape(c, i));
-    const int grad = c.num_inputs() - 1;
-    for (int i = num_vars; i < grad; ++i) c.WithRank(c.input(i), 0);
-    shape = c.Merge(shape, c.input(grad));
+    const int g = grad < 0 ? c.num_inputs() - 1 : grad;
+    for (int i = num_vars; i < c.num_inputs(); ++i) {
+      if (i != g) c.WithRank(c.input(i), 0);
+    }
+    shape = c.Merge(shape, c.input(g));
+    SetVarOutput(c, shape);
+  };
+}
+
+// Shape function of the SparseApply* ops: variable and slots share
+// one shape, `indices` (right after `grad`) is a vector, every other input but grad a scalar.
+ShapeFn SparseApplyShape(int num_vars, int grad) {
+  return [num_vars, grad](InferenceContext& c) {
+    PartialTensorShape shape = VarShape(c, 0);
+    for (int i = 1; i < num_vars; ++i) shape = c.Merge(shape, VarShape(c, i));
+    for (int i = num_vars; i < c.num_inputs(); ++i) {
+      if (i != grad) c.WithRank(c.input(i), i == grad + 1 ? 1 : 0);
+    }
     SetVarOutput(c, shape);
   };
 }
@@ -42,13 +57,6 @@ void MomentumShape(InferenceContext& c) {
   shape = c.Merge(shape, c.input(3));
   c.WithRank(c.input(4), 0);
   SetVarOutput(c, shape);
-}
-
-void SparseAdagradShape(InferenceContext& c) {
-  const PartialTensorShape var = c.Merge(VarShape(c, 0), VarShape(c, 1));
-  c.WithRank(c.input(2), 0);
-  c.WithRank(c.input(4), 1);
-  SetVarOutput(c, var);
 }
 
 // TF pairs each update op on reference variables, ApplyX (variable inputs `Ref(T)`, output
@@ -101,7 +109,7 @@ const bool kApplyOpsRegistered [[maybe_unused]] = [] {
                     {"var", "accum"},
                     {"lr: T", "grad: T", "indices: Tindices"},
                     {"Tindices: {int32, int64}", "update_slots: bool = true"},
-                    SparseAdagradShape});
+                    SparseApplyShape(2, 3)});
   RegisterApplyOps({"ApplyRMSProp",
                     {"var", "ms", "mom"},
                     {"lr: T", "rho: T", "momentum: T", "epsilon: T", "grad: T"},
@@ -112,6 +120,65 @@ const bool kApplyOpsRegistered [[maybe_unused]] = [] {
                     {"lr: T", "rho: T", "momentum: T", "epsilon: T", "grad: T"},
                     {},
                     ApplyShape(4)});
+  RegisterApplyOps({"ApplyAdadelta",
+                    {"var", "accum", "accum_update"},
+                    {"lr: T", "rho: T", "epsilon: T", "grad: T"},
+                    {},
+                    ApplyShape(3)});
+  RegisterApplyOps({"SparseApplyAdadelta",
+                    {"var", "accum", "accum_update"},
+                    {"lr: T", "rho: T", "epsilon: T", "grad: T", "indices: Tindices"},
+                    {"Tindices: {int32, int64}"},
+                    SparseApplyShape(3, 6)});
+  RegisterApplyOps({"ApplyProximalGradientDescent",
+                    {"var"},
+                    {"alpha: T", "l1: T", "l2: T", "delta: T"},
+                    {},
+                    ApplyShape(1)});
+  RegisterApplyOps({"SparseApplyProximalGradientDescent",
+                    {"var"},
+                    {"alpha: T", "l1: T", "l2: T", "grad: T", "indices: Tindices"},
+                    {"Tindices: {int32, int64}"},
+                    SparseApplyShape(1, 4)});
+  RegisterApplyOps(
+      {"ApplyProximalAdagrad", {"var", "accum"}, {"lr: T", "l1: T", "l2: T", "grad: T"}, {}, ApplyShape(2)});
+  RegisterApplyOps({"SparseApplyProximalAdagrad",
+                    {"var", "accum"},
+                    {"lr: T", "l1: T", "l2: T", "grad: T", "indices: Tindices"},
+                    {"Tindices: {int32, int64}"},
+                    SparseApplyShape(2, 5)});
+  // Ftrl and AdagradDA take grad right after the slots.
+  RegisterApplyOps({"ApplyFtrl",
+                    {"var", "accum", "linear"},
+                    {"grad: T", "lr: T", "l1: T", "l2: T", "lr_power: T"},
+                    {"multiply_linear_by_lr: bool = false"},
+                    ApplyShape(3, 3)});
+  RegisterApplyOps({"SparseApplyFtrl",
+                    {"var", "accum", "linear"},
+                    {"grad: T", "indices: Tindices", "lr: T", "l1: T", "l2: T", "lr_power: T"},
+                    {"Tindices: {int32, int64}", "multiply_linear_by_lr: bool = false"},
+                    SparseApplyShape(3, 3)});
+  RegisterApplyOps({"ApplyFtrlV2",
+                    {"var", "accum", "linear"},
+                    {"grad: T", "lr: T", "l1: T", "l2: T", "l2_shrinkage: T", "lr_power: T"},
+                    {"multiply_linear_by_lr: bool = false"},
+                    ApplyShape(3, 3)});
+  RegisterApplyOps(
+      {"SparseApplyFtrlV2",
+       {"var", "accum", "linear"},
+       {"grad: T", "indices: Tindices", "lr: T", "l1: T", "l2: T", "l2_shrinkage: T", "lr_power: T"},
+       {"Tindices: {int32, int64}", "multiply_linear_by_lr: bool = false"},
+       SparseApplyShape(3, 3)});
+  RegisterApplyOps({"ApplyAdagradDA",
+                    {"var", "gradient_accumulator", "gradient_squared_accumulator"},
+                    {"grad: T", "lr: T", "l1: T", "l2: T", "global_step: int64"},
+                    {},
+                    ApplyShape(3, 3)});
+  RegisterApplyOps({"SparseApplyAdagradDA",
+                    {"var", "gradient_accumulator", "gradient_squared_accumulator"},
+                    {"grad: T", "indices: Tindices", "lr: T", "l1: T", "l2: T", "global_step: int64"},
+                    {"Tindices: {int32, int64}"},
+                    SparseApplyShape(3, 3)});
   return true;
 }();
 
@@ -131,6 +198,30 @@ FT_REGISTER_NO_GRADIENT("ResourceApplyAdagrad");
 FT_REGISTER_NO_GRADIENT("ResourceSparseApplyAdagrad");
 FT_REGISTER_NO_GRADIENT("ResourceApplyRMSProp");
 FT_REGISTER_NO_GRADIENT("ResourceApplyCenteredRMSProp");
+FT_REGISTER_NO_GRADIENT("ApplyAdadelta");
+FT_REGISTER_NO_GRADIENT("SparseApplyAdadelta");
+FT_REGISTER_NO_GRADIENT("ResourceApplyAdadelta");
+FT_REGISTER_NO_GRADIENT("ResourceSparseApplyAdadelta");
+FT_REGISTER_NO_GRADIENT("ApplyProximalGradientDescent");
+FT_REGISTER_NO_GRADIENT("SparseApplyProximalGradientDescent");
+FT_REGISTER_NO_GRADIENT("ResourceApplyProximalGradientDescent");
+FT_REGISTER_NO_GRADIENT("ResourceSparseApplyProximalGradientDescent");
+FT_REGISTER_NO_GRADIENT("ApplyProximalAdagrad");
+FT_REGISTER_NO_GRADIENT("SparseApplyProximalAdagrad");
+FT_REGISTER_NO_GRADIENT("ResourceApplyProximalAdagrad");
+FT_REGISTER_NO_GRADIENT("ResourceSparseApplyProximalAdagrad");
+FT_REGISTER_NO_GRADIENT("ApplyFtrl");
+FT_REGISTER_NO_GRADIENT("SparseApplyFtrl");
+FT_REGISTER_NO_GRADIENT("ResourceApplyFtrl");
+FT_REGISTER_NO_GRADIENT("ResourceSparseApplyFtrl");
+FT_REGISTER_NO_GRADIENT("ApplyFtrlV2");
+FT_REGISTER_NO_GRADIENT("SparseApplyFtrlV2");
+FT_REGISTER_NO_GRADIENT("ResourceApplyFtrlV2");
+FT_REGISTER_NO_GRADIENT("ResourceSparseApplyFtrlV2");
+FT_REGISTER_NO_GRADIENT("ApplyAdagradDA");
+FT_REGISTER_NO_GRADIENT("SparseApplyAdagradDA");
+FT_REGISTER_NO_GRADIENT("ResourceApplyAdagradDA");
+FT_REGISTER_NO_GRADIENT("ResourceSparseApplyAdagradDA");
 
 namespace ops {
 namespace {
@@ -243,6 +334,183 @@ Operation ResourceApplyCenteredRMSProp(Output var, Output mg, Output ms, Output 
                                        std::string_view name) {
   return BuildApply("ResourceApplyCenteredRMSProp", name, {var, mg, ms, mom},
                     {lr, rho, momentum, epsilon, grad}, {{"use_locking", use_locking}});
+}
+
+Output ApplyAdadelta(Output var, Output accum, Output accum_update, Output lr, Output rho, Output epsilon,
+                     Output grad, bool use_locking, std::string_view name) {
+  return BuildApply("ApplyAdadelta", name, {var, accum, accum_update}, {lr, rho, epsilon, grad},
+                    {{"use_locking", use_locking}})
+      .output(0);
+}
+
+Operation ResourceApplyAdadelta(Output var, Output accum, Output accum_update, Output lr, Output rho,
+                                Output epsilon, Output grad, bool use_locking, std::string_view name) {
+  return BuildApply("ResourceApplyAdadelta", name, {var, accum, accum_update}, {lr, rho, epsilon, grad},
+                    {{"use_locking", use_locking}});
+}
+
+Output SparseApplyAdadelta(Output var, Output accum, Output accum_update, Output lr, Output rho,
+                           Output epsilon, Output grad, Output indices, bool use_locking,
+                           std::string_view name) {
+  return BuildApply("SparseApplyAdadelta", name, {var, accum, accum_update},
+                    {lr, rho, epsilon, grad, indices}, {{"use_locking", use_locking}})
+      .output(0);
+}
+
+Operation ResourceSparseApplyAdadelta(Output var, Output accum, Output accum_update, Output lr, Output rho,
+                                      Output epsilon, Output grad, Output indices, bool use_locking,
+                                      std::string_view name) {
+  return BuildApply("ResourceSparseApplyAdadelta", name, {var, accum, accum_update},
+                    {lr, rho, epsilon, grad, indices}, {{"use_locking", use_locking}});
+}
+
+Output ApplyProximalGradientDescent(Output var, Output alpha, Output l1, Output l2, Output delta,
+                                    bool use_locking, std::string_view name) {
+  return BuildApply("ApplyProximalGradientDescent", name, {var}, {alpha, l1, l2, delta},
+                    {{"use_locking", use_locking}})
+      .output(0);
+}
+
+Operation ResourceApplyProximalGradientDescent(Output var, Output alpha, Output l1, Output l2, Output delta,
+                                               bool use_locking, std::string_view name) {
+  return BuildApply("ResourceApplyProximalGradientDescent", name, {var}, {alpha, l1, l2, delta},
+                    {{"use_locking", use_locking}});
+}
+
+Output SparseApplyProximalGradientDescent(Output var, Output alpha, Output l1, Output l2, Output grad,
+                                          Output indices, bool use_locking, std::string_view name) {
+  return BuildApply("SparseApplyProximalGradientDescent", name, {var}, {alpha, l1, l2, grad, indices},
+                    {{"use_locking", use_locking}})
+      .output(0);
+}
+
+Operation ResourceSparseApplyProximalGradientDescent(Output var, Output alpha, Output l1, Output l2,
+                                                     Output grad, Output indices, bool use_locking,
+                                                     std::string_view name) {
+  return BuildApply("ResourceSparseApplyProximalGradientDescent", name, {var}, {alpha, l1, l2, grad, indices},
+                    {{"use_locking", use_locking}});
+}
+
+Output ApplyProximalAdagrad(Output var, Output accum, Output lr, Output l1, Output l2, Output grad,
+                            bool use_locking, std::string_view name) {
+  return BuildApply("ApplyProximalAdagrad", name, {var, accum}, {lr, l1, l2, grad},
+                    {{"use_locking", use_locking}})
+      .output(0);
+}
+
+Operation ResourceApplyProximalAdagrad(Output var, Output accum, Output lr, Output l1, Output l2, Output grad,
+                                       bool use_locking, std::string_view name) {
+  return BuildApply("ResourceApplyProximalAdagrad", name, {var, accum}, {lr, l1, l2, grad},
+                    {{"use_locking", use_locking}});
+}
+
+Output SparseApplyProximalAdagrad(Output var, Output accum, Output lr, Output l1, Output l2, Output grad,
+                                  Output indices, bool use_locking, std::string_view name) {
+  return BuildApply("SparseApplyProximalAdagrad", name, {var, accum}, {lr, l1, l2, grad, indices},
+                    {{"use_locking", use_locking}})
+      .output(0);
+}
+
+Operation ResourceSparseApplyProximalAdagrad(Output var, Output accum, Output lr, Output l1, Output l2,
+                                             Output grad, Output indices, bool use_locking,
+                                             std::string_view name) {
+  return BuildApply("ResourceSparseApplyProximalAdagrad", name, {var, accum}, {lr, l1, l2, grad, indices},
+                    {{"use_locking", use_locking}});
+}
+
+Output ApplyFtrl(Output var, Output accum, Output linear, Output grad, Output lr, Output l1, Output l2,
+                 Output lr_power, bool use_locking, bool multiply_linear_by_lr, std::string_view name) {
+  return BuildApply("ApplyFtrl", name, {var, accum, linear}, {grad, lr, l1, l2, lr_power},
+                    {{"use_locking", use_locking}, {"multiply_linear_by_lr", multiply_linear_by_lr}})
+      .output(0);
+}
+
+Operation ResourceApplyFtrl(Output var, Output accum, Output linear, Output grad, Output lr, Output l1,
+                            Output l2, Output lr_power, bool use_locking, bool multiply_linear_by_lr,
+                            std::string_view name) {
+  return BuildApply("ResourceApplyFtrl", name, {var, accum, linear}, {grad, lr, l1, l2, lr_power},
+                    {{"use_locking", use_locking}, {"multiply_linear_by_lr", multiply_linear_by_lr}});
+}
+
+Output SparseApplyFtrl(Output var, Output accum, Output linear, Output grad, Output indices, Output lr,
+                       Output l1, Output l2, Output lr_power, bool use_locking, bool multiply_linear_by_lr,
+                       std::string_view name) {
+  return BuildApply("SparseApplyFtrl", name, {var, accum, linear}, {grad, indices, lr, l1, l2, lr_power},
+                    {{"use_locking", use_locking}, {"multiply_linear_by_lr", multiply_linear_by_lr}})
+      .output(0);
+}
+
+Operation ResourceSparseApplyFtrl(Output var, Output accum, Output linear, Output grad, Output indices,
+                                  Output lr, Output l1, Output l2, Output lr_power, bool use_locking,
+                                  bool multiply_linear_by_lr, std::string_view name) {
+  return BuildApply("ResourceSparseApplyFtrl", name, {var, accum, linear},
+                    {grad, indices, lr, l1, l2, lr_power},
+                    {{"use_locking", use_locking}, {"multiply_linear_by_lr", multiply_linear_by_lr}});
+}
+
+Output ApplyFtrlV2(Output var, Output accum, Output linear, Output grad, Output lr, Output l1, Output l2,
+                   Output l2_shrinkage, Output lr_power, bool use_locking, bool multiply_linear_by_lr,
+                   std::string_view name) {
+  return BuildApply("ApplyFtrlV2", name, {var, accum, linear}, {grad, lr, l1, l2, l2_shrinkage, lr_power},
+                    {{"use_locking", use_locking}, {"multiply_linear_by_lr", multiply_linear_by_lr}})
+      .output(0);
+}
+
+Operation ResourceApplyFtrlV2(Output var, Output accum, Output linear, Output grad, Output lr, Output l1,
+                              Output l2, Output l2_shrinkage, Output lr_power, bool use_locking,
+                              bool multiply_linear_by_lr, std::string_view name) {
+  return BuildApply("ResourceApplyFtrlV2", name, {var, accum, linear},
+                    {grad, lr, l1, l2, l2_shrinkage, lr_power},
+                    {{"use_locking", use_locking}, {"multiply_linear_by_lr", multiply_linear_by_lr}});
+}
+
+Output SparseApplyFtrlV2(Output var, Output accum, Output linear, Output grad, Output indices, Output lr,
+                         Output l1, Output l2, Output l2_shrinkage, Output lr_power, bool use_locking,
+                         bool multiply_linear_by_lr, std::string_view name) {
+  return BuildApply("SparseApplyFtrlV2", name, {var, accum, linear},
+                    {grad, indices, lr, l1, l2, l2_shrinkage, lr_power},
+                    {{"use_locking", use_locking}, {"multiply_linear_by_lr", multiply_linear_by_lr}})
+      .output(0);
+}
+
+Operation ResourceSparseApplyFtrlV2(Output var, Output accum, Output linear, Output grad, Output indices,
+                                    Output lr, Output l1, Output l2, Output l2_shrinkage, Output lr_power,
+                                    bool use_locking, bool multiply_linear_by_lr, std::string_view name) {
+  return BuildApply("ResourceSparseApplyFtrlV2", name, {var, accum, linear},
+                    {grad, indices, lr, l1, l2, l2_shrinkage, lr_power},
+                    {{"use_locking", use_locking}, {"multiply_linear_by_lr", multiply_linear_by_lr}});
+}
+
+Output ApplyAdagradDA(Output var, Output gradient_accumulator, Output gradient_squared_accumulator,
+                      Output grad, Output lr, Output l1, Output l2, Output global_step, bool use_locking,
+                      std::string_view name) {
+  return BuildApply("ApplyAdagradDA", name, {var, gradient_accumulator, gradient_squared_accumulator},
+                    {grad, lr, l1, l2, global_step}, {{"use_locking", use_locking}})
+      .output(0);
+}
+
+Operation ResourceApplyAdagradDA(Output var, Output gradient_accumulator, Output gradient_squared_accumulator,
+                                 Output grad, Output lr, Output l1, Output l2, Output global_step,
+                                 bool use_locking, std::string_view name) {
+  return BuildApply("ResourceApplyAdagradDA", name, {var, gradient_accumulator, gradient_squared_accumulator},
+                    {grad, lr, l1, l2, global_step}, {{"use_locking", use_locking}});
+}
+
+Output SparseApplyAdagradDA(Output var, Output gradient_accumulator, Output gradient_squared_accumulator,
+                            Output grad, Output indices, Output lr, Output l1, Output l2, Output global_step,
+                            bool use_locking, std::string_view name) {
+  return BuildApply("SparseApplyAdagradDA", name, {var, gradient_accumulator, gradient_squared_accumulator},
+                    {grad, indices, lr, l1, l2, global_step}, {{"use_locking", use_locking}})
+      .output(0);
+}
+
+Operation ResourceSparseApplyAdagradDA(Output var, Output gradient_accumulator,
+                                       Output gradient_squared_accumulator, Output grad, Output indices,
+                                       Output lr, Output l1, Output l2, Output global_step, bool use_locking,
+                                       std::string_view name) {
+  return BuildApply("ResourceSparseApplyAdagradDA", name,
+                    {var, gradient_accumulator, gradient_squared_accumulator},
+                    {grad, indices, lr, l1, l2, global_step}, {{"use_locking", use_locking}});
 }
 
 }  // namespace ops

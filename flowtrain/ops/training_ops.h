@@ -22,6 +22,28 @@
 //   RMSProp          ms += (g^2 - ms) * (1 - rho);  mom = momentum * mom + lr * g / sqrt(ms + eps)
 //                    var -= mom
 //   CenteredRMSProp  as RMSProp with mg += (g - mg) * (1 - rho) and sqrt(ms - mg^2 + eps)
+//   Adadelta         accum = rho * accum + (1 - rho) * g^2
+//                    u = g * sqrt(accum_update + eps) / sqrt(accum + eps);  var -= lr * u
+//                    accum_update = rho * accum_update + (1 - rho) * u^2
+//   ProximalGradientDescent  p = var - alpha * g
+//                    var = sign(p) * max(|p| - alpha * l1, 0) / (1 + alpha * l2)
+//                    (l1 <= 0: var = p / (1 + alpha * l2))
+//   ProximalAdagrad  accum += g^2;  alpha = lr / sqrt(accum);  then as ProximalGradientDescent
+//   Ftrl             n = accum + g^2;  linear += g - (n^-lr_power - accum^-lr_power) / lr * var
+//                    var = |linear| > l1 ? (l1 * sign(linear) - linear) / (n^-lr_power / lr + 2 * l2)
+//                                        : 0;  accum = n
+//                    (multiply_linear_by_lr: linear += g * lr - (n^-lr_power - accum^-lr_power) * var,
+//                     var = |linear| > l1 * lr ? (l1 * lr * sign(linear) - linear) /
+//                                                (n^-lr_power + 2 * l2 * lr) : 0)
+//   FtrlV2           as Ftrl with g + 2 * l2_shrinkage * var in place of g in the linear update
+//                    (accum still adds g^2)
+//   AdagradDA        gacc += g;  gsq += g^2;  t = global_step
+//                    var = -lr * sign(gacc) * max(|gacc| - l1 * t, 0) / (l2 * t * lr + sqrt(gsq))
+//                    (l1 <= 0: var = -lr * gacc / (l2 * t * lr + sqrt(gsq)))
+//
+// SparseApplyX runs ApplyX on the rows `indices` of the variable and slots only, `grad` holding
+// one row per index (rows repeated in `indices` are updated once per occurrence, in order); an
+// index out of [0, rows) is InvalidArgument and nothing is updated.
 #ifndef FLOWTRAIN_OPS_TRAINING_OPS_H_
 #define FLOWTRAIN_OPS_TRAINING_OPS_H_
 
@@ -51,6 +73,41 @@ Output ApplyRMSProp(Output var, Output ms, Output mom, Output lr, Output rho, Ou
 Output ApplyCenteredRMSProp(Output var, Output mg, Output ms, Output mom, Output lr, Output rho,
                             Output momentum, Output epsilon, Output grad, bool use_locking = false,
                             std::string_view name = "ApplyCenteredRMSProp");
+Output ApplyAdadelta(Output var, Output accum, Output accum_update, Output lr, Output rho, Output epsilon,
+                     Output grad, bool use_locking = false, std::string_view name = "ApplyAdadelta");
+Output SparseApplyAdadelta(Output var, Output accum, Output accum_update, Output lr, Output rho,
+                           Output epsilon, Output grad, Output indices, bool use_locking = false,
+                           std::string_view name = "SparseApplyAdadelta");
+Output ApplyProximalGradientDescent(Output var, Output alpha, Output l1, Output l2, Output delta,
+                                    bool use_locking = false,
+                                    std::string_view name = "ApplyProximalGradientDescent");
+Output SparseApplyProximalGradientDescent(Output var, Output alpha, Output l1, Output l2, Output grad,
+                                          Output indices, bool use_locking = false,
+                                          std::string_view name = "SparseApplyProximalGradientDescent");
+Output ApplyProximalAdagrad(Output var, Output accum, Output lr, Output l1, Output l2, Output grad,
+                            bool use_locking = false, std::string_view name = "ApplyProximalAdagrad");
+Output SparseApplyProximalAdagrad(Output var, Output accum, Output lr, Output l1, Output l2, Output grad,
+                                  Output indices, bool use_locking = false,
+                                  std::string_view name = "SparseApplyProximalAdagrad");
+Output ApplyFtrl(Output var, Output accum, Output linear, Output grad, Output lr, Output l1, Output l2,
+                 Output lr_power, bool use_locking = false, bool multiply_linear_by_lr = false,
+                 std::string_view name = "ApplyFtrl");
+Output SparseApplyFtrl(Output var, Output accum, Output linear, Output grad, Output indices, Output lr,
+                       Output l1, Output l2, Output lr_power, bool use_locking = false,
+                       bool multiply_linear_by_lr = false, std::string_view name = "SparseApplyFtrl");
+Output ApplyFtrlV2(Output var, Output accum, Output linear, Output grad, Output lr, Output l1, Output l2,
+                   Output l2_shrinkage, Output lr_power, bool use_locking = false,
+                   bool multiply_linear_by_lr = false, std::string_view name = "ApplyFtrlV2");
+Output SparseApplyFtrlV2(Output var, Output accum, Output linear, Output grad, Output indices, Output lr,
+                         Output l1, Output l2, Output l2_shrinkage, Output lr_power, bool use_locking = false,
+                         bool multiply_linear_by_lr = false, std::string_view name = "SparseApplyFtrlV2");
+// `global_step` is an int64 scalar.
+Output ApplyAdagradDA(Output var, Output gradient_accumulator, Output gradient_squared_accumulator,
+                      Output grad, Output lr, Output l1, Output l2, Output global_step,
+                      bool use_locking = false, std::string_view name = "ApplyAdagradDA");
+Output SparseApplyAdagradDA(Output var, Output gradient_accumulator, Output gradient_squared_accumulator,
+                            Output grad, Output indices, Output lr, Output l1, Output l2, Output global_step,
+                            bool use_locking = false, std::string_view name = "SparseApplyAdagradDA");
 
 // The resource-variable twins: `var` and the slots are DT_RESOURCE handles (InvalidArgument
 // otherwise).
@@ -73,6 +130,47 @@ Operation ResourceApplyRMSProp(Output var, Output ms, Output mom, Output lr, Out
 Operation ResourceApplyCenteredRMSProp(Output var, Output mg, Output ms, Output mom, Output lr, Output rho,
                                        Output momentum, Output epsilon, Output grad, bool use_locking = false,
                                        std::string_view name = "ResourceApplyCenteredRMSProp");
+Operation ResourceApplyAdadelta(Output var, Output accum, Output accum_update, Output lr, Output rho,
+                                Output epsilon, Output grad, bool use_locking = false,
+                                std::string_view name = "ResourceApplyAdadelta");
+Operation ResourceSparseApplyAdadelta(Output var, Output accum, Output accum_update, Output lr, Output rho,
+                                      Output epsilon, Output grad, Output indices, bool use_locking = false,
+                                      std::string_view name = "ResourceSparseApplyAdadelta");
+Operation ResourceApplyProximalGradientDescent(
+    Output var, Output alpha, Output l1, Output l2, Output delta, bool use_locking = false,
+    std::string_view name = "ResourceApplyProximalGradientDescent");
+Operation ResourceSparseApplyProximalGradientDescent(
+    Output var, Output alpha, Output l1, Output l2, Output grad, Output indices, bool use_locking = false,
+    std::string_view name = "ResourceSparseApplyProximalGradientDescent");
+Operation ResourceApplyProximalAdagrad(Output var, Output accum, Output lr, Output l1, Output l2, Output grad,
+                                       bool use_locking = false,
+                                       std::string_view name = "ResourceApplyProximalAdagrad");
+Operation ResourceSparseApplyProximalAdagrad(Output var, Output accum, Output lr, Output l1, Output l2,
+                                             Output grad, Output indices, bool use_locking = false,
+                                             std::string_view name = "ResourceSparseApplyProximalAdagrad");
+Operation ResourceApplyFtrl(Output var, Output accum, Output linear, Output grad, Output lr, Output l1,
+                            Output l2, Output lr_power, bool use_locking = false,
+                            bool multiply_linear_by_lr = false, std::string_view name = "ResourceApplyFtrl");
+Operation ResourceSparseApplyFtrl(Output var, Output accum, Output linear, Output grad, Output indices,
+                                  Output lr, Output l1, Output l2, Output lr_power, bool use_locking = false,
+                                  bool multiply_linear_by_lr = false,
+                                  std::string_view name = "ResourceSparseApplyFtrl");
+Operation ResourceApplyFtrlV2(Output var, Output accum, Output linear, Output grad, Output lr, Output l1,
+                              Output l2, Output l2_shrinkage, Output lr_power, bool use_locking = false,
+                              bool multiply_linear_by_lr = false,
+                              std::string_view name = "ResourceApplyFtrlV2");
+Operation ResourceSparseApplyFtrlV2(Output var, Output accum, Output linear, Output grad, Output indices,
+                                    Output lr, Output l1, Output l2, Output l2_shrinkage, Output lr_power,
+                                    bool use_locking = false, bool multiply_linear_by_lr = false,
+                                    std::string_view name = "ResourceSparseApplyFtrlV2");
+Operation ResourceApplyAdagradDA(Output var, Output gradient_accumulator, Output gradient_squared_accumulator,
+                                 Output grad, Output lr, Output l1, Output l2, Output global_step,
+                                 bool use_locking = false, std::string_view name = "ResourceApplyAdagradDA");
+Operation ResourceSparseApplyAdagradDA(Output var, Output gradient_accumulator,
+                                       Output gradient_squared_accumulator, Output grad, Output indices,
+                                       Output lr, Output l1, Output l2, Output global_step,
+                                       bool use_locking = false,
+                                       std::string_view name = "ResourceSparseApplyAdagradDA");
 
 }  // namespace flowtrain::ops
 

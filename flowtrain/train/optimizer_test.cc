@@ -16,10 +16,15 @@
 #include "flowtrain/ops/training_util.h"
 #include "flowtrain/ops/variable_scope.h"
 #include "flowtrain/runtime/session.h"
+#include "flowtrain/train/adadelta.h"
 #include "flowtrain/train/adagrad.h"
+#include "flowtrain/train/adagrad_da.h"
 #include "flowtrain/train/adam.h"
+#include "flowtrain/train/ftrl.h"
 #include "flowtrain/train/gradient_descent.h"
 #include "flowtrain/train/momentum.h"
+#include "flowtrain/train/proximal_adagrad.h"
+#include "flowtrain/train/proximal_gradient_descent.h"
 #include "flowtrain/train/rmsprop.h"
 
 namespace flowtrain::train {
@@ -130,11 +135,43 @@ TEST(OptimizerTest, SlotNamesOfEachOptimizer) {
        {{"rms", "dense/kernel/RMSProp"},
         {"mg", "dense/kernel/RMSProp_1"},
         {"momentum", "dense/kernel/RMSProp_2"}}},
+      {[] { return std::make_unique<AdadeltaOptimizer>(1.0); },
+       "Adadelta",
+       {{"accum", "dense/kernel/Adadelta"}, {"accum_update", "dense/kernel/Adadelta_1"}}},
+      {[] { return std::make_unique<ProximalGradientDescentOptimizer>(0.1); }, "ProximalGradientDescent", {}},
+      {[] { return std::make_unique<ProximalAdagradOptimizer>(0.1); },
+       "ProximalAdagrad",
+       {{"accumulator", "dense/kernel/ProximalAdagrad"}}},
+      {[] { return std::make_unique<FtrlOptimizer>(0.1); },
+       "Ftrl",
+       {{"accum", "dense/kernel/Ftrl"}, {"linear", "dense/kernel/Ftrl_1"}}},
+      {[] {
+         return std::make_unique<FtrlOptimizer>(
+             0.1, FtrlOptions{.name = "FtrlV2", .l2_shrinkage_regularization_strength = 0.01});
+       },
+       "FtrlV2",
+       {{"accum", "dense/kernel/FtrlV2"}, {"linear", "dense/kernel/FtrlV2_1"}}},
+      {[] {
+         return std::make_unique<FtrlOptimizer>(0.1, FtrlOptions{.accum_name = "acc", .linear_name = "lin"});
+       },
+       "Ftrl",
+       {{"accum", "dense/kernel/acc"}, {"linear", "dense/kernel/lin"}}},
+      {[] { return std::make_unique<AdagradDAOptimizer>(0.1, GetOrCreateGlobalStep()); },
+       "AdagradDA",
+       {{"gradient_accumulator", "dense/kernel/AdagradDA"},
+        {"gradient_squared_accumulator", "dense/kernel/AdagradDA_1"}}},
   };
-  const std::map<std::string, std::string> apply_ops = {{"GradientDescent", "ApplyGradientDescent"},
-                                                        {"Momentum", "ApplyMomentum"},
-                                                        {"Adagrad", "ApplyAdagrad"},
-                                                        {"RMSProp", "ApplyRMSProp"}};
+  const std::map<std::string, std::string> apply_ops = {
+      {"GradientDescent", "ApplyGradientDescent"},
+      {"Momentum", "ApplyMomentum"},
+      {"Adagrad", "ApplyAdagrad"},
+      {"RMSProp", "ApplyRMSProp"},
+      {"Adadelta", "ApplyAdadelta"},
+      {"ProximalGradientDescent", "ApplyProximalGradientDescent"},
+      {"ProximalAdagrad", "ApplyProximalAdagrad"},
+      {"Ftrl", "ApplyFtrl"},
+      {"FtrlV2", "ApplyFtrlV2"},
+      {"AdagradDA", "ApplyAdagradDA"}};
   for (const Case& c : cases) {
     Model m;
     auto opt = c.make();
@@ -230,6 +267,28 @@ TEST(OptimizerTest, Errors) {
     EXPECT_THROW(sgd.Minimize(ops::Const(int32_t{1})), InvalidArgumentError);
     EXPECT_THROW(sgd.ApplyGradients({}), InvalidArgumentError);
     EXPECT_THROW(sgd.ApplyGradients({{ops::Const<double>({1, 1}), v}}), InvalidArgumentError);
+  }
+  // Invalid hyper-parameters, as TF's ValueErrors.
+  EXPECT_THROW(ProximalAdagradOptimizer(0.1, {.initial_accumulator_value = 0}), InvalidArgumentError);
+  EXPECT_THROW(FtrlOptimizer(0.1, {.learning_rate_power = 0.5}), InvalidArgumentError);
+  EXPECT_THROW(FtrlOptimizer(0.1, {.initial_accumulator_value = -1}), InvalidArgumentError);
+  EXPECT_THROW(FtrlOptimizer(0.1, {.l1_regularization_strength = -1}), InvalidArgumentError);
+  EXPECT_THROW(FtrlOptimizer(0.1, {.l2_regularization_strength = -1}), InvalidArgumentError);
+  EXPECT_THROW(FtrlOptimizer(0.1, {.l2_shrinkage_regularization_strength = -1}), InvalidArgumentError);
+  {
+    Graph g;
+    auto as_default = g.AsDefault();
+    Variable step32(Tensor::Scalar<int32_t>(0), {.name = "step", .trainable = false});
+    try {
+      AdagradDAOptimizer da(0.1, step32);
+      FAIL();
+    } catch (const InvalidArgumentError& e) {
+      EXPECT_NE(std::string(e.what()).find("global_step must be an int64 variable"), std::string::npos)
+          << e.what();
+    }
+    EXPECT_THROW(
+        AdagradDAOptimizer(0.1, GetOrCreateGlobalStep(), {.initial_gradient_squared_accumulator_value = 0}),
+        InvalidArgumentError);
   }
 }
 

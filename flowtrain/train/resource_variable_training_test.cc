@@ -12,13 +12,19 @@
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/math_ops.h"
 #include "flowtrain/ops/nn_ops.h"
+#include "flowtrain/ops/training_util.h"
 #include "flowtrain/ops/variables.h"
 #include "flowtrain/runtime/session.h"
+#include "flowtrain/train/adadelta.h"
 #include "flowtrain/train/adagrad.h"
+#include "flowtrain/train/adagrad_da.h"
 #include "flowtrain/train/adam.h"
+#include "flowtrain/train/ftrl.h"
 #include "flowtrain/train/gradient_descent.h"
 #include "flowtrain/train/meta_graph.h"
 #include "flowtrain/train/momentum.h"
+#include "flowtrain/train/proximal_adagrad.h"
+#include "flowtrain/train/proximal_gradient_descent.h"
 #include "flowtrain/train/rmsprop.h"
 #include "flowtrain/train/saver.h"
 #include "tests/test_util.h"
@@ -71,6 +77,21 @@ TEST(ResourceVariableTrainingTest, OptimizersTrainAsOnRefVariables) {
        [] {
          return std::make_unique<train::RMSPropOptimizer>(0.01, train::RMSPropOptions{.centered = true});
        }},
+      {"Adadelta", [] { return std::make_unique<train::AdadeltaOptimizer>(1.0); }},
+      {"ProximalGradientDescent",
+       [] {
+         return std::make_unique<train::ProximalGradientDescentOptimizer>(
+             0.1, train::ProximalGradientDescentOptions{.l1_regularization_strength = 0.01});
+       }},
+      {"ProximalAdagrad", [] { return std::make_unique<train::ProximalAdagradOptimizer>(0.1); }},
+      {"Ftrl", [] { return std::make_unique<train::FtrlOptimizer>(0.1); }},
+      {"FtrlV2",
+       [] {
+         return std::make_unique<train::FtrlOptimizer>(
+             0.1, train::FtrlOptions{.l2_shrinkage_regularization_strength = 0.1});
+       }},
+      {"AdagradDA",
+       [] { return std::make_unique<train::AdagradDAOptimizer>(0.1, train::GetOrCreateGlobalStep()); }},
   };
   for (const auto& [name, make] : optimizers) {
     const std::vector<float> ref = TrainLosses(false, make, 20);

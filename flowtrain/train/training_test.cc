@@ -15,12 +15,17 @@
 #include "flowtrain/ops/nn_ops.h"
 #include "flowtrain/ops/training_util.h"
 #include "flowtrain/runtime/session.h"
+#include "flowtrain/train/adadelta.h"
 #include "flowtrain/train/adagrad.h"
+#include "flowtrain/train/adagrad_da.h"
 #include "flowtrain/train/adam.h"
+#include "flowtrain/train/ftrl.h"
 #include "flowtrain/train/global_step.h"
 #include "flowtrain/train/gradient_descent.h"
 #include "flowtrain/train/learning_rate_decay.h"
 #include "flowtrain/train/momentum.h"
+#include "flowtrain/train/proximal_adagrad.h"
+#include "flowtrain/train/proximal_gradient_descent.h"
 #include "flowtrain/train/rmsprop.h"
 
 namespace flowtrain::train {
@@ -296,6 +301,26 @@ std::vector<NamedOptimizer> AllOptimizers(double sgd_lr) {
       {"RMSProp", [] { return std::make_unique<RMSPropOptimizer>(0.01); }},
       {"CenteredRMSProp",
        [] { return std::make_unique<RMSPropOptimizer>(0.01, RMSPropOptions{.centered = true}); }},
+      {"Adadelta", [] { return std::make_unique<AdadeltaOptimizer>(1.0, AdadeltaOptions{.epsilon = 1e-4}); }},
+      {"ProximalGradientDescent",
+       [=] {
+         return std::make_unique<ProximalGradientDescentOptimizer>(
+             sgd_lr, ProximalGradientDescentOptions{.l1_regularization_strength = 1e-4,
+                                                    .l2_regularization_strength = 1e-4});
+       }},
+      {"ProximalAdagrad",
+       [] {
+         return std::make_unique<ProximalAdagradOptimizer>(
+             0.5, ProximalAdagradOptions{.l1_regularization_strength = 1e-4});
+       }},
+      {"Ftrl", [] { return std::make_unique<FtrlOptimizer>(0.5); }},
+      {"FtrlV2",
+       [] {
+         return std::make_unique<FtrlOptimizer>(
+             0.5,
+             FtrlOptions{.l1_regularization_strength = 1e-4, .l2_shrinkage_regularization_strength = 1e-4});
+       }},
+      {"AdagradDA", [] { return std::make_unique<AdagradDAOptimizer>(0.5, GetOrCreateGlobalStep()); }},
   };
 }
 

@@ -548,7 +548,7 @@ TEST_P(StandardModelTest, MatchesTensorFlow) { RunStandardModel(GetParam()); }
 INSTANTIATE_TEST_SUITE_P(Corpus, StandardModelTest,
                          ::testing::Values("logistic_regression", "mlp_adam", "cnn", "control_flow", "lstm",
                                            "embedding_adagrad", "monitored_training", "dtypes", "partitioned",
-                                           "resource_variables"),
+                                           "resource_variables", "optimizers"),
                          [](const auto& info) { return info.param; });
 
 // ---- 1. the seed's program ---------------------------------------------------------------
@@ -673,10 +673,11 @@ TEST(ExpectedFailuresTest, NamesKnownModelsAndAllowedFeaturesOnly) {
   const std::set<std::string> models = {
       "seed_program", "logistic_regression", "mlp_adam",           "cnn",         "control_flow",
       "lstm",         "embedding_adagrad",   "monitored_training", "saved_model", "dtypes",
-      "partitioned",  "resource_variables"};
-  // Models 1, 2, 3 and 10 and the resource-variable MLP must pass fully, whatever the file says.
-  const std::set<std::string> must_pass = {"seed_program", "logistic_regression", "mlp_adam", "dtypes",
-                                           "resource_variables"};
+      "partitioned",  "resource_variables",  "optimizers"};
+  // Models 1, 2, 3 and 10, the resource-variable MLP and the optimizers must pass fully, whatever the file
+  // says.
+  const std::set<std::string> must_pass = {"seed_program", "logistic_regression", "mlp_adam",
+                                           "dtypes",       "resource_variables",  "optimizers"};
   for (const auto& [key, e] : LoadExpectedFailures()) {
     EXPECT_TRUE(models.contains(key.first))
         << "expected_failures.txt:" << e.line << ": unknown model " << key.first;

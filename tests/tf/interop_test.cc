@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iomanip>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -31,15 +33,20 @@
 #include "flowtrain/summary/file_writer.h"
 #include "flowtrain/summary/histogram_bins.h"
 #include "flowtrain/summary/summary.h"
+#include "flowtrain/train/adadelta.h"
+#include "flowtrain/train/adagrad_da.h"
 #include "flowtrain/train/adam.h"
 #include "flowtrain/train/basic_session_run_hooks.h"
 #include "flowtrain/train/checkpoint_management.h"
+#include "flowtrain/train/ftrl.h"
 #include "flowtrain/train/learning_rate_decay.h"
 #include "flowtrain/train/meta_graph.h"
 #include "flowtrain/train/monitored_training_session.h"
 #include "flowtrain/train/input.h"
 #include "flowtrain/ops/reader_ops.h"
 #include "flowtrain/train/momentum.h"
+#include "flowtrain/train/proximal_adagrad.h"
+#include "flowtrain/train/proximal_gradient_descent.h"
 #include "flowtrain/train/saver.h"
 #include "tests/test_util.h"
 #include "tests/tf/tf_test_util.h"
@@ -188,7 +195,8 @@ struct Model {
   std::unique_ptr<train::Saver> saver;
 };
 
-void BuildModel(Model& m, const std::string& optimizer, bool sharded) {
+// Builds the model with the train op `minimize(loss, global_step)`.
+void BuildModelWith(Model& m, const std::function<Operation(Output, Variable)>& minimize, bool sharded) {
   auto as_default = m.graph.AsDefault();
   m.graph.set_seed(7);
   m.x = ops::Placeholder(DT_FLOAT, PartialTensorShape({-1, 3}), "x");
@@ -198,14 +206,20 @@ void BuildModel(Model& m, const std::string& optimizer, bool sharded) {
   m.pred = ops::Identity(pred, "pred");
   m.loss = ops::Identity(ops::ReduceMean(ops::SquaredDifference(pred, m.y)), "loss");
   m.global_step = train::GetOrCreateGlobalStep();
-  if (optimizer == "adam") {
-    m.train_op = train::AdamOptimizer(0.05).Minimize(m.loss, m.global_step);
-  } else {
-    m.train_op = train::MomentumOptimizer(0.05, 0.9).Minimize(m.loss, m.global_step);
-  }
+  m.train_op = minimize(m.loss, m.global_step);
   // Minimize puts the train op into the "train_op" collection, as TF's apply_gradients does.
   m.graph.AddToCollection(GraphKeys::kLosses, m.loss);
   m.saver = std::make_unique<train::Saver>(train::SaverOptions{.sharded = sharded});
+}
+
+void BuildModel(Model& m, const std::string& optimizer, bool sharded) {
+  BuildModelWith(
+      m,
+      [&](Output loss, Variable step) {
+        if (optimizer == "adam") return train::AdamOptimizer(0.05).Minimize(loss, step);
+        return train::MomentumOptimizer(0.05, 0.9).Minimize(loss, step);
+      },
+      sharded);
 }
 
 std::string TrainedCheckpointJson(Model& m, Session& sess) {
@@ -479,6 +493,122 @@ TEST(InteropTest, MonitoredTrainingSessionMetaGraphTrainsOnInTensorFlow) {
   WriteFile(dir + "/expected.json", TensorListJson(expected));
   RunChecker("check_meta_graph.py",
              {"--meta", *prefix + ".meta", "--prefix", *prefix, "--expected", dir + "/expected.json"});
+}
+
+// ---- Optimizers against TF's own ----
+
+// Each of Adadelta, ProximalGradientDescent, ProximalAdagrad, Ftrl, Ftrl with l2 shrinkage
+// (FtrlV2) and AdagradDA, with non-default hyper-parameters, trains the model 5 steps in
+// flowtrain from a saved initial state, then saves checkpoint and .meta and trains 3 more.
+// check_optimizers.py: TF's own tf.compat.v1.train optimizer of the same settings, from the
+// same initial checkpoint (which restores only if TF names the slots as flowtrain does), gives
+// the same losses and final variables and slots (1e-5); and flowtrain's exported graph imported
+// into TF continues from the checkpoint with flowtrain's losses.
+TEST(InteropTest, NewOptimizersTrainAsTensorFlowsOwn) {
+  struct Case {
+    std::string name;
+    std::string tf_class;
+    std::string tf_kwargs;  // JSON object; AdagradDA also gets the global step
+    std::function<std::unique_ptr<train::Optimizer>(Variable step)> make;
+  };
+  const std::vector<Case> cases = {
+      {"adadelta", "AdadeltaOptimizer", R"({"learning_rate": 1.0, "rho": 0.9, "epsilon": 1e-6})",
+       [](Variable) {
+         return std::make_unique<train::AdadeltaOptimizer>(
+             1.0, train::AdadeltaOptions{.rho = 0.9, .epsilon = 1e-6});
+       }},
+      {"proximal_gd", "ProximalGradientDescentOptimizer",
+       R"({"learning_rate": 0.05, "l1_regularization_strength": 0.01, "l2_regularization_strength": 0.02})",
+       [](Variable) {
+         return std::make_unique<train::ProximalGradientDescentOptimizer>(
+             0.05, train::ProximalGradientDescentOptions{.l1_regularization_strength = 0.01,
+                                                         .l2_regularization_strength = 0.02});
+       }},
+      {"proximal_adagrad", "ProximalAdagradOptimizer",
+       R"({"learning_rate": 0.1, "initial_accumulator_value": 0.2, "l1_regularization_strength": 0.01,
+           "l2_regularization_strength": 0.02})",
+       [](Variable) {
+         return std::make_unique<train::ProximalAdagradOptimizer>(
+             0.1, train::ProximalAdagradOptions{.initial_accumulator_value = 0.2,
+                                                .l1_regularization_strength = 0.01,
+                                                .l2_regularization_strength = 0.02});
+       }},
+      {"ftrl", "FtrlOptimizer",
+       R"({"learning_rate": 0.1, "l1_regularization_strength": 0.001, "l2_regularization_strength": 0.01})",
+       [](Variable) {
+         return std::make_unique<train::FtrlOptimizer>(
+             0.1,
+             train::FtrlOptions{.l1_regularization_strength = 0.001, .l2_regularization_strength = 0.01});
+       }},
+      {"ftrl_v2", "FtrlOptimizer",
+       R"({"learning_rate": 0.1, "learning_rate_power": -0.6, "initial_accumulator_value": 0.2,
+           "l1_regularization_strength": 0.001, "l2_regularization_strength": 0.01,
+           "l2_shrinkage_regularization_strength": 0.05})",
+       [](Variable) {
+         return std::make_unique<train::FtrlOptimizer>(
+             0.1, train::FtrlOptions{.learning_rate_power = -0.6,
+                                     .initial_accumulator_value = 0.2,
+                                     .l1_regularization_strength = 0.001,
+                                     .l2_regularization_strength = 0.01,
+                                     .l2_shrinkage_regularization_strength = 0.05});
+       }},
+      {"adagrad_da", "AdagradDAOptimizer",
+       R"({"learning_rate": 0.1, "initial_gradient_squared_accumulator_value": 0.2,
+           "l1_regularization_strength": 0.001, "l2_regularization_strength": 0.01})",
+       [](Variable step) {
+         return std::make_unique<train::AdagradDAOptimizer>(
+             0.1, step,
+             train::AdagradDAOptions{.initial_gradient_squared_accumulator_value = 0.2,
+                                     .l1_regularization_strength = 0.001,
+                                     .l2_regularization_strength = 0.01});
+       }},
+  };
+  const std::string dir = MakeTempDir("interop_optimizers");
+  const Batch batch = MakeBatch(16);
+  std::string configs = "[";
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string case_dir = dir + "/" + c.name;
+    std::filesystem::create_directories(case_dir);
+    Model m;
+    std::unique_ptr<train::Optimizer> optimizer;
+    BuildModelWith(
+        m,
+        [&](Output loss, Variable step) {
+          optimizer = c.make(step);
+          return optimizer->Minimize(loss, step);
+        },
+        false);
+    Session sess(m.graph);
+    sess.Run({}, {}, {ops::GlobalVariablesInitializer(&m.graph)});
+    const std::string init = m.saver->Save(sess, case_dir + "/init.ckpt");
+    const FeedList feed = {{m.x, batch.x}, {m.y, batch.y}};
+    auto losses_of_steps = [&](int steps) {
+      std::vector<float> losses;
+      for (int i = 0; i < steps; ++i) {
+        losses.push_back(sess.Run(feed, {m.loss})[0].scalar<float>());
+        sess.Run(feed, {}, {m.train_op});
+      }
+      losses.push_back(sess.Run(feed, {m.loss})[0].scalar<float>());
+      return losses;
+    };
+    std::vector<std::pair<std::string, Tensor>> expected = {{"feed/x:0", batch.x}, {"feed/y:0", batch.y}};
+    const std::vector<float> losses = losses_of_steps(5);
+    EXPECT_LT(losses.back(), losses.front());
+    expected.emplace_back("losses", Tensor::FromVector<float>(losses));
+    for (const Variable& v : ops::GlobalVariables(&m.graph)) {
+      expected.emplace_back("final/" + v.op().name(), v.value().Eval(sess));
+    }
+    const std::string prefix = m.saver->Save(sess, case_dir + "/model.ckpt", m.global_step);
+    expected.emplace_back("continued_losses", Tensor::FromVector<float>(losses_of_steps(3)));
+    WriteFile(case_dir + "/expected.json", TensorListJson(expected));
+    if (configs.size() > 1) configs += ",\n";
+    configs += "{\"name\":" + Quote(c.name) + ",\"class\":" + Quote(c.tf_class) +
+               ",\"kwargs\":" + c.tf_kwargs + ",\"init\":" + Quote(init) + ",\"prefix\":" + Quote(prefix) +
+               ",\"expected\":" + Quote(case_dir + "/expected.json") + "}";
+  }
+  WriteFile(dir + "/configs.json", configs + "]");
+  RunChecker("check_optimizers.py", {"--configs", dir + "/configs.json"});
 }
 
 // ---- Op definitions ----

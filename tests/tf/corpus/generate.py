@@ -565,6 +565,42 @@ def resource_variables(out):
     standard_model(out, "resource_variables", build, batches)
 
 
+# --- every other TF1 optimizer, each on its own weights of one linear model -----------------
+# Adadelta, ProximalGradientDescent, ProximalAdagrad, Ftrl, Ftrl with l2 shrinkage (ApplyFtrlV2)
+# and AdagradDA (reading the global step, which nothing increments) each update their own
+# weights of one shared linear model, all in one group "train".
+def optimizers(out):
+    def build():
+        x = v1.placeholder(tf.float32, [None, 4], name="x")
+        y = v1.placeholder(tf.float32, [None, 1], name="y")
+        gs = v1.train.get_or_create_global_step()
+        opts = {
+            "adadelta": v1.train.AdadeltaOptimizer(1.0, rho=0.9, epsilon=1e-6),
+            "proximal_gd": v1.train.ProximalGradientDescentOptimizer(
+                0.05, l1_regularization_strength=0.01, l2_regularization_strength=0.02),
+            "proximal_adagrad": v1.train.ProximalAdagradOptimizer(
+                0.1, l1_regularization_strength=0.01, l2_regularization_strength=0.02),
+            "ftrl": v1.train.FtrlOptimizer(0.1, l1_regularization_strength=0.001,
+                                           l2_regularization_strength=0.01),
+            "ftrl_v2": v1.train.FtrlOptimizer(0.1, learning_rate_power=-0.6, l1_regularization_strength=0.001,
+                                              l2_shrinkage_regularization_strength=0.05, name="FtrlV2"),
+            "adagrad_da": v1.train.AdagradDAOptimizer(0.1, gs, l2_regularization_strength=0.01),
+        }
+        ws = {k: v1.get_variable(k + "/w", [4, 1], initializer=v1.random_normal_initializer(stddev=0.3))
+              for k in opts}
+        pred = tf.add_n([tf.matmul(x, w) for w in ws.values()], name="pred")
+        loss = tf.reduce_mean(tf.square(pred - y), name="loss")
+        train = tf.group(*[opts[k].minimize(loss, var_list=[ws[k]]) for k in opts], name="train")
+        return dict(feeds=[x, y], fetches=[pred, loss], loss=loss, train_op=train)
+
+    def batches(step):
+        r = _rng("optimizers", step)
+        x = r.randn(16, 4).astype(np.float32)
+        return [x, (x @ np.array([[1.0], [-2.0], [0.5], [0.0]], np.float32)).astype(np.float32)]
+
+    standard_model(out, "optimizers", build, batches)
+
+
 MODELS = {
     "seed_program": seed_program,
     "logistic_regression": logistic_regression,
@@ -578,6 +614,7 @@ MODELS = {
     "dtypes": all_dtypes,
     "partitioned": partitioned,
     "resource_variables": resource_variables,
+    "optimizers": optimizers,
 }
 
 
