@@ -13,6 +13,7 @@
 #include "flowtrain/core/error.h"
 #include "flowtrain/graph/graph.h"
 #include "flowtrain/graph/graph_def.h"
+#include "flowtrain/graph/node_builder.h"
 #include "flowtrain/runtime/session.h"
 #include "tests/test_util.h"
 
@@ -360,6 +361,32 @@ constexpr char kLibrary[] = R"pb(
       }
       ret { key: "before" value: "read:value:0" }
       control_ret { key: "add" value: "add" }
+    }
+    function {
+      signature {
+        name: "add_to"
+        input_arg { name: "v" type: DT_RESOURCE }
+        input_arg { name: "delta" type: DT_FLOAT }
+        is_stateful: true
+      }
+      node_def {
+        name: "add"
+        op: "AssignAddVariableOp"
+        input: "v"
+        input: "delta"
+        attr {
+          key: "dtype"
+          value { type: DT_FLOAT }
+        }
+      }
+      control_ret { key: "add" value: "add" }
+    }
+    function {
+      signature {
+        name: "do_nothing"
+        input_arg { name: "v" type: DT_RESOURCE }
+        input_arg { name: "delta" type: DT_FLOAT }
+      }
     }
   }
 )pb";
@@ -918,6 +945,109 @@ TEST(FunctionLowering, ControlInputsOfACallGateItsBody) {
     if (n.name() == "c/c") gated = n.input_size() == 1 && n.input(0) == "^c/input_control_node";
   }
   EXPECT_TRUE(gated);
+}
+
+TEST(FunctionLowering, IfWithoutOutputsRunsTheSideEffectsOfTheTakenBranchOnly) {
+  Graph g;
+  Import(R"pb(
+           node {
+             name: "v"
+             op: "VarHandleOp"
+             attr {
+               key: "dtype"
+               value { type: DT_FLOAT }
+             }
+             attr {
+               key: "shape"
+               value { shape {} }
+             }
+             attr {
+               key: "shared_name"
+               value { s: "u" }
+             }
+           }
+           node {
+             name: "init"
+             op: "AssignVariableOp"
+             input: "v"
+             input: "x"
+             attr {
+               key: "dtype"
+               value { type: DT_FLOAT }
+             }
+           }
+           node {
+             name: "maybe_add"
+             op: "If"
+             input: "b"
+             input: "v"
+             input: "y"
+             attr {
+               key: "Tcond"
+               value { type: DT_BOOL }
+             }
+             attr {
+               key: "Tin"
+               value { list { type: DT_RESOURCE type: DT_FLOAT } }
+             }
+             attr {
+               key: "Tout"
+               value { list {} }
+             }
+             attr {
+               key: "then_branch"
+               value { func { name: "add_to" } }
+             }
+             attr {
+               key: "else_branch"
+               value { func { name: "do_nothing" } }
+             }
+           }
+           node {
+             name: "b"
+             op: "Placeholder"
+             attr {
+               key: "dtype"
+               value { type: DT_BOOL }
+             }
+             attr {
+               key: "shape"
+               value { shape {} }
+             }
+           }
+           node {
+             name: "read"
+             op: "ReadVariableOp"
+             input: "v"
+             attr {
+               key: "dtype"
+               value { type: DT_FLOAT }
+             }
+           }
+         )pb",
+         &g);
+  Session s(g);
+  s.Run({{"x:0", Tensor::Scalar(1.0f)}}, {}, {"init"});
+  s.Run({{"b:0", Tensor::Scalar(true)}, {"y:0", Tensor::Scalar(2.0f)}}, {}, {"maybe_add"});
+  EXPECT_FLOAT_EQ(RunScalar(s, "read", {}), 3.0f);
+  s.Run({{"b:0", Tensor::Scalar(false)}, {"y:0", Tensor::Scalar(2.0f)}}, {}, {"maybe_add"});
+  EXPECT_FLOAT_EQ(RunScalar(s, "read", {}), 3.0f);
+}
+
+TEST(FunctionLowering, NodesAddedAfterAnEarlierRunAreLoweredToo) {
+  Graph g;
+  Import(kCall, &g);
+  Session s(g);
+  EXPECT_FLOAT_EQ(RunScalar(s, "call:0", {{"x:0", Tensor::Scalar(1.0f)}, {"y:0", Tensor::Scalar(2.0f)}}),
+                  3.0f);
+  {
+    auto scope = g.AsDefault();
+    NodeBuilder("Square", "squared").Input(g.GetTensorByName("call:0")).Finalize();
+  }
+  EXPECT_FLOAT_EQ(RunScalar(s, "squared", {{"x:0", Tensor::Scalar(1.0f)}, {"y:0", Tensor::Scalar(2.0f)}}),
+                  9.0f);
+  EXPECT_FLOAT_EQ(RunScalar(s, "call:0", {{"x:0", Tensor::Scalar(2.0f)}, {"y:0", Tensor::Scalar(2.0f)}}),
+                  6.0f);
 }
 
 tensorflow::GraphDef WithNode(const std::string& node) { return ParseGraph(node); }
