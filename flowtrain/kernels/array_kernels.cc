@@ -58,6 +58,16 @@ class ForwardInputOp : public OpKernel {
 FT_REGISTER_KERNEL("Identity", ForwardInputOp);
 FT_REGISTER_KERNEL("PlaceholderWithDefault", ForwardInputOp);
 
+class IdentityNOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    for (int i = 0; i < ctx->num_inputs(); ++i) ctx->set_output(i, ctx->input(i));
+  }
+  KernelCost cost() const override { return KernelCost::kCheap; }
+};
+FT_REGISTER_KERNEL("IdentityN", IdentityNOp);
+
 class NoOp : public OpKernel {
  public:
   using OpKernel::OpKernel;

@@ -172,6 +172,16 @@ FT_REGISTER_OP("Identity")
     .Attr("T: type")
     .SetShapeFn(shape_fns::UnchangedShape);
 
+// Forwards a list of tensors of any types; the runtime's function lowering names one after
+// each inlined call so the call's outputs stay fetchable by its name (TF's does the same).
+FT_REGISTER_OP("IdentityN")
+    .Input("input: T")
+    .Output("output: T")
+    .Attr("T: list(type) >= 1")
+    .SetShapeFn([](InferenceContext& c) {
+      for (int i = 0; i < c.num_outputs(); ++i) c.set_output(i, c.input(i));
+    });
+
 FT_REGISTER_OP("Reshape")
     .Input("tensor: T")
     .Input("shape: Tshape")

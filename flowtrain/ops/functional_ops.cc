@@ -1,6 +1,6 @@
 // TF's functional ops: calls of a function from the graph's library (PartitionedCall,
 // StatefulPartitionedCall) and functional control flow (If, StatelessIf, While,
-// StatelessWhile, Case, StatelessCase), as TF 1.14+ and 2.x write them. Registered with TF's
+// StatelessWhile, Case, StatelessCase) as TF 1.14+ and 2.x write them, and ToBool. Registered with TF's
 // signatures (the stateful and stateless forms differ only in that flag) so that graphs
 // holding them import, export and pass through MetaGraphs; their output shapes come from the
 // `output_shapes` attr when it is set.
@@ -80,6 +80,14 @@ OpDefBuilder CaseOp(std::string name, bool stateful) {
 }
 
 using op_registry_internal::OpRegistrar;
+// The truth of a tensor as If takes its predicate: a scalar is true when it is not zero (a
+// string when it is not empty), any other tensor when it has elements. The function
+// lowering converts a non-bool If predicate with it (runtime/internal/function_lowering.h).
+const OpRegistrar kToBool = OpDefBuilder("ToBool")
+                                .Input("input: T")
+                                .Output("output: bool")
+                                .Attr("T: type")
+                                .SetShapeFn(shape_fns::ScalarShape);
 const OpRegistrar kPartitionedCall = CallOp("PartitionedCall", false);
 const OpRegistrar kStatefulPartitionedCall = CallOp("StatefulPartitionedCall", true);
 const OpRegistrar kIf = IfOp("If", true);

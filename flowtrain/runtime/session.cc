@@ -4,6 +4,7 @@
 #include "flowtrain/core/logging.h"
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/runtime/device_spec.h"
+#include "flowtrain/runtime/internal/function_lowering.h"
 #include "flowtrain/runtime/run_arguments.h"
 
 namespace flowtrain {
@@ -92,6 +93,37 @@ const Executor& Session::GetOrCompile(const std::vector<Endpoint>& feeds,
   absl::MutexLock lock(&mu_);
   auto it = executors_.find(key);
   if (it != executors_.end()) return *it->second;
+  const Graph& executable = ExecutableGraph();
+  if (&executable != &graph_) {
+    // The lowered graph keeps every name of graph_ (a lowered call leaves a node of its name
+    // with its outputs), so the run's endpoints carry over by name.
+    auto map = [&](const Node* n) -> Node* {
+      Node* m = executable.FindNode(n->name());
+      if (m == nullptr) Internal("The lowered graph lost node ", n->name());
+      return m;
+    };
+    std::vector<Endpoint> mapped_feeds, mapped_fetches;
+    std::vector<const Node*> mapped_targets;
+    for (const Endpoint& e : feeds) mapped_feeds.push_back({map(e.node), e.index});
+    for (const Endpoint& e : fetches) mapped_fetches.push_back({map(e.node), e.index});
+    for (const Node* n : targets) mapped_targets.push_back(map(n));
+    return Compile(std::move(key), mapped_feeds, mapped_fetches, mapped_targets);
+  }
+  return Compile(std::move(key), feeds, fetches, targets);
+}
+
+const Graph& Session::ExecutableGraph() {
+  const int64_t version = graph_.version();
+  if (version == lowered_version_) return *lowered_graphs_.back();
+  if (!CallsFunctions(graph_)) return graph_;
+  lowered_graphs_.push_back(LowerFunctionCalls(graph_));
+  lowered_version_ = version;
+  return *lowered_graphs_.back();
+}
+
+const Executor& Session::Compile(std::vector<int64_t> key, const std::vector<Endpoint>& feeds,
+                                 const std::vector<Endpoint>& fetches,
+                                 const std::vector<const Node*>& targets) {
   ExecutorEnv env;
   env.resource_mgr = resource_mgr_.get();
   env.inter_op_pool = inter_op_pool_.get();

@@ -97,6 +97,15 @@ class Session : public SessionInterface {
  private:
   const Executor& GetOrCompile(const std::vector<Endpoint>& feeds, const std::vector<Endpoint>& fetches,
                                const std::vector<const Node*>& targets);
+  // Compiles and caches the plan of `key` on the executable graph's endpoints.
+  const Executor& Compile(std::vector<int64_t> key, const std::vector<Endpoint>& feeds,
+                          const std::vector<Endpoint>& fetches, const std::vector<const Node*>& targets)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The graph the plans run when graph_ calls functions: graph_ with the calls inlined and
+  // functional control flow lowered (runtime/internal/function_lowering.h), never graph_
+  // itself. Rebuilt when graph_ has grown; the earlier ones stay alive for the plans
+  // compiled on them.
+  const Graph& ExecutableGraph() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   OpKernel* GetKernel(const Node* node);
   void CheckPlacement(const Node* node) const;
 
@@ -110,7 +119,10 @@ class Session : public SessionInterface {
   std::atomic<int64_t> next_step_id_{1};
 
   mutable absl::Mutex mu_;
+  // Declared before executors_ and kernels_, so the plans and kernels holding its nodes go first.
+  std::vector<std::unique_ptr<Graph>> lowered_graphs_ ABSL_GUARDED_BY(mu_);
   std::map<std::vector<int64_t>, std::unique_ptr<Executor>> executors_ ABSL_GUARDED_BY(mu_);
+  int64_t lowered_version_ ABSL_GUARDED_BY(mu_) = -1;  // graph_'s version lowered_graphs_.back() copies
   absl::Mutex kernels_mu_;
   std::unordered_map<const Node*, std::unique_ptr<OpKernel>> kernels_ ABSL_GUARDED_BY(kernels_mu_);
 

@@ -548,7 +548,7 @@ TEST_P(StandardModelTest, MatchesTensorFlow) { RunStandardModel(GetParam()); }
 INSTANTIATE_TEST_SUITE_P(Corpus, StandardModelTest,
                          ::testing::Values("logistic_regression", "mlp_adam", "cnn", "control_flow", "lstm",
                                            "embedding_adagrad", "monitored_training", "dtypes", "partitioned",
-                                           "resource_variables", "optimizers"),
+                                           "resource_variables", "optimizers", "control_flow_v2"),
                          [](const auto& info) { return info.param; });
 
 // ---- 1. the seed's program ---------------------------------------------------------------
@@ -670,10 +670,13 @@ TEST(SavedModelTest, ServesTheSignatureFromTheRestoredVariables) {
 // ---- the expected-failures file itself ---------------------------------------------------
 
 TEST(ExpectedFailuresTest, NamesKnownModelsAndAllowedFeaturesOnly) {
-  const std::set<std::string> models = {
-      "seed_program", "logistic_regression", "mlp_adam",           "cnn",         "control_flow",
-      "lstm",         "embedding_adagrad",   "monitored_training", "saved_model", "dtypes",
-      "partitioned",  "resource_variables",  "optimizers"};
+  const std::set<std::string> models = {"seed_program",      "logistic_regression",
+                                        "mlp_adam",          "cnn",
+                                        "control_flow",      "lstm",
+                                        "embedding_adagrad", "monitored_training",
+                                        "saved_model",       "dtypes",
+                                        "partitioned",       "resource_variables",
+                                        "optimizers",        "control_flow_v2"};
   // Models 1, 2, 3 and 10, the resource-variable MLP and the optimizers must pass fully, whatever the file
   // says.
   const std::set<std::string> must_pass = {"seed_program", "logistic_regression", "mlp_adam",

@@ -601,6 +601,36 @@ def optimizers(out):
     standard_model(out, "optimizers", build, batches)
 
 
+# --- TF2-style: control flow v2 (If/While calling functions) and resource variables ----------
+# v2 cond and while_loop become StatelessIf/StatelessWhile nodes calling functions of the
+# GraphDef's library; TF's gradient of the cond is an If over gradient functions (and the
+# forward If gains outputs for its intermediates). The loop reads only the input, so no
+# gradient flows through it.
+def control_flow_v2(out):
+    def build():
+        v1.enable_control_flow_v2()
+        x = v1.placeholder(tf.float32, [4], name="x")
+        with v1.variable_scope("cf2", use_resource=True):
+            w = v1.get_variable("w", [4], initializer=v1.constant_initializer([0.5, -0.2, 0.1, 0.3]))
+            b = v1.get_variable("b", [], initializer=v1.constant_initializer(0.1))
+        s = tf.reduce_sum(x * w) + b
+        c = tf.cond(s > 0, lambda: tf.square(s) * w, lambda: tf.sin(w) - s, name="cond")
+
+        def body(i, acc):
+            return i + 1, acc * 0.9 + x
+
+        _, acc = tf.while_loop(lambda i, acc: i < 3, body, [tf.constant(0), tf.zeros([4])], name="while")
+        loss = tf.reduce_mean(tf.square(c * acc), name="loss")
+        train = v1.train.GradientDescentOptimizer(0.005).minimize(loss, name="train")
+        v1.disable_control_flow_v2()
+        return dict(feeds=[x], fetches=[c, acc, loss], loss=loss, train_op=train)
+
+    def batches(step):
+        return [_rng("cf2", step).randn(4).astype(np.float32)]
+
+    standard_model(out, "control_flow_v2", build, batches)
+
+
 MODELS = {
     "seed_program": seed_program,
     "logistic_regression": logistic_regression,
@@ -615,6 +645,7 @@ MODELS = {
     "partitioned": partitioned,
     "resource_variables": resource_variables,
     "optimizers": optimizers,
+    "control_flow_v2": control_flow_v2,
 }
 
 

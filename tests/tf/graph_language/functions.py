@@ -1,5 +1,5 @@
 """A TF1 graph that calls functions of its library, as TF 1.14+ and 2.x write them: a
-tf.function call (PartitionedCall), a control-flow-v2 cond (If/StatelessIf) and while loop
+tf.function call reading a resource variable (StatefulPartitionedCall; op `init` sets it), a control-flow-v2 cond (If/StatelessIf) and while loop
 (While/StatelessWhile), with TF's value of the output for a fixed input.
 
   functions.py write --out DIR
@@ -27,18 +27,21 @@ def write(out):
     v1.enable_control_flow_v2()
     with tf.Graph().as_default() as g:
         x = v1.placeholder(tf.float32, [3], name="x")
+        w = v1.get_variable("w", initializer=2.0, use_resource=True)
 
         @tf.function
         def scale(t):
-            return t * 2.0 + 1.0
+            return t * w + 1.0  # reads a resource variable: a StatefulPartitionedCall
 
         y = scale(x)
         z = tf.cond(tf.reduce_sum(y) > 0, lambda: y * 3.0, lambda: -y, name="cond")
         _, acc = tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a + z), [tf.constant(0), tf.zeros([3])],
                                name="while")
         tf.identity(acc, name="out")
+        init = v1.variables_initializer([w], name="init")
         feed = np.array([1.0, -2.0, 3.0], np.float32)
         with v1.Session(graph=g) as sess:
+            sess.run(init)
             value = sess.run("out:0", {x: feed})
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "graph.pb"), "wb") as f:
@@ -63,6 +66,7 @@ def run(graph_file, expected_file):
         except Exception as e:  # TF's own words say what it could not import
             ic.fail("import_graph_def(%s) failed: %s: %s" % (graph_file, type(e).__name__, e))
         with v1.Session(graph=g) as sess:
+            sess.run("init")
             got = sess.run("out:0", {"x:0": feed})
     if not np.allclose(got, want, rtol=1e-6, atol=0):
         ic.fail("out:0 is %s from the re-exported graph, TF computed %s from its own" % (got, want))
