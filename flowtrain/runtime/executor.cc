@@ -27,9 +27,6 @@ struct EndpointHash {
   }
 };
 
-// Inputs larger than this make a normal-cost kernel worth running on another thread.
-constexpr int64_t kDispatchElements = 16384;
-
 int64_t NowMicros() {
   timeval tv;
   gettimeofday(&tv, nullptr);
