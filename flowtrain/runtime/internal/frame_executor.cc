@@ -52,13 +52,18 @@ struct FrameExecutor::Frame {
   int parent;
   int64_t parallel_iterations;
   int num_enters;
+  int num_constant_enters = 0;
   int num_slots = 0;
   std::vector<int> initial_pending;  // per local node
 };
 
-// One output of a node as it travels along edges.
+// One output of a node as it travels along edges. A loop invariant is lent, not copied:
+// its frame instance keeps it until every iteration is done, and a copy would cost two
+// atomic reference-count updates per iteration.
 struct FrameExecutor::Value {
+  const Tensor& value() const { return borrowed != nullptr ? *borrowed : tensor; }
   Tensor tensor;
+  const Tensor* borrowed = nullptr;  // not owned: a FrameInstance::invariants entry
   Var* ref = nullptr;
   bool live = false;
 };
@@ -100,10 +105,12 @@ struct FrameExecutor::FrameInstance {
     int item;
     Outputs outputs;
   };
-  std::vector<Carried> invariants;  // constant Enters' values, given to every new iteration
-  std::vector<Carried> deferred;    // NextIterations waiting for parallel_iterations room
-  std::vector<Carried> starting;    // the deferred ones being delivered (keeps its capacity)
-  std::vector<int> dead_exits;      // dead Exits of the newest iteration
+  // Constant Enters' values, given to every new iteration (lent: reserved for all of the
+  // frame's constant Enters, so it never reallocates under the slots that point into it).
+  std::vector<Carried> invariants;
+  std::vector<Carried> deferred;  // NextIterations waiting for parallel_iterations room
+  std::vector<Carried> starting;  // the deferred ones being delivered (keeps its capacity)
+  std::vector<int> dead_exits;    // dead Exits of the newest iteration
 
   Iteration* Get(int64_t iter) const { return ring[iter & (ring.size() - 1)]; }
   // Makes `it` the newest iteration, iteration_count (already advanced).
@@ -259,6 +266,7 @@ FrameExecutor::FrameExecutor(std::vector<Item> items, int num_feeds, std::vector
     edges_.insert(edges_.end(), out[i].begin(), out[i].end());
     if (nodes_[i].kind == CfKind::kEnter && !out[i].empty()) {
       nodes_[i].child_frame = nodes_[out[i].front().dst].frame;
+      if (nodes_[i].constant_enter) ++frames_[nodes_[i].child_frame].num_constant_enters;
     }
   }
   for (const Fetch& f : fetches_) {
@@ -351,7 +359,7 @@ class FrameExecutor::Runner {
     const NodeInfo& n = x_.nodes_[t.item];
     const Value* slots = t.iteration->slots.data() + n.slot_begin;
     for (int k = 0; k < n.num_inputs; ++k) {
-      if (slots[k].live && slots[k].tensor.NumElements() >= kDispatchElements) return true;
+      if (slots[k].live && slots[k].value().NumElements() >= kDispatchElements) return true;
     }
     return false;
   }
@@ -417,7 +425,7 @@ class FrameExecutor::Runner {
         dereferenced.push_back(v.ref->Read());
         inputs[k] = &dereferenced.back();
       } else {
-        inputs[k] = &v.tensor;
+        inputs[k] = &v.value();
       }
     }
     OpKernelContext::Params params = base_;
@@ -432,6 +440,7 @@ class FrameExecutor::Runner {
     if (tracing) Trace(item, start);
     for (int k = 0; k < n.num_inputs; ++k) {  // consumed: free early
       if (slots[k].tensor.IsInitialized()) slots[k].tensor = Tensor();
+      slots[k].borrowed = nullptr;
       slots[k].ref = nullptr;
       slots[k].live = false;
     }
@@ -443,7 +452,7 @@ class FrameExecutor::Runner {
     switch (n.forwarding) {
       case Forwarding::kSwitch: {
         Tensor read;  // only for a variable's value: a copy of a tensor costs an atomic update
-        const Tensor* pred = &slots[1].tensor;
+        const Tensor* pred = &slots[1].value();
         if (slots[1].ref != nullptr) pred = &(read = slots[1].ref->Read());
         if (pred->dims() != 0) {
           InvalidArgument("The second input must be a scalar, but it has shape ",
@@ -474,6 +483,8 @@ class FrameExecutor::Runner {
       outputs.refs[out] = v.ref;
     } else if (v.ref != nullptr) {
       outputs.tensors[out] = v.ref->Read();
+    } else if (v.borrowed != nullptr) {
+      outputs.tensors[out] = *v.borrowed;
     } else {
       outputs.tensors[out] = std::move(v.tensor);
     }
@@ -503,10 +514,11 @@ class FrameExecutor::Runner {
         if (n.child_frame < 0) return;  // nothing in the loop reads it
         FrameInstance* child = ChildFrame(frame, t.iter, t.iteration, n.child_frame);
         if (n.constant_enter) {
+          child->invariants.push_back({t.item, std::move(outputs)});  // reserved: no reallocation
+          const Outputs& kept = child->invariants.back().outputs;
           for (int64_t i = child->first_iter; i <= child->iteration_count; ++i) {
-            Deliver(t.item, outputs, dead, child, i, ready);
+            Deliver(t.item, kept, dead, child, i, ready, nullptr, true);
           }
-          child->invariants.push_back({t.item, outputs});
         } else {
           Deliver(t.item, outputs, dead, child, 0, ready, &outputs);
         }
@@ -541,15 +553,16 @@ class FrameExecutor::Runner {
       // Only live values: an Exit is dead in every iteration but the last.
       const int k = x_.fetches_[f].output;
       if (x_.fetches_[f].item == item && outputs.live(k))
-        s_.results[f] = {outputs.tensors[k], outputs.refs[k], true};
+        s_.results[f] = {outputs.tensors[k], nullptr, outputs.refs[k], true};
     }
   }
 
   // Delivers `outputs` of `item` along its edges into iteration `iter` of `frame`.
   // With `consumed` (the same outputs, no longer needed after), values move along their
-  // last edges instead of being copied.
+  // last edges instead of being copied; `lent` outputs (a loop invariant's, which outlive
+  // the iteration) are pointed to.
   void Deliver(int item, const Outputs& outputs, bool dead, FrameInstance* frame, int64_t iter, Ready& ready,
-               Outputs* consumed = nullptr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s_.mu) {
+               Outputs* consumed = nullptr, bool lent = false) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s_.mu) {
     const NodeInfo& n = x_.nodes_[item];
     Iteration* it = frame->Get(iter);
     for (int k = 0; k < n.num_edges; ++k) {
@@ -559,14 +572,14 @@ class FrameExecutor::Runner {
       } else {
         Tensor* movable = consumed != nullptr && e.last ? &consumed->tensors[e.src_output] : nullptr;
         DeliverEdge(e, &outputs.tensors[e.src_output], outputs.refs[e.src_output], outputs.live(e.src_output),
-                    frame, iter, it, ready, movable);
+                    frame, iter, it, ready, movable, lent);
       }
     }
   }
 
   // One edge's arrival: TF's pending/dead-count rules, Merge's included.
   void DeliverEdge(const Edge& e, const Tensor* tensor, Var* ref, bool live, FrameInstance* frame,
-                   int64_t iter, Iteration* it, Ready& ready, Tensor* movable = nullptr)
+                   int64_t iter, Iteration* it, Ready& ready, Tensor* movable = nullptr, bool lent = false)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s_.mu) {
     const NodeInfo& d = x_.nodes_[e.dst];
     int& pending = it->pending[d.local];
@@ -596,6 +609,8 @@ class FrameExecutor::Runner {
       Value& slot = it->slots[d.slot_begin + e.dst_input];
       if (movable != nullptr) {
         slot.tensor = std::move(*movable);
+      } else if (lent) {
+        slot.borrowed = tensor;
       } else {
         slot.tensor = *tensor;
       }
@@ -628,6 +643,7 @@ class FrameExecutor::Runner {
   void FreeIteration(int frame, Iteration* it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s_.mu) {
     for (Value& v : it->slots) {  // unconsumed inputs (nodes that never ran)
       if (v.tensor.IsInitialized()) v.tensor = Tensor();
+      v.borrowed = nullptr;
       v.ref = nullptr;
       v.live = false;
     }
@@ -653,6 +669,7 @@ class FrameExecutor::Runner {
     f->outstanding_iterations = 1;
     f->Append(NewIteration(frame));
     f->invariants.clear();
+    f->invariants.reserve(x_.frames_[frame].num_constant_enters);
     f->deferred.clear();
     f->dead_exits.clear();
     return f;
@@ -688,7 +705,7 @@ class FrameExecutor::Runner {
     ++frame->outstanding_iterations;
     frame->dead_exits.clear();
     for (const FrameInstance::Carried& c : frame->invariants) {
-      Deliver(c.item, c.outputs, false, frame, frame->iteration_count, ready);
+      Deliver(c.item, c.outputs, false, frame, frame->iteration_count, ready, nullptr, true);
     }
     return true;
   }
@@ -727,6 +744,7 @@ class FrameExecutor::Runner {
       for (int exit : frame->dead_exits) Deliver(exit, dead_value, true, parent, parent_iter, ready);
       pit->children.erase(std::find(pit->children.begin(), pit->children.end(), frame));
       --pit->outstanding_frames;
+      frame->invariants.clear();  // their tensors go now, not when the instance is reused
       s_.free_frames.push_back(frame);
       frame = parent;
       iter = parent_iter;
