@@ -26,7 +26,7 @@ constexpr int kClassesPerDoubling = 4;
 constexpr int kNumClasses = 64 * kClassesPerDoubling;
 
 // Size class of `bytes`: classes are 64 * (1 + k/4) * 2^e, e >= 0.
-int SizeClass(size_t bytes, size_t* class_bytes) {
+constexpr int SizeClassSlow(size_t bytes, size_t* class_bytes) {
   if (bytes <= kTensorAlignment) {
     *class_bytes = kTensorAlignment;
     return 0;
@@ -41,6 +41,30 @@ int SizeClass(size_t bytes, size_t* class_bytes) {
   int cls = exponent * kClassesPerDoubling + sub;
   *class_bytes = rounded * kTensorAlignment;
   return cls;
+}
+
+// The classes of blocks up to 512 bytes, by 64-byte units (a scalar tensor's block is 2):
+// every scalar node allocates and frees one, so the arithmetic is looked up.
+struct SmallClass {
+  int cls;
+  size_t class_bytes;
+};
+// constexpr: tensors made by static initializers elsewhere may come before any dynamic one.
+constexpr std::array<SmallClass, 9> kSmallClasses = [] {
+  std::array<SmallClass, 9> classes{};
+  for (size_t units = 0; units < classes.size(); ++units) {
+    classes[units].cls = SizeClassSlow(units * kTensorAlignment, &classes[units].class_bytes);
+  }
+  return classes;
+}();
+
+int SizeClass(size_t bytes, size_t* class_bytes) {
+  const size_t units = (bytes + kTensorAlignment - 1) / kTensorAlignment;
+  if (units < kSmallClasses.size()) [[likely]] {
+    *class_bytes = kSmallClasses[units].class_bytes;
+    return kSmallClasses[units].cls;
+  }
+  return SizeClassSlow(bytes, class_bytes);
 }
 
 // Blocks from this size on start on a huge-page boundary and ask for transparent huge pages
