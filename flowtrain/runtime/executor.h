@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/inlined_vector.h"
@@ -47,6 +48,11 @@ struct ExecutorRunArgs {
   CancellationManager* cancellation = nullptr;
   int64_t step_id = 0;
   RunMetadata* trace = nullptr;  // filled with per-node timings when not null
+  // Where the run's per-step resources (TensorArrays, stacks) go. Empty: the executor makes
+  // a container for the run when the plan creates such resources and drops it as the run
+  // ends. Set: they go to this container and outlive the run, so that several runs of one
+  // step (a distributed worker's stages) share them; the caller drops it (ResourceMgr::Cleanup).
+  std::string_view step_container;
 };
 
 class Executor {
