@@ -274,6 +274,49 @@ TEST(Allocator, ReusesFreedBlocks) {
   EXPECT_GE(after.cache_hits - before.cache_hits, 99);
 }
 
+// Small blocks come from a per-thread cache; its statistics still add up when a block is
+// freed on another thread than the one that made it and both threads are gone.
+TEST(Allocator, SmallBlocksAreCachedPerThreadAndAccountedAcrossThreads) {
+  const AllocatorStats before = DefaultAllocatorStats();
+  for (int i = 0; i < 100; ++i) {
+    Tensor t = Tensor::Scalar<float>(static_cast<float>(i));
+    EXPECT_EQ(t.scalar<float>(), static_cast<float>(i));
+  }
+  const AllocatorStats warm = DefaultAllocatorStats();
+  EXPECT_LE(warm.system_allocations - before.system_allocations, 1);
+  EXPECT_GE(warm.cache_hits - before.cache_hits, 99);
+  EXPECT_EQ(warm.bytes_in_use, before.bytes_in_use);
+  {
+    Tensor handed_over;
+    std::thread maker([&] {
+      handed_over = Tensor::Scalar<int32_t>(7);
+      for (int i = 0; i < 40; ++i) EXPECT_EQ(Tensor::Scalar<int32_t>(i).scalar<int32_t>(), i);
+    });
+    maker.join();
+    EXPECT_GT(DefaultAllocatorStats().bytes_in_use, before.bytes_in_use);
+    std::thread freer([&] { handed_over = Tensor(); });
+    freer.join();
+  }
+  EXPECT_EQ(DefaultAllocatorStats().bytes_in_use, before.bytes_in_use);
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+// The caches keep freed blocks from the system, so AddressSanitizer could not see a use after
+// free of a tensor's buffer; they poison what they hold instead.
+TEST(Allocator, CachedBlocksArePoisonedForAddressSanitizer) {
+  for (size_t bytes : {size_t{8}, size_t{300}, size_t{40000}}) {  // per-thread cache, shared lists
+    Allocator* allocator = DefaultAllocator();
+    void* p = allocator->Allocate(bytes);
+    allocator->Deallocate(p, bytes);
+    EXPECT_DEATH(static_cast<volatile char*>(p)[bytes - 1] = 1, "use-after-poison") << bytes;
+    void* again = allocator->Allocate(bytes);  // p again, usable once more
+    EXPECT_EQ(again, p);
+    static_cast<volatile char*>(again)[bytes - 1] = 1;
+    allocator->Deallocate(again, bytes);
+  }
+}
+#endif
+
 // Pages of [p, p + bytes) that are mapped (mincore; p page-aligned).
 size_t ResidentPages(void* p, size_t bytes) {
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));

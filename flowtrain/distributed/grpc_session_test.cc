@@ -16,6 +16,7 @@
 #include "flowtrain/ops/data_flow_ops.h"
 #include "flowtrain/ops/math_ops.h"
 #include "flowtrain/ops/nn_ops.h"
+#include "flowtrain/ops/stack_ops.h"
 #include "flowtrain/ops/variables.h"
 #include "flowtrain/runtime/session_factory.h"
 #include "tests/test_util.h"
@@ -172,6 +173,46 @@ TEST_F(GrpcSessionTest, AQueueOnThePsIsSharedBySessionsAndItsOpsRunThere) {
   EXPECT_EQ(Values<float>(result.get()), (std::vector<float>{11, 21}));
   EXPECT_EQ(local_.ps[0]->resource_manager()->All<ResourceBase>().size(), 1u);
   EXPECT_TRUE(local_.workers[0]->resource_manager()->All<ResourceBase>().empty());
+}
+
+// The ps runs its partition in two stages (the pop waits for the worker's product), and
+// both see one step container: the stack pushed in the first is popped in the second. The
+// container goes when the step ends, also when the step fails.
+TEST_F(GrpcSessionTest, AStepsStagesShareOneStepContainerDroppedWithTheStep) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output stack, pushed;
+  {
+    auto ps = g.Device("/job:ps/task:0");
+    stack = ops::StackV2(DT_FLOAT, -1, "stack");
+    pushed = ops::StackPushV2(stack, ops::Const(3.0f));
+  }
+  Output product = ops::Mul(pushed, ops::Const(2.0f), "product");  // on the worker
+  Output failed = NodeBuilder("DistributedTestFail", "fail").Input(product).Finalize();
+  Output popped, popped_after_failure;
+  {
+    auto after = g.ControlDependencies({product.op()});
+    popped = ops::StackPopV2(stack, DT_FLOAT, "pop");
+  }
+  {
+    auto after = g.ControlDependencies({failed.op()});
+    popped_after_failure = ops::StackPopV2(stack, DT_FLOAT, "pop_after_failure");
+  }
+  auto sess = NewWorkerSession(g);
+  ResourceMgr* ps_resources = local_.ps[0]->resource_manager();
+  for (int step = 0; step < 2; ++step) {
+    std::vector<Tensor> out = sess->Run({}, {popped, product}, {});
+    EXPECT_EQ(out[0].scalar<float>(), 3);
+    EXPECT_EQ(out[1].scalar<float>(), 6);
+    EXPECT_TRUE(ps_resources->All<ResourceBase>().empty());
+  }
+  EXPECT_THROW(sess->Run({}, {popped_after_failure}, {}), InvalidArgumentError);
+  // The ps's RunStep may end after the client has the worker's error.
+  const Clock::time_point give_up = Clock::now() + std::chrono::seconds(10);
+  while (!ps_resources->All<ResourceBase>().empty() && Clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(ps_resources->All<ResourceBase>().empty());
 }
 
 TEST_F(GrpcSessionTest, KernelErrorsOnThePsReachTheClient) {

@@ -11,6 +11,7 @@
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
+#include "flowtrain/framework/internal/step_resources.h"
 #include "flowtrain/framework/op_kernel.h"
 
 namespace flowtrain {
@@ -123,6 +124,7 @@ class StackOp : public OpKernel {
   std::string base_name_;
 };
 FT_REGISTER_KERNEL("StackV2", StackOp);
+FT_REGISTER_STEP_RESOURCE_OP("StackV2");
 
 // Outputs the pushed value, so that the gradient loop can depend on the push. swap_memory
 // (moving GPU values to host memory) has nothing to do on a CPU.

@@ -14,6 +14,7 @@
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
+#include "flowtrain/framework/internal/step_resources.h"
 #include "flowtrain/framework/op_kernel.h"
 #include "flowtrain/kernels/internal/array_util.h"
 
@@ -307,6 +308,7 @@ class TensorArrayOp : public OpKernel {
   std::string base_name_;
 };
 FT_REGISTER_KERNEL("TensorArrayV3", TensorArrayOp);
+FT_REGISTER_STEP_RESOURCE_OP("TensorArrayV3");
 
 // The gradient array of a forward array for one gradient computation (`source`): created on
 // first use as "<forward name>@<source>", so every gradient op of that computation shares it.

@@ -1,7 +1,11 @@
 // The executor running TF1 control flow built by hand from the primitives: conds, dead
 // tensors, loops (invariants, nesting, conds inside, parallel_iterations), reference
-// variables through RefSwitch/RefEnter, and malformed loops rejected at compile time.
+// variables through RefSwitch/RefEnter, malformed loops rejected at compile time, and runs
+// after failed or beside concurrent ones (run states are pooled).
+#include <atomic>
 #include <chrono>
+#include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -276,6 +280,55 @@ TEST(ControlFlowExecutor, RunawayLoopStopsAtTheDeadline) {
     const auto start = std::chrono::steady_clock::now();
     EXPECT_THROW(sess.Run({}, {bi.exit}, {}, &options), DeadlineExceededError);
     EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  }
+}
+
+// Run states are pooled: one a failed run left mid-loop (iterations, frames, slots holding
+// tensors) must start the next run clean, inline and on the pool.
+TEST(ControlFlowExecutor, ARunAfterAFailedOneStartsClean) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output d = ops::Placeholder(DT_INT32, PartialTensorShape({}), "d");
+  Output limit = ops::Placeholder(DT_INT32, PartialTensorShape({}), "limit");
+  LoopVar i = EnterLoopVar(ops::Const(0), "w", 10, "w/i");
+  Output cond = ops::LoopCond(ops::Less(i.merge.output, Invariant(limit, "w", 10, "w/limit")));
+  Branches bi = SwitchLoopVar(i, cond, "w/i");
+  Output d_in = Invariant(d, "w", 10, "w/d");
+  CloseLoopVar(i, ops::Add(bi.body, ops::FloorDiv(d_in, d_in)), "w/i");  // d / d: fails for d = 0
+  for (int threads : {1, 4}) {
+    Session sess(g, Threads(threads));
+    for (int round = 0; round < 5; ++round) {
+      EXPECT_THROW(
+          sess.Run({{d, Tensor::Scalar<int32_t>(0)}, {limit, Tensor::Scalar<int32_t>(100)}}, {bi.exit}),
+          InvalidArgumentError);
+      EXPECT_EQ(sess.Run({{d, Tensor::Scalar<int32_t>(1)}, {limit, Tensor::Scalar<int32_t>(100 + round)}},
+                         {bi.exit})[0]
+                    .scalar<int32_t>(),
+                100 + round);
+    }
+  }
+}
+
+// Concurrent runs of one plan each take a run state of their own.
+TEST(ControlFlowExecutor, ConcurrentRunsOfOneLoopDoNotMix) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output limit = ops::Placeholder(DT_INT32, PartialTensorShape({}), "limit");
+  Output exit = CountingLoop(limit, "w");
+  for (int threads : {1, 4}) {
+    Session sess(g, Threads(threads));
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> callers;
+    for (int t = 0; t < 4; ++t) {
+      callers.emplace_back([&, t] {
+        for (int r = 0; r < 20; ++r) {
+          const int n = 50 + 10 * t + r;
+          if (sess.Run({{limit, Tensor::Scalar<int32_t>(n)}}, {exit})[0].scalar<int32_t>() != n) ++wrong;
+        }
+      });
+    }
+    for (std::thread& c : callers) c.join();
+    EXPECT_EQ(wrong.load(), 0) << threads << " inter-op threads";
   }
 }
 

@@ -14,6 +14,7 @@
 #include "absl/container/inlined_vector.h"
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
+#include "flowtrain/framework/internal/step_resources.h"
 #include "flowtrain/runtime/internal/control_flow_info.h"
 #include "flowtrain/runtime/internal/frame_executor.h"
 #include "flowtrain/runtime/internal/graph_rewrite.h"
@@ -26,9 +27,6 @@ struct EndpointHash {
     return std::hash<const void*>()(e.node) * 31 + static_cast<size_t>(e.index);
   }
 };
-
-// Inputs larger than this make a normal-cost kernel worth running on another thread.
-constexpr int64_t kDispatchElements = 16384;
 
 int64_t NowMicros() {
   timeval tv;
@@ -68,6 +66,8 @@ struct Executor::Plan {
   std::vector<std::unique_ptr<OpKernel>> fused_kernels;  // of the fused groups' items
   int num_entries = 0;
   bool run_inline = true;
+  // Some item creates resources in the step container (framework/internal/step_resources.h).
+  bool creates_step_resources = false;
 
   // The entry holding endpoint `e`'s value: its feed's, or its producer's output.
   int EntryOf(const Compilation& c, const Endpoint& e) const;
@@ -248,6 +248,7 @@ void Executor::LayOutItems(Compilation& c) {
       plan.fused_kernels.push_back(std::move(x.kernel));
     }
     item.cost = item.kernel->cost();
+    if (CreatesStepResources(x.node->type())) plan.creates_step_resources = true;
     item.output_begin = next_entry;
     item.num_outputs = x.node->num_outputs();
     next_entry += x.node->num_outputs();
@@ -426,19 +427,23 @@ std::vector<Tensor> Executor::Run(const ExecutorRunArgs& args, std::span<const T
   step.base_params.intra_op_pool = plan.env.intra_op_pool;
   step.base_params.deadline = args.deadline;
   step.base_params.step_id = args.step_id;
-  // Unique per run even when sessions share a resource manager (their step ids may collide).
-  static std::atomic<int64_t> next_step_container{0};
-  const std::string step_container =
-      StrCat("__per_step_", next_step_container.fetch_add(1, std::memory_order_relaxed));
-  step.base_params.step_container = step_container;
-  // The run's TensorArrays and stacks go when it ends, however it ends.
+  step.base_params.step_container = args.step_container;
+  // Only plans that make TensorArrays or stacks pay for a container of their own.
+  std::string own_step_container;
+  if (args.step_container.empty() && plan.creates_step_resources) {
+    // Unique per run even when sessions share a resource manager (their step ids may collide).
+    static std::atomic<int64_t> next_step_container{0};
+    own_step_container = StrCat("__per_step_", next_step_container.fetch_add(1, std::memory_order_relaxed));
+    step.base_params.step_container = own_step_container;
+  }
+  // The run's own TensorArrays and stacks go when it ends, however it ends.
   struct DropStepContainer {
     ResourceMgr* resource_mgr;
     const std::string& name;
     ~DropStepContainer() {
-      if (resource_mgr != nullptr) resource_mgr->Cleanup(name);
+      if (resource_mgr != nullptr && !name.empty()) resource_mgr->Cleanup(name);
     }
-  } drop_step_container{plan.env.resource_mgr, step_container};
+  } drop_step_container{plan.env.resource_mgr, own_step_container};
   if (args.dead_feeds != nullptr && args.dead_feeds->size() != feed_values.size()) {
     Internal("Executor::Run got ", args.dead_feeds->size(), " dead flags for ", feed_values.size(), " feeds");
   }

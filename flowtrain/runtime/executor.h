@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/inlined_vector.h"
@@ -57,6 +58,11 @@ struct ExecutorRunArgs {
   // When not null, a dead fetch is returned as an empty Tensor and flagged here (one flag
   // per fetch) instead of failing the run.
   std::vector<bool>* dead_fetches = nullptr;
+  // Where the run's per-step resources (TensorArrays, stacks) go. Empty: the executor makes
+  // a container for the run when the plan creates such resources and drops it as the run
+  // ends. Set: they go to this container and outlive the run, so that several runs of one
+  // step (a distributed worker's stages) share them; the caller drops it (ResourceMgr::Cleanup).
+  std::string_view step_container;
 };
 
 class Executor {

@@ -242,6 +242,8 @@ std::shared_ptr<Worker::Partition> Worker::FindPartition(const std::string& hand
   return it->second;
 }
 
+std::string Worker::StepContainer(int64_t step_id) { return StrCat("__per_step_worker_", step_id); }
+
 std::shared_ptr<Worker::StepState> Worker::GetOrCreateStep(int64_t step_id, bool for_run) {
   absl::MutexLock lock(&mu_);
   if (!for_run && finished_steps_.count(step_id) != 0) return nullptr;
@@ -260,6 +262,7 @@ std::shared_ptr<Worker::StepState> Worker::GetOrCreateStep(int64_t step_id, bool
 }
 
 void Worker::FinishStep(int64_t step_id) {
+  resource_mgr_->Cleanup(StepContainer(step_id));
   absl::MutexLock lock(&mu_);
   steps_.erase(step_id);
   if (finished_steps_.insert(step_id).second) finished_order_.push_back(step_id);
@@ -378,6 +381,10 @@ void Worker::RunStepOrThrow(grpc::ServerContext* context, const RunStepRequest& 
   args.deadline = deadline;
   args.cancellation = &step_cancellation;
   args.step_id = step_id;
+  // One container for the step's TensorArrays and stacks, shared by its stages (a stack
+  // pushed in one stage pops in a later one) and dropped by FinishStep however the step ends.
+  const std::string step_container = StepContainer(step_id);
+  args.step_container = step_container;
   RunMetadata trace;
   if (request.trace()) args.trace = &trace;
   std::vector<Tensor> feeds;

@@ -63,7 +63,11 @@ class Worker final : public WorkerService::Service {
 
   std::shared_ptr<Partition> FindPartition(const std::string& handle);
   std::shared_ptr<StepState> GetOrCreateStep(int64_t step_id, bool for_run);
+  // Drops the step's state and its step container.
   void FinishStep(int64_t step_id);
+  // The resource container of the step's TensorArrays and stacks (the master draws step ids
+  // at random, so they do not repeat).
+  static std::string StepContainer(int64_t step_id);
   void RunStepOrThrow(grpc::ServerContext* context, const RunStepRequest& request, RunStepResponse* response);
   void Push(int64_t step_id, const std::string& job, int task, SendTensorsRequest& request,
             std::chrono::steady_clock::time_point deadline);

@@ -5,7 +5,6 @@
 
 #include <chrono>
 #include <algorithm>
-#include <deque>
 #include <exception>
 
 #include "absl/base/thread_annotations.h"
@@ -15,6 +14,14 @@
 #include "flowtrain/core/str_util.h"
 
 namespace flowtrain {
+
+// How a node's value moves when the executor forwards it itself (see Runner::Forward).
+enum class FrameExecutor::Forwarding : uint8_t {
+  kKernel,  // the kernel computes the outputs
+  kInput0,  // output 0 is input 0: Enter, Exit, NextIteration, LoopCond, Identity
+  kSwitch,  // input 0 to output 1 when input 1 is true, else to output 0
+  kMerge,   // the first live input to output 0, its index to output 1
+};
 
 // Static, per plan item.
 struct FrameExecutor::NodeInfo {
@@ -29,6 +36,8 @@ struct FrameExecutor::NodeInfo {
   int edge_begin;   // into edges_
   int num_edges;
   bool fetched;  // some fetch reads one of its outputs
+  Forwarding forwarding;
+  bool index_used;  // a Merge whose value_index output is read
 };
 
 struct FrameExecutor::Edge {
@@ -43,13 +52,18 @@ struct FrameExecutor::Frame {
   int parent;
   int64_t parallel_iterations;
   int num_enters;
+  int num_constant_enters = 0;
   int num_slots = 0;
   std::vector<int> initial_pending;  // per local node
 };
 
-// One output of a node as it travels along edges.
+// One output of a node as it travels along edges. A loop invariant is lent, not copied:
+// its frame instance keeps it until every iteration is done, and a copy would cost two
+// atomic reference-count updates per iteration.
 struct FrameExecutor::Value {
+  const Tensor& value() const { return borrowed != nullptr ? *borrowed : tensor; }
   Tensor tensor;
+  const Tensor* borrowed = nullptr;  // not owned: a FrameInstance::invariants entry
   Var* ref = nullptr;
   bool live = false;
 };
@@ -64,6 +78,8 @@ struct FrameExecutor::Outputs {
 
 // One iteration of one frame instance: the state TF keeps per (frame, iteration).
 struct FrameExecutor::Iteration {
+  explicit Iteration(int frame) : frame(frame) {}
+  const int frame;             // the static frame whose nodes it counts
   std::vector<int> pending;    // per local node: inputs still to arrive (Merge: TF's encoding)
   std::vector<int> dead;       // per local node: dead inputs arrived
   std::vector<Value> slots;    // per input slot of the frame's nodes
@@ -82,16 +98,30 @@ struct FrameExecutor::FrameInstance {
   int64_t first_iter = 0;       // the oldest iteration not done
   int64_t iteration_count = 0;  // the newest iteration
   int outstanding_iterations = 1;
-  std::deque<Iteration*> iterations;  // [first_iter, iteration_count]
+  // Iterations [first_iter, iteration_count], iteration i at i % ring.size() (a power of
+  // two that only grows, so a warm loop allocates nothing per iteration).
+  std::vector<Iteration*> ring = std::vector<Iteration*>(2);
   struct Carried {
     int item;
     Outputs outputs;
   };
-  std::vector<Carried> invariants;  // constant Enters' values, given to every new iteration
-  std::vector<Carried> deferred;    // NextIterations waiting for parallel_iterations room
-  std::vector<int> dead_exits;      // dead Exits of the newest iteration
+  // Constant Enters' values, given to every new iteration (lent: reserved for all of the
+  // frame's constant Enters, so it never reallocates under the slots that point into it).
+  std::vector<Carried> invariants;
+  std::vector<Carried> deferred;  // NextIterations waiting for parallel_iterations room
+  std::vector<Carried> starting;  // the deferred ones being delivered (keeps its capacity)
+  std::vector<int> dead_exits;    // dead Exits of the newest iteration
 
-  Iteration* Get(int64_t iter) const { return iterations[iter - first_iter]; }
+  Iteration* Get(int64_t iter) const { return ring[iter & (ring.size() - 1)]; }
+  // Makes `it` the newest iteration, iteration_count (already advanced).
+  void Append(Iteration* it) {
+    if (static_cast<size_t>(iteration_count - first_iter) >= ring.size()) {
+      std::vector<Iteration*> grown(ring.size() * 2);
+      for (int64_t i = first_iter; i < iteration_count; ++i) grown[i & (grown.size() - 1)] = Get(i);
+      ring.swap(grown);
+    }
+    ring[iteration_count & (ring.size() - 1)] = it;
+  }
 };
 
 struct FrameExecutor::Tagged {
@@ -149,6 +179,28 @@ class ABSL_SCOPED_LOCKABLE StateLock {
 
 }  // namespace
 
+// The control-flow primitives and Identity only pass a value on (control_flow_kernels.cc,
+// array_kernels.cc): the executor moves it from the input slot to the output itself. Through
+// the kernel the value was copied into the output and the slot then cleared, two atomic
+// reference-count updates per node, a fifth of a while loop's time.
+FrameExecutor::Forwarding FrameExecutor::ForwardingOf(const Item& item) {
+  const Node& node = *item.graph.node;
+  if (item.type != node.type()) return Forwarding::kKernel;  // a fused group's kernel
+  switch (CfKindOf(node)) {
+    case CfKind::kSwitch:
+      return Forwarding::kSwitch;
+    case CfKind::kMerge:
+      return Forwarding::kMerge;
+    case CfKind::kEnter:
+    case CfKind::kExit:
+    case CfKind::kNextIteration:
+      return Forwarding::kInput0;
+    default:
+      return node.type() == "LoopCond" || node.type() == "Identity" ? Forwarding::kInput0
+                                                                    : Forwarding::kKernel;
+  }
+}
+
 FrameExecutor::FrameExecutor(std::vector<Item> items, int num_feeds, std::vector<Fetch> fetches,
                              ThreadPool* pool)
     : items_(std::move(items)), fetches_(std::move(fetches)), pool_(pool) {
@@ -180,6 +232,13 @@ FrameExecutor::FrameExecutor(std::vector<Item> items, int num_feeds, std::vector
     n.constant_enter = n.kind == CfKind::kEnter && g.node->GetAttr<bool>("is_constant");
     n.child_frame = -1;
     n.fetched = false;
+    n.forwarding = ForwardingOf(items_[i]);
+    n.index_used = false;
+    if (n.kind == CfKind::kMerge) {
+      while (static_cast<int>(merge_indices_.size()) < n.num_inputs) {
+        merge_indices_.push_back(Tensor::Scalar<int32_t>(static_cast<int32_t>(merge_indices_.size())));
+      }
+    }
     frame.num_slots += n.num_inputs;
     const int control = static_cast<int>(g.control_inputs.size());
     // A Merge waits for one live input (the low bit) and each control input (two each).
@@ -192,6 +251,7 @@ FrameExecutor::FrameExecutor(std::vector<Item> items, int num_feeds, std::vector
         feed_edges_[in.output].push_back(e);
       } else {
         out[in.item].push_back(e);
+        if (in.output == 1) nodes_[in.item].index_used = true;  // read by a later item
       }
     }
     for (int c : g.control_inputs) out[c].push_back({static_cast<int>(i), -1, -1, false});
@@ -206,6 +266,7 @@ FrameExecutor::FrameExecutor(std::vector<Item> items, int num_feeds, std::vector
     edges_.insert(edges_.end(), out[i].begin(), out[i].end());
     if (nodes_[i].kind == CfKind::kEnter && !out[i].empty()) {
       nodes_[i].child_frame = nodes_[out[i].front().dst].frame;
+      if (nodes_[i].constant_enter) ++frames_[nodes_[i].child_frame].num_constant_enters;
     }
   }
   for (const Fetch& f : fetches_) {
@@ -219,6 +280,7 @@ FrameExecutor::FrameExecutor(std::vector<Item> items, int num_feeds, std::vector
                       "' (fetch the loop's Exit instead)");
     }
     nodes_[f.item].fetched = true;
+    if (f.output == 1) nodes_[f.item].index_used = true;
   }
 }
 
@@ -226,7 +288,7 @@ FrameExecutor::~FrameExecutor() = default;
 
 // One run's state: the frame instances and the ready nodes, all guarded by `mu` (kernels run
 // outside it). Iterations and frame instances come from free lists, so a long loop
-// allocates nothing per iteration once warm.
+// allocates nothing per iteration once warm; the state itself is pooled across runs.
 struct FrameExecutor::RunState {
   absl::Mutex mu;
   absl::CondVar cv;
@@ -239,19 +301,22 @@ struct FrameExecutor::RunState {
   std::vector<std::unique_ptr<Iteration>> owned_iterations ABSL_GUARDED_BY(mu);
   std::vector<std::unique_ptr<FrameInstance>> owned_frames ABSL_GUARDED_BY(mu);
   std::vector<FrameInstance*> free_frames ABSL_GUARDED_BY(mu);
+  std::vector<Tagged> ready;  // the caller's ready nodes (only its thread touches them)
 };
 
 // Runs nodes and moves their outputs along; one per Run, used by every thread of the run.
 class FrameExecutor::Runner {
  public:
-  using Ready = absl::InlinedVector<Tagged, 8>;
+  // A plain vector: the caller's is kept in the run state with its capacity, and
+  // InlinedVector's out-of-line push was a tenth of the loop's time.
+  using Ready = std::vector<Tagged>;
 
   Runner(const FrameExecutor& x, const OpKernelContext::Params& base, RunState& s)
       : x_(x), base_(base), s_(s) {}
 
-  // Makes the root frame, delivers the feeds and returns the nodes ready to start.
-  Ready Start(std::span<const Tensor> feed_values, const std::vector<bool>* dead_feeds) {
-    Ready ready;
+  // Makes the root frame, delivers the feeds (dead where `dead_feeds`, null: all live, says so)
+  // and puts the nodes ready to start in `ready`.
+  void Start(std::span<const Tensor> feed_values, const std::vector<bool>* dead_feeds, Ready& ready) {
     StateLock lock(&s_.mu, x_.pool_ != nullptr);
     FrameInstance* root = NewFrame(0, nullptr, 0);
     Iteration* it = root->Get(0);
@@ -261,11 +326,11 @@ class FrameExecutor::Runner {
         DeliverEdge(e, &feed_values[f], nullptr, live, root, 0, it, ready);
     }
     for (int r : x_.roots_) Push(ready, {r, root, 0, it, false});
-    return ready;
   }
 
   // Runs `ready` and the nodes they make ready; costly ones beyond the first go to the pool.
-  void Process(Ready ready) {
+  void Process(Ready& ready) {
+    Ready next;
     while (!ready.empty()) {
       const Tagged t = ready.back();
       ready.pop_back();
@@ -273,13 +338,17 @@ class FrameExecutor::Runner {
         RunNode(t, ready);
         continue;
       }
-      Ready next;
+      next.clear();
       RunNode(t, next);
       bool kept_costly = false;
       for (const Tagged& n : next) {
-        const bool costly = x_.items_[n.item].cost == KernelCost::kExpensive && !n.dead;
-        if (costly && kept_costly && x_.pool_ != nullptr) {
-          x_.pool_->Schedule([this, n] { Process(Ready{n}); });
+        const bool costly = !n.dead && Costly(n);
+        if (costly && kept_costly) {
+          // The task builds its own Runner: this one lives on a stack that may be gone.
+          x_.pool_->Schedule([&x = x_, &base = base_, s = &s_, n] {
+            Ready ready{n};
+            Runner(x, base, *s).Process(ready);
+          });
         } else {
           kept_costly = kept_costly || costly;
           ready.push_back(n);
@@ -289,6 +358,19 @@ class FrameExecutor::Runner {
   }
 
  private:
+  // Worth another thread, by the static plan's rule: an expensive kernel, or a normal one
+  // with a large input. Reads the slots of a ready node, which no other thread writes now.
+  bool Costly(const Tagged& t) const {
+    const Item& item = x_.items_[t.item];
+    if (item.cost != KernelCost::kNormal) return item.cost == KernelCost::kExpensive;
+    const NodeInfo& n = x_.nodes_[t.item];
+    const Value* slots = t.iteration->slots.data() + n.slot_begin;
+    for (int k = 0; k < n.num_inputs; ++k) {
+      if (slots[k].live && slots[k].value().NumElements() >= kDispatchElements) return true;
+    }
+    return false;
+  }
+
   void Push(Ready& ready, const Tagged& t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s_.mu) {
     ready.push_back(t);
     ++t.iteration->outstanding_ops;
@@ -324,11 +406,19 @@ class FrameExecutor::Runner {
 
   void Compute(const Tagged& t, const NodeInfo& n, const Item& item, Outputs& outputs) {
     if (base_.cancellation != nullptr && base_.cancellation->IsCancelled()) Cancelled("Run was cancelled");
+    Value* slots = t.iteration->slots.data() + n.slot_begin;
+    if (n.forwarding != Forwarding::kKernel) {
+      const bool tracing = s_.stats != nullptr;
+      const int64_t start = tracing ? NowMicros() : 0;
+      Forward(n, item, slots, outputs);
+      if (tracing) Trace(item, start);
+      for (int k = 0; k < n.num_inputs; ++k) slots[k] = Value();
+      return;
+    }
     absl::InlinedVector<const Tensor*, 8> inputs(n.num_inputs, nullptr);
     absl::InlinedVector<Var*, 8> input_refs(n.num_inputs, nullptr);
     absl::InlinedVector<Tensor, 4> dereferenced;
     dereferenced.reserve(n.num_inputs);
-    Value* slots = t.iteration->slots.data() + n.slot_begin;
     for (int k = 0; k < n.num_inputs; ++k) {
       Value& v = slots[k];
       if (!v.live) continue;  // a Merge's dead input
@@ -342,7 +432,7 @@ class FrameExecutor::Runner {
         dereferenced.push_back(v.ref->Read());
         inputs[k] = &dereferenced.back();
       } else {
-        inputs[k] = &v.tensor;
+        inputs[k] = &v.value();
       }
     }
     OpKernelContext::Params params = base_;
@@ -357,8 +447,53 @@ class FrameExecutor::Runner {
     if (tracing) Trace(item, start);
     for (int k = 0; k < n.num_inputs; ++k) {  // consumed: free early
       if (slots[k].tensor.IsInitialized()) slots[k].tensor = Tensor();
+      slots[k].borrowed = nullptr;
       slots[k].ref = nullptr;
       slots[k].live = false;
+    }
+  }
+
+  // What the node's kernel would output, the input moved rather than copied; the same
+  // errors as the kernels'.
+  void Forward(const NodeInfo& n, const Item& item, Value* slots, Outputs& outputs) {
+    switch (n.forwarding) {
+      case Forwarding::kSwitch: {
+        Tensor read;  // only for a variable's value: a copy of a tensor costs an atomic update
+        const Tensor* pred = &slots[1].value();
+        if (slots[1].ref != nullptr) pred = &(read = slots[1].ref->Read());
+        if (pred->dims() != 0) {
+          InvalidArgument("The second input must be a scalar, but it has shape ",
+                          pred->shape().DebugString());
+        }
+        MoveToOutput(item, 0, slots[0], pred->scalar<bool>() ? 1 : 0, outputs);
+        return;
+      }
+      case Forwarding::kMerge:
+        for (int k = 0; k < n.num_inputs; ++k) {
+          if (!slots[k].live) continue;
+          MoveToOutput(item, k, slots[k], 0, outputs);
+          if (n.index_used) outputs.tensors[1] = x_.merge_indices_[k];
+          return;
+        }
+        Internal("Merge ", item.graph.node->name(), " ran with no live input");
+      default:
+        MoveToOutput(item, 0, slots[0], 0, outputs);
+    }
+  }
+
+  // Input `k`'s value as output `out`: the variable itself for a reference input, else its
+  // value (a variable's read now, as a kernel taking the value sees it).
+  static void MoveToOutput(const Item& item, int k, Value& v, int out, Outputs& outputs) {
+    if (item.ref_inputs[k]) {
+      if (v.ref == nullptr)
+        InvalidArgument("Input ", k, " of ", item.graph.node->DebugName(), " needs a variable");
+      outputs.refs[out] = v.ref;
+    } else if (v.ref != nullptr) {
+      outputs.tensors[out] = v.ref->Read();
+    } else if (v.borrowed != nullptr) {
+      outputs.tensors[out] = *v.borrowed;
+    } else {
+      outputs.tensors[out] = std::move(v.tensor);
     }
   }
 
@@ -386,10 +521,11 @@ class FrameExecutor::Runner {
         if (n.child_frame < 0) return;  // nothing in the loop reads it
         FrameInstance* child = ChildFrame(frame, t.iter, t.iteration, n.child_frame);
         if (n.constant_enter) {
+          child->invariants.push_back({t.item, std::move(outputs)});  // reserved: no reallocation
+          const Outputs& kept = child->invariants.back().outputs;
           for (int64_t i = child->first_iter; i <= child->iteration_count; ++i) {
-            Deliver(t.item, outputs, dead, child, i, ready);
+            Deliver(t.item, kept, dead, child, i, ready, nullptr, true);
           }
-          child->invariants.push_back({t.item, outputs});
         } else {
           Deliver(t.item, outputs, dead, child, 0, ready, &outputs);
         }
@@ -424,15 +560,16 @@ class FrameExecutor::Runner {
       // Only live values: an Exit is dead in every iteration but the last.
       const int k = x_.fetches_[f].output;
       if (x_.fetches_[f].item == item && outputs.live(k))
-        s_.results[f] = {outputs.tensors[k], outputs.refs[k], true};
+        s_.results[f] = {outputs.tensors[k], nullptr, outputs.refs[k], true};
     }
   }
 
   // Delivers `outputs` of `item` along its edges into iteration `iter` of `frame`.
   // With `consumed` (the same outputs, no longer needed after), values move along their
-  // last edges instead of being copied.
+  // last edges instead of being copied; `lent` outputs (a loop invariant's, which outlive
+  // the iteration) are pointed to.
   void Deliver(int item, const Outputs& outputs, bool dead, FrameInstance* frame, int64_t iter, Ready& ready,
-               Outputs* consumed = nullptr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s_.mu) {
+               Outputs* consumed = nullptr, bool lent = false) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s_.mu) {
     const NodeInfo& n = x_.nodes_[item];
     Iteration* it = frame->Get(iter);
     for (int k = 0; k < n.num_edges; ++k) {
@@ -442,14 +579,14 @@ class FrameExecutor::Runner {
       } else {
         Tensor* movable = consumed != nullptr && e.last ? &consumed->tensors[e.src_output] : nullptr;
         DeliverEdge(e, &outputs.tensors[e.src_output], outputs.refs[e.src_output], outputs.live(e.src_output),
-                    frame, iter, it, ready, movable);
+                    frame, iter, it, ready, movable, lent);
       }
     }
   }
 
   // One edge's arrival: TF's pending/dead-count rules, Merge's included.
   void DeliverEdge(const Edge& e, const Tensor* tensor, Var* ref, bool live, FrameInstance* frame,
-                   int64_t iter, Iteration* it, Ready& ready, Tensor* movable = nullptr)
+                   int64_t iter, Iteration* it, Ready& ready, Tensor* movable = nullptr, bool lent = false)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s_.mu) {
     const NodeInfo& d = x_.nodes_[e.dst];
     int& pending = it->pending[d.local];
@@ -479,6 +616,8 @@ class FrameExecutor::Runner {
       Value& slot = it->slots[d.slot_begin + e.dst_input];
       if (movable != nullptr) {
         slot.tensor = std::move(*movable);
+      } else if (lent) {
+        slot.borrowed = tensor;
       } else {
         slot.tensor = *tensor;
       }
@@ -492,7 +631,7 @@ class FrameExecutor::Runner {
     std::vector<Iteration*>& free = s_.free_iterations[frame];
     Iteration* it;
     if (free.empty()) {
-      s_.owned_iterations.push_back(std::make_unique<Iteration>());
+      s_.owned_iterations.push_back(std::make_unique<Iteration>(frame));
       it = s_.owned_iterations.back().get();
       it->slots.resize(x_.frames_[frame].num_slots);
     } else {
@@ -511,6 +650,7 @@ class FrameExecutor::Runner {
   void FreeIteration(int frame, Iteration* it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s_.mu) {
     for (Value& v : it->slots) {  // unconsumed inputs (nodes that never ran)
       if (v.tensor.IsInitialized()) v.tensor = Tensor();
+      v.borrowed = nullptr;
       v.ref = nullptr;
       v.live = false;
     }
@@ -534,9 +674,9 @@ class FrameExecutor::Runner {
     f->first_iter = 0;
     f->iteration_count = 0;
     f->outstanding_iterations = 1;
-    f->iterations.clear();
-    f->iterations.push_back(NewIteration(frame));
+    f->Append(NewIteration(frame));
     f->invariants.clear();
+    f->invariants.reserve(x_.frames_[frame].num_constant_enters);
     f->deferred.clear();
     f->dead_exits.clear();
     return f;
@@ -568,12 +708,11 @@ class FrameExecutor::Runner {
       return false;
     }
     ++frame->iteration_count;
-    Iteration* it = NewIteration(frame->frame);
-    frame->iterations.push_back(it);
+    frame->Append(NewIteration(frame->frame));
     ++frame->outstanding_iterations;
     frame->dead_exits.clear();
     for (const FrameInstance::Carried& c : frame->invariants) {
-      Deliver(c.item, c.outputs, false, frame, frame->iteration_count, ready);
+      Deliver(c.item, c.outputs, false, frame, frame->iteration_count, ready, nullptr, true);
     }
     return true;
   }
@@ -590,18 +729,17 @@ class FrameExecutor::Runner {
     while (frame != nullptr) {
       if (iter < frame->first_iter) return;
       while (iter <= frame->iteration_count && IterationDone(frame, iter)) {
-        FreeIteration(frame->frame, frame->iterations.front());
-        frame->iterations.pop_front();
+        FreeIteration(frame->frame, frame->Get(iter));
         ++frame->first_iter;
         --frame->outstanding_iterations;
         ++iter;
         if (!frame->deferred.empty()) {
           if (!NextIteration(frame, ready)) return;
-          std::vector<FrameInstance::Carried> deferred;
-          deferred.swap(frame->deferred);
-          for (const FrameInstance::Carried& c : deferred) {
+          frame->starting.swap(frame->deferred);
+          for (const FrameInstance::Carried& c : frame->starting) {
             Deliver(c.item, c.outputs, false, frame, frame->iteration_count, ready);
           }
+          frame->starting.clear();
         }
       }
       if (frame->pending_enters != 0 || frame->outstanding_iterations != 0 || frame->parent == nullptr)
@@ -613,6 +751,7 @@ class FrameExecutor::Runner {
       for (int exit : frame->dead_exits) Deliver(exit, dead_value, true, parent, parent_iter, ready);
       pit->children.erase(std::find(pit->children.begin(), pit->children.end(), frame));
       --pit->outstanding_frames;
+      frame->invariants.clear();  // their tensors go now, not when the instance is reused
       s_.free_frames.push_back(frame);
       frame = parent;
       iter = parent_iter;
@@ -624,48 +763,108 @@ class FrameExecutor::Runner {
   RunState& s_;
 };
 
+std::unique_ptr<FrameExecutor::RunState> FrameExecutor::AcquireRunState(
+    std::vector<tensorflow::NodeExecStats>* stats) const {
+  std::unique_ptr<RunState> state;
+  {
+    absl::MutexLock lock(&free_states_mu_);
+    if (!free_states_.empty()) {
+      state = std::move(free_states_.back());
+      free_states_.pop_back();
+    }
+  }
+  if (state == nullptr) {
+    state = std::make_unique<RunState>();
+    absl::MutexLock lock(&state->mu);
+    state->free_iterations.resize(frames_.size());
+    state->results.resize(fetches_.size());
+  }
+  absl::MutexLock lock(&state->mu);  // uncontended: the state is not shared until the run starts
+  state->outstanding = 0;
+  state->error = nullptr;
+  state->failed.store(false, std::memory_order_relaxed);
+  state->stats = stats;
+  return state;
+}
+
+void FrameExecutor::ReleaseRunState(std::unique_ptr<RunState> state) const {
+  {
+    // A failed run leaves iterations and frames anywhere: every one goes back to the free
+    // lists, holding no tensor.
+    absl::MutexLock lock(&state->mu);
+    for (std::vector<Iteration*>& free : state->free_iterations) free.clear();
+    for (const std::unique_ptr<Iteration>& it : state->owned_iterations) {
+      for (Value& v : it->slots) v = Value();
+      state->free_iterations[it->frame].push_back(it.get());
+    }
+    state->free_frames.clear();
+    for (const std::unique_ptr<FrameInstance>& f : state->owned_frames) {
+      f->invariants.clear();
+      f->deferred.clear();
+      state->free_frames.push_back(f.get());
+    }
+    for (Value& v : state->results) v = Value();
+    state->stats = nullptr;
+  }
+  absl::MutexLock lock(&free_states_mu_);
+  free_states_.push_back(std::move(state));
+}
+
 std::vector<Tensor> FrameExecutor::Run(const OpKernelContext::Params& base,
                                        std::span<const Tensor> feed_values,
                                        std::vector<tensorflow::NodeExecStats>* stats,
                                        const std::vector<bool>* dead_feeds,
                                        std::vector<bool>* dead_fetches) const {
-  RunState s;
-  s.stats = stats;
-  {
-    absl::MutexLock lock(&s.mu);
-    s.free_iterations.resize(frames_.size());
-    s.results.resize(fetches_.size());
-  }
-  Runner runner(*this, base, s);
-  Runner::Ready ready = runner.Start(feed_values, dead_feeds);
-  std::reverse(ready.begin(), ready.end());  // roots start in plan order
-  runner.Process(std::move(ready));
-  absl::MutexLock lock(&s.mu);
-  while (s.outstanding != 0) s.cv.Wait(&s.mu);
-  if (s.error != nullptr) std::rethrow_exception(s.error);
+  std::unique_ptr<RunState> state = AcquireRunState(stats);
+  RunState& s = *state;
   std::vector<Tensor> results;
-  results.reserve(fetches_.size());
-  if (dead_fetches != nullptr) dead_fetches->assign(fetches_.size(), false);
-  for (size_t f = 0; f < fetches_.size(); ++f) {
-    const Fetch& fetch = fetches_[f];
-    if (fetch.item < 0) {
-      const bool dead = dead_feeds != nullptr && (*dead_feeds)[fetch.output];
-      if (dead && dead_fetches != nullptr) (*dead_fetches)[f] = true;
-      results.push_back(dead ? Tensor() : feed_values[fetch.output]);
-      continue;
+  std::exception_ptr error;
+  {
+    Runner runner(*this, base, s);
+    runner.Start(feed_values, dead_feeds, s.ready);
+    std::reverse(s.ready.begin(), s.ready.end());  // roots start in plan order
+    runner.Process(s.ready);
+    absl::MutexLock lock(&s.mu);
+    while (s.outstanding != 0) s.cv.Wait(&s.mu);
+    error = s.error;
+    if (error == nullptr) results = CollectResults(s, feed_values, dead_feeds, dead_fetches, error);
+  }
+  ReleaseRunState(std::move(state));
+  if (error != nullptr) std::rethrow_exception(error);
+  return results;
+}
+
+std::vector<Tensor> FrameExecutor::CollectResults(RunState& s, std::span<const Tensor> feed_values,
+                                                  const std::vector<bool>* dead_feeds,
+                                                  std::vector<bool>* dead_fetches,
+                                                  std::exception_ptr& error) const {
+  std::vector<Tensor> results;
+  try {
+    results.reserve(fetches_.size());
+    if (dead_fetches != nullptr) dead_fetches->assign(fetches_.size(), false);
+    for (size_t f = 0; f < fetches_.size(); ++f) {
+      const Fetch& fetch = fetches_[f];
+      if (fetch.item < 0) {
+        const bool dead = dead_feeds != nullptr && (*dead_feeds)[fetch.output];
+        if (dead && dead_fetches != nullptr) (*dead_fetches)[f] = true;
+        results.push_back(dead ? Tensor() : feed_values[fetch.output]);
+        continue;
+      }
+      const Value& v = s.results[f];
+      if (!v.live && dead_fetches != nullptr) {
+        (*dead_fetches)[f] = true;
+        results.emplace_back();
+        continue;
+      }
+      if (!v.live) {
+        InvalidArgument("Retval[", f, "] does not have value: the fetched tensor ",
+                        items_[fetch.item].graph.node->name(), ":", fetch.output,
+                        " is dead (it is on a branch the run did not take) or was never computed");
+      }
+      results.push_back(v.ref != nullptr ? v.ref->Read() : v.tensor);
     }
-    const Value& v = s.results[f];
-    if (!v.live && dead_fetches != nullptr) {
-      (*dead_fetches)[f] = true;
-      results.emplace_back();
-      continue;
-    }
-    if (!v.live) {
-      InvalidArgument("Retval[", f, "] does not have value: the fetched tensor ",
-                      items_[fetch.item].graph.node->name(), ":", fetch.output,
-                      " is dead (it is on a branch the run did not take) or was never computed");
-    }
-    results.push_back(v.ref != nullptr ? v.ref->Read() : v.tensor);
+  } catch (...) {
+    error = std::current_exception();
   }
   return results;
 }

@@ -15,15 +15,20 @@
 //   FrameExecutor frames(std::move(items), num_feeds, fetches, pool);  // throws on bad loops
 //   std::vector<Tensor> out = frames.Run(params, feed_values, nullptr);
 //
-// Thread-safe: concurrent Runs share nothing but the kernels.
+// Thread-safe: concurrent Runs share nothing but the kernels (each takes a run state of its
+// own from the executor's pool of them).
 #ifndef FLOWTRAIN_RUNTIME_INTERNAL_FRAME_EXECUTOR_H_
 #define FLOWTRAIN_RUNTIME_INTERNAL_FRAME_EXECUTOR_H_
 
+#include <cstdint>
+#include <exception>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "flowtrain/core/tensor.h"
 #include "flowtrain/core/thread_pool.h"
 #include "flowtrain/framework/op_kernel.h"
@@ -31,6 +36,10 @@
 #include "flowtrain/runtime/internal/control_flow_info.h"
 
 namespace flowtrain {
+
+// A normal-cost kernel with an input this large is worth another thread: parallel runs, the
+// static plan's and the frame-aware one's, hand it to the inter-op pool.
+inline constexpr int64_t kDispatchElements = 16384;
 
 class FrameExecutor {
  public:
@@ -66,6 +75,7 @@ class FrameExecutor {
                           std::vector<bool>* dead_fetches = nullptr) const;
 
  private:
+  enum class Forwarding : uint8_t;
   struct NodeInfo;
   struct Edge;
   struct Frame;
@@ -77,6 +87,19 @@ class FrameExecutor {
   struct Tagged;
   class Runner;
 
+  static Forwarding ForwardingOf(const Item& item);
+
+  // Run states are reused across runs (and their iterations and frame instances with them),
+  // so a warm plan allocates no bookkeeping per run or per iteration.
+  std::unique_ptr<RunState> AcquireRunState(std::vector<tensorflow::NodeExecStats>* stats) const;
+  // Drops every tensor the state still holds and keeps it for the next run.
+  void ReleaseRunState(std::unique_ptr<RunState> state) const;
+  // The fetched values of a finished run; sets `error` for a dead or missing fetch, unless
+  // `dead_fetches` is given: then a dead fetch is an empty Tensor flagged there.
+  std::vector<Tensor> CollectResults(RunState& s, std::span<const Tensor> feed_values,
+                                     const std::vector<bool>* dead_feeds, std::vector<bool>* dead_fetches,
+                                     std::exception_ptr& error) const;
+
   std::vector<NodeInfo> nodes_;
   std::vector<Edge> edges_;
   std::vector<Frame> frames_;
@@ -84,7 +107,10 @@ class FrameExecutor {
   std::vector<Fetch> fetches_;
   std::vector<std::vector<Edge>> feed_edges_;  // per feed: its consumers
   std::vector<int> roots_;                     // items with no inputs at all
+  std::vector<Tensor> merge_indices_;          // scalar i: a Merge's value_index for input i
   ThreadPool* pool_;
+  mutable absl::Mutex free_states_mu_;
+  mutable std::vector<std::unique_ptr<RunState>> free_states_ ABSL_GUARDED_BY(free_states_mu_);
 };
 
 }  // namespace flowtrain

@@ -1,0 +1,214 @@
+// A dynamic_rnn LSTM training step (batch 32, 128 inputs, 128 units, 50 steps, mean squared
+// error, GradientDescent), flowtrain vs TensorFlow vs PyTorch's nn.LSTM, in one run:
+//   RESULT lstm_train flowtrain ms_per_step <v> (<config>)
+//   RESULT lstm_train tensorflow ms_per_step <v> (<config>)
+//   RESULT lstm_train pytorch ms_per_step <v> (<config>)
+//   RESULT lstm_train flowtrain speedup_vs_tensorflow <ratio>   (target >= 1.5)
+//   RESULT lstm_train flowtrain speedup_vs_pytorch <ratio>      (target >= 1.2)
+// TensorFlow writes the graph (bench/lstm_bench_tf.py: tf.compat.v1.nn.dynamic_rnn over an
+// LSTMCell, exported as a MetaGraph); flowtrain imports and trains that graph, TF trains it
+// too, and bench/lstm_bench_pytorch.py trains nn.LSTM from the same initial weights and data.
+// Every system first runs the same few steps and reports the loss of the last: the run fails
+// unless the three agree to 1e-3 (relative). Each figure is the median step time of its best
+// configuration: flowtrain with 1 and 2 threads; TF with intra/inter-op threads 1/1, 2/2,
+// 1/2, 2/1 and its defaults, TF_ENABLE_ONEDNN_OPTS 0 and 1, glibc malloc and jemalloc
+// (Debian's libjemalloc2, preloaded, when installed); PyTorch with 1 and 2 threads and either
+// allocator. TensorFlow is the Python given at build time (FLOWTRAIN_TF_PYTHON): without it
+// there is no graph and the bench says so; PyTorch is the first python3 that imports torch
+// (scripts/bench installs Debian's python3-torch), skipped when there is none.
+#include <stdlib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "flowtrain/flowtrain.h"
+
+namespace ft = flowtrain;
+
+namespace {
+
+// bench/lstm_bench_tf.py's constants (keep them in step).
+constexpr int kBatch = 32, kSteps = 50, kInputs = 128, kUnits = 128;
+constexpr int kCheckSteps = 5, kTimedSteps = 30;
+constexpr double kLossTolerance = 1e-3;
+constexpr char kJemalloc[] = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
+
+struct Figure {
+  double ms = -1;   // median step time of the best configuration; negative: did not run
+  double loss = 0;  // after kCheckSteps steps
+  std::string config;
+};
+
+std::string ShellQuote(const std::string& s) {
+  std::string out = "'";
+  for (char ch : s) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
+}
+
+bool Exists(const std::string& path) { return std::filesystem::exists(path); }
+
+// Runs `command`, reading lines "<ms> <loss> [config]"; keeps the fastest in `best` (its
+// config prefixed by `label`). False when the command printed nothing it could read.
+bool RunPeer(const std::string& command, const std::string& label, Figure& best) {
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return false;
+  bool any = false;
+  char line[512];
+  while (std::fgets(line, sizeof line, pipe) != nullptr) {
+    double ms, loss;
+    char config[256] = "";
+    if (std::sscanf(line, "%lf %lf %255s", &ms, &loss, config) < 2) continue;
+    any = true;
+    std::string name = label + (config[0] != '\0' ? std::string(",") + config : "");
+    std::fprintf(stderr, "  %-60s %9.3f ms  loss %.7g\n", name.c_str(), ms, loss);
+    if (best.ms < 0 || ms < best.ms) best = {ms, loss, name};
+  }
+  ::pclose(pipe);
+  return any;
+}
+
+std::vector<std::string> Allocators() {
+  std::vector<std::string> allocators = {""};
+  if (Exists(kJemalloc)) allocators.push_back(kJemalloc);
+  return allocators;
+}
+
+std::string AllocatorName(const std::string& preload) { return preload.empty() ? "glibc" : "jemalloc"; }
+
+ft::Tensor ReadFloats(const std::string& path, ft::TensorShape shape) {
+  ft::Tensor t(ft::DT_FLOAT, shape);
+  std::ifstream in(path, std::ios::binary);
+  in.read(reinterpret_cast<char*>(t.data<float>()),
+          static_cast<std::streamsize>(t.NumElements() * sizeof(float)));
+  if (!in) {
+    std::fprintf(stderr, "lstm_bench: cannot read %s\n", path.c_str());
+    std::exit(1);
+  }
+  return t;
+}
+
+// flowtrain on TF's graph: imported from the MetaGraph, initialised by its "init" op.
+Figure RunFlowtrain(const std::string& dir) {
+  const ft::Tensor x = ReadFloats(dir + "/x.bin", ft::TensorShape({kBatch, kSteps, kInputs}));
+  const ft::Tensor y = ReadFloats(dir + "/y.bin", ft::TensorShape({kBatch, kSteps, kUnits}));
+  Figure best;
+  for (int threads : {1, 2}) {
+    ft::Graph graph;
+    ft::train::ImportMetaGraph(dir + "/model.meta", &graph);
+    ft::SessionOptions options;
+    options.config.intra_op_parallelism_threads = threads;
+    options.config.inter_op_parallelism_threads = threads;
+    ft::Session session(graph, options);
+    session.Run({}, {}, {"init"});
+    const std::vector<std::pair<std::string, ft::Tensor>> feeds = {{"x:0", x}, {"y:0", y}};
+    double loss = 0;
+    for (int i = 0; i < kCheckSteps; ++i) loss = session.Run(feeds, {"loss:0"}, {"train"})[0].scalar<float>();
+    std::vector<double> ms;
+    for (int i = 0; i < kTimedSteps; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      session.Run(feeds, {}, {"train"});
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    }
+    std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+    const std::string name = "threads=" + std::to_string(threads);
+    std::fprintf(stderr, "  %-60s %9.3f ms  loss %.7g\n", ("flowtrain," + name).c_str(), ms[ms.size() / 2],
+                 loss);
+    if (best.ms < 0 || ms[ms.size() / 2] < best.ms) best = {ms[ms.size() / 2], loss, name};
+  }
+  return best;
+}
+
+bool SameLoss(double a, double b) {
+  return std::abs(a - b) <= kLossTolerance * std::max(std::abs(a), std::abs(b));
+}
+
+}  // namespace
+
+// `--flowtrain_only DIR` trains flowtrain alone on a graph lstm_bench_tf.py wrote (to profile).
+int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--flowtrain_only") {
+    const Figure f = RunFlowtrain(argv[2]);
+    std::printf("RESULT lstm_train flowtrain ms_per_step %.3f (%s)\n", f.ms, f.config.c_str());
+    return 0;
+  }
+#ifndef FLOWTRAIN_LSTM_BENCH_TF_PYTHON
+  std::printf(
+      "(not run: lstm_bench needs TensorFlow to write its graph; configure with FLOWTRAIN_TF_PYTHON)\n");
+  return 0;
+#else
+  const std::string tf_python = FLOWTRAIN_LSTM_BENCH_TF_PYTHON;
+  const std::string tf_script = ShellQuote(FLOWTRAIN_LSTM_BENCH_DIR "/lstm_bench_tf.py");
+  const std::string torch_script = ShellQuote(FLOWTRAIN_LSTM_BENCH_DIR "/lstm_bench_pytorch.py");
+  std::string dir_pattern = (std::filesystem::temp_directory_path() / "lstm_bench_XXXXXX").string();
+  if (::mkdtemp(dir_pattern.data()) == nullptr) {
+    std::perror("mkdtemp");
+    return 1;
+  }
+  const std::string dir = dir_pattern;
+  if (std::system((tf_python + " " + tf_script + " write " + ShellQuote(dir) + " 2>/dev/null").c_str()) !=
+          0 ||
+      !Exists(dir + "/model.meta")) {
+    std::fprintf(stderr, "lstm_bench: TensorFlow could not write the graph\n");
+    return 1;
+  }
+
+  std::fprintf(stderr, "flowtrain:\n");
+  const Figure flowtrain = RunFlowtrain(dir);
+  std::fprintf(stderr, "tensorflow:\n");
+  Figure tensorflow;
+  for (const std::string& allocator : Allocators()) {
+    for (const char* onednn : {"0", "1"}) {
+      const std::string env = std::string("TF_ENABLE_ONEDNN_OPTS=") + onednn +
+                              (allocator.empty() ? "" : " LD_PRELOAD=" + allocator) + " ";
+      RunPeer(env + tf_python + " " + tf_script + " time " + ShellQuote(dir) + " 2>/dev/null",
+              std::string("onednn=") + onednn + ",malloc=" + AllocatorName(allocator), tensorflow);
+    }
+  }
+  std::fprintf(stderr, "pytorch:\n");
+  Figure pytorch;
+  for (const std::string& python : {std::string("/usr/bin/python3"), std::string("python3")}) {
+    if (std::system((python + " -c 'import torch' 2>/dev/null").c_str()) != 0) continue;
+    for (const std::string& allocator : Allocators()) {
+      for (int threads : {1, 2}) {
+        const std::string t = std::to_string(threads);
+        // A run stalled by a busy machine (OpenMP threads spinning for a core) is dropped.
+        RunPeer("timeout 120 env " + (allocator.empty() ? "" : "LD_PRELOAD=" + allocator + " ") +
+                    "OMP_NUM_THREADS=" + t + " " + python + " " + torch_script + " " + ShellQuote(dir) +
+                    " --threads " + t + " 2>/dev/null",
+                "threads=" + t + ",malloc=" + AllocatorName(allocator), pytorch);
+      }
+    }
+    break;
+  }
+  std::filesystem::remove_all(dir);
+
+  std::printf("RESULT lstm_train flowtrain ms_per_step %.3f (%s)\n", flowtrain.ms, flowtrain.config.c_str());
+  std::printf("RESULT lstm_train flowtrain loss_after_%d_steps %.7g\n", kCheckSteps, flowtrain.loss);
+  bool losses_agree = true;
+  for (const auto& [name, peer] : {std::pair<const char*, const Figure&>{"tensorflow", tensorflow},
+                                   std::pair<const char*, const Figure&>{"pytorch", pytorch}}) {
+    if (peer.ms < 0) {
+      std::printf("(%s not run)\n", name);
+      continue;
+    }
+    std::printf("RESULT lstm_train %s ms_per_step %.3f (%s)\n", name, peer.ms, peer.config.c_str());
+    std::printf("RESULT lstm_train %s loss_after_%d_steps %.7g\n", name, kCheckSteps, peer.loss);
+    std::printf("RESULT lstm_train flowtrain speedup_vs_%s %.2f\n", name, peer.ms / flowtrain.ms);
+    if (!SameLoss(flowtrain.loss, peer.loss)) {
+      std::fprintf(stderr,
+                   "lstm_bench: flowtrain's loss %.7g differs from %s's %.7g by more than %g (relative)\n",
+                   flowtrain.loss, name, peer.loss, kLossTolerance);
+      losses_agree = false;
+    }
+  }
+  return losses_agree ? 0 : 1;
+#endif
+}
