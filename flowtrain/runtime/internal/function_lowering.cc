@@ -481,15 +481,23 @@ class Lowering {
     return Out(n.name(), 0);
   }
 
+  // An If's or Case's inputs: the predicate or branch index first, then the branches' inputs
+  // (as many as Tin says), and its control inputs; Tin and Tout.
+  static void SplitSelectorCall(const tensorflow::NodeDef& n, std::vector<std::string>* data,
+                                std::vector<std::string>* controls, Types* tin, Types* tout) {
+    Split(n, data, controls);
+    *tin = TypeList(n, "Tin");
+    *tout = TypeList(n, "Tout");
+    if (data->size() != tin->size() + 1) {
+      InvalidArgument("Node '", n.name(), "' (", n.op(), ") has ", data->size(), " inputs, Tin says ",
+                      tin->size() + 1);
+    }
+  }
+
   void LowerIf(const tensorflow::NodeDef& n) {
     std::vector<std::string> data, controls;
-    Split(n, &data, &controls);
-    const Types tin = TypeList(n, "Tin");
-    const Types tout = TypeList(n, "Tout");
-    if (data.size() != tin.size() + 1) {
-      InvalidArgument("Node '", n.name(), "' (", n.op(), ") has ", data.size(), " inputs, Tin says ",
-                      tin.size() + 1);
-    }
+    Types tin, tout;
+    SplitSelectorCall(n, &data, &controls, &tin, &tout);
     const std::string pred =
         AsBool(n.name(), data[0], static_cast<DataType>(GetAttr(n, "Tcond").type()), n.device());
     const std::vector<std::string> inputs(data.begin() + 1, data.end());
@@ -545,13 +553,8 @@ class Lowering {
 
   void LowerCase(const tensorflow::NodeDef& n) {
     std::vector<std::string> data, controls;
-    Split(n, &data, &controls);
-    const Types tin = TypeList(n, "Tin");
-    const Types tout = TypeList(n, "Tout");
-    if (data.size() != tin.size() + 1) {
-      InvalidArgument("Node '", n.name(), "' (", n.op(), ") has ", data.size(), " inputs, Tin says ",
-                      tin.size() + 1);
-    }
+    Types tin, tout;
+    SplitSelectorCall(n, &data, &controls, &tin, &tout);
     const auto& list = GetAttr(n, "branches").list().func();
     const std::vector<tensorflow::NameAttrList> branches(list.begin(), list.end());
     if (branches.empty()) InvalidArgument("Node '", n.name(), "' (", n.op(), ") has no branches");
