@@ -49,12 +49,17 @@ TEST(InitOpsTest, ValuesAndNames) {
   EXPECT_EQ(izero.dtype(), DT_INT64);
   Session s(g);
   s.Run({}, {}, {ops::GlobalVariablesInitializer()});
-  for (float v : zeros.value().Eval(s).flat<float>()) EXPECT_EQ(v, 0.0f);
-  for (float v : big_ones.value().Eval(s).flat<float>()) EXPECT_EQ(v, 1.0f);
-  for (double v : c.value().Eval(s).flat<double>()) EXPECT_EQ(v, 2.5);
+  // Each evaluated tensor is held in a variable: a range-for over Eval(s).flat<T>() would
+  // iterate a span into a temporary Tensor destroyed before the loop starts.
+  const Tensor zeros_value = zeros.value().Eval(s), ones_value = big_ones.value().Eval(s),
+               c_value = c.value().Eval(s);
+  for (float v : zeros_value.flat<float>()) EXPECT_EQ(v, 0.0f);
+  for (float v : ones_value.flat<float>()) EXPECT_EQ(v, 1.0f);
+  for (double v : c_value.flat<double>()) EXPECT_EQ(v, 2.5);
   const double limit = std::sqrt(6.0 / 500.0);
   double max_abs = 0;
-  for (float v : glorot.value().Eval(s).flat<float>()) max_abs = std::max(max_abs, double(std::abs(v)));
+  const Tensor glorot_value = glorot.value().Eval(s);
+  for (float v : glorot_value.flat<float>()) max_abs = std::max(max_abs, double(std::abs(v)));
   EXPECT_LE(max_abs, limit);
   EXPECT_GT(max_abs, 0.95 * limit);
   // He normal: variance 2 / fan_in.
@@ -62,7 +67,8 @@ TEST(InitOpsTest, ValuesAndNames) {
   double sq = 0;
   for (float v : h.flat<float>()) sq += double(v) * v;
   EXPECT_NEAR(sq / h.NumElements(), 2.0 / (3 * 3 * 64), 0.1 * 2.0 / (3 * 3 * 64));
-  for (float v : trunc.value().Eval(s).flat<float>()) {
+  const Tensor trunc_value = trunc.value().Eval(s);
+  for (float v : trunc_value.flat<float>()) {
     EXPECT_GE(v, 0.8f);
     EXPECT_LE(v, 1.2f);
   }

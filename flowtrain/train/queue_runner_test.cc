@@ -249,7 +249,9 @@ TEST(InputHelpers, QueueRunnersRoundTripThroughTheMetaGraph) {
   std::multiset<std::string> read;
   try {
     for (;;) {
-      for (const std::string& v : sess.Run({}, {values})[0].flat<std::string>()) read.insert(v);
+      // Held, not iterated as a temporary: the span would outlive the Tensor it points into.
+      const Tensor batch = sess.Run({}, {values})[0];
+      for (const std::string& v : batch.flat<std::string>()) read.insert(v);
     }
   } catch (const OutOfRangeError&) {
   }
