@@ -838,6 +838,7 @@ std::vector<Tensor> FrameExecutor::CollectResults(RunState& s, std::span<const T
                                                   const std::vector<bool>* dead_feeds,
                                                   std::vector<bool>* dead_fetches,
                                                   std::exception_ptr& error) const {
+  s.mu.AssertHeld();  // Run calls it with the run's mutex held, after the last node finished
   std::vector<Tensor> results;
   try {
     results.reserve(fetches_.size());

@@ -94,8 +94,9 @@ class FrameExecutor {
   std::unique_ptr<RunState> AcquireRunState(std::vector<tensorflow::NodeExecStats>* stats) const;
   // Drops every tensor the state still holds and keeps it for the next run.
   void ReleaseRunState(std::unique_ptr<RunState> state) const;
-  // The fetched values of a finished run; sets `error` for a dead or missing fetch, unless
-  // `dead_fetches` is given: then a dead fetch is an empty Tensor flagged there.
+  // The fetched values of a finished run, called with s.mu held; sets `error` for a dead or
+  // missing fetch, unless `dead_fetches` is given: then a dead fetch is an empty Tensor
+  // flagged there.
   std::vector<Tensor> CollectResults(RunState& s, std::span<const Tensor> feed_values,
                                      const std::vector<bool>* dead_feeds, std::vector<bool>* dead_fetches,
                                      std::exception_ptr& error) const;
