@@ -11,6 +11,7 @@
 #include <string>
 
 #include "flowtrain/core/error.h"
+#include "flowtrain/core/str_util.h"
 #include "flowtrain/graph/graph.h"
 #include "flowtrain/graph/graph_def.h"
 #include "flowtrain/graph/node_builder.h"
@@ -1162,6 +1163,75 @@ TEST(FunctionLowering, BadCallsAreInvalidArgumentsNamingNodeAndFunction) {
                                          })pb"));
       },
       {"'call'", "'twice'", "attr 'T'"});
+}
+
+// A library of `depth` float functions f0 .. f<depth-1>, where each calls the next `calls`
+// times (summing the results when it calls more than once) and the last returns its input;
+// the graph calls f0 once by op name.
+tensorflow::GraphDef ChainOfCalls(int depth, int calls) {
+  tensorflow::GraphDef g;
+  tensorflow::NodeDef* x = g.add_node();
+  x->set_name("x");
+  x->set_op("Placeholder");
+  (*x->mutable_attr())["dtype"].set_type(tensorflow::DT_FLOAT);
+  tensorflow::NodeDef* call = g.add_node();
+  call->set_name("call");
+  call->set_op("f0");
+  call->add_input("x");
+  for (int i = 0; i < depth; ++i) {
+    tensorflow::FunctionDef* f = g.mutable_library()->add_function();
+    f->mutable_signature()->set_name(StrCat("f", i));
+    auto* in = f->mutable_signature()->add_input_arg();
+    in->set_name("x");
+    in->set_type(tensorflow::DT_FLOAT);
+    auto* out = f->mutable_signature()->add_output_arg();
+    out->set_name("y");
+    out->set_type(tensorflow::DT_FLOAT);
+    if (i + 1 == depth) {
+      (*f->mutable_ret())["y"] = "x";
+      continue;
+    }
+    std::string result;
+    for (int c = 0; c < calls; ++c) {
+      tensorflow::NodeDef* n = f->add_node_def();
+      n->set_name(StrCat("c", c));
+      n->set_op(StrCat("f", i + 1));
+      n->add_input("x");
+      const std::string y = StrCat("c", c, ":y:0");
+      if (result.empty()) {
+        result = y;
+        continue;
+      }
+      tensorflow::NodeDef* sum = f->add_node_def();
+      sum->set_name(StrCat("s", c));
+      sum->set_op("AddV2");
+      sum->add_input(result);
+      sum->add_input(y);
+      (*sum->mutable_attr())["T"].set_type(tensorflow::DT_FLOAT);
+      result = StrCat("s", c, ":z:0");
+    }
+    (*f->mutable_ret())["y"] = result;
+  }
+  return g;
+}
+
+TEST(FunctionLowering, NestingIsBoundedNotAStackOverflow) {
+  EXPECT_NO_THROW(LowerFunctionCalls(ChainOfCalls(50, 1)));
+  ExpectInvalidArgument([] { LowerFunctionCalls(ChainOfCalls(10000, 1)); },
+                        {"'call'", "more than 100 deep", "from 'f0' to 'f100'"});
+}
+
+TEST(FunctionLowering, InlinedSizeIsBoundedNotExponential) {
+  // 2^12 bodies inline; 2^40 would not fit in memory.
+  EXPECT_NO_THROW(LowerFunctionCalls(ChainOfCalls(12, 2)));
+  try {
+    LowerFunctionCalls(ChainOfCalls(40, 2));
+    ADD_FAILURE() << "expected a ResourceExhaustedError";
+  } catch (const ResourceExhaustedError& e) {
+    EXPECT_NE(std::string(e.what()).find("more than 1048576 nodes (reached at node 'call')"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

@@ -70,6 +70,13 @@ struct Body {
 using BranchEmitter = std::function<Body(const std::string& prefix, const std::vector<std::string>& inputs,
                                          const std::string& pivot)>;
 
+// What a graph's library may make the lowering build, so that a few hundred bytes of GraphDef
+// cannot exhaust the stack (each level of nesting is a few C++ frames) or the memory (a chain
+// of functions each calling the next twice inlines 2^depth bodies). Models TF writes nest
+// calls a few levels deep and inline to far fewer nodes.
+constexpr size_t kMaxCallDepth = 100;
+constexpr size_t kMaxInlinedNodes = size_t{1} << 20;
+
 class Lowering {
  public:
   explicit Lowering(const tensorflow::GraphDef& in) : in_(in) {
@@ -81,6 +88,7 @@ class Lowering {
     tensorflow::GraphDef out;
     *out.mutable_versions() = in_.versions();
     *out.mutable_library() = in_.library();
+    CheckInlinedSize();
     for (const auto& n : in_.node()) LowerNode(n);
     for (auto& n : nodes_) *out.add_node() = std::move(n);
     return out;
@@ -90,6 +98,74 @@ class Lowering {
   const tensorflow::FunctionDef* FindFunction(const std::string& name) const {
     auto it = functions_.find(name);
     return it == functions_.end() ? nullptr : it->second;
+  }
+
+  // What inlining a function makes: its body nodes, its nested calls' included (counting stops
+  // past kMaxInlinedNodes), and how deep its calls nest.
+  struct InlinedSize {
+    size_t nodes = 0;
+    size_t depth = 0;
+  };
+
+  // Refuses, before anything is built, a graph whose calls nest deeper than kMaxCallDepth
+  // (InvalidArgument naming the chain) or inline more than kMaxInlinedNodes body nodes
+  // (ResourceExhausted). Missing and recursive functions are left for Inline to report.
+  void CheckInlinedSize() {
+    size_t nodes = 0;
+    for (const auto& n : in_.node()) {
+      nodes = std::min(nodes + OfCallees(n.name(), n).nodes, kMaxInlinedNodes + 1);
+      if (nodes > kMaxInlinedNodes) {
+        ResourceExhausted("Inlining the graph's function calls would make more than ", kMaxInlinedNodes,
+                          " nodes (reached at node '", n.name(), "')");
+      }
+    }
+  }
+
+  // The inlined size of the functions node `n` calls (by op name or through func attrs).
+  InlinedSize OfCallees(const std::string& call, const tensorflow::NodeDef& n) {
+    InlinedSize total;
+    auto add = [&](const std::string& function) {
+      const InlinedSize f = Of(call, function);
+      total.nodes = std::min(total.nodes + f.nodes, kMaxInlinedNodes + 1);
+      total.depth = std::max(total.depth, f.depth);
+    };
+    if (FindFunction(n.op()) != nullptr) add(n.op());
+    for (const auto& [_, v] : n.attr()) {
+      if (v.value_case() == tensorflow::AttrValue::kFunc) add(v.func().name());
+      if (v.value_case() == tensorflow::AttrValue::kList) {
+        for (const auto& f : v.list().func()) add(f.name());
+      }
+    }
+    return total;
+  }
+
+  // The inlined size of `function`, called (at the outermost level) by node `call`.
+  InlinedSize Of(const std::string& call, const std::string& function) {
+    const tensorflow::FunctionDef* f = FindFunction(function);
+    if (f == nullptr || std::find(stack_.begin(), stack_.end(), function) != stack_.end()) return {};
+    InlinedSize size;
+    if (auto memo = inlined_sizes_.find(function); memo != inlined_sizes_.end()) {
+      size = memo->second;
+    } else {
+      if (stack_.size() >= kMaxCallDepth) TooDeep(call, function);
+      stack_.push_back(function);
+      for (const auto& n : f->node_def()) {
+        const InlinedSize callees = OfCallees(call, n);
+        size.nodes = std::min(size.nodes + 1 + callees.nodes, kMaxInlinedNodes + 1);
+        size.depth = std::max(size.depth, callees.depth);
+      }
+      ++size.depth;
+      stack_.pop_back();
+      inlined_sizes_.emplace(function, size);
+    }
+    if (stack_.size() + size.depth > kMaxCallDepth) TooDeep(call, function);
+    return size;
+  }
+
+  [[noreturn]] void TooDeep(const std::string& call, const std::string& function) const {
+    InvalidArgument("Node '", call, "' nests function calls more than ", kMaxCallDepth,
+                    " deep, too deep to inline (from '", stack_.empty() ? function : stack_.front(), "' to '",
+                    function, "')");
   }
 
   // A name no node has yet, `base` when free.
@@ -645,7 +721,8 @@ class Lowering {
   std::set<std::string> names_;
   std::deque<tensorflow::NodeDef> nodes_;  // a deque: Emit's references stay valid
   std::vector<std::string> stack_;         // the functions being inlined, outermost first
-  Types output_types_;                     // the result dtypes of the last function inlined
+  std::map<std::string, InlinedSize> inlined_sizes_;
+  Types output_types_;  // the result dtypes of the last function inlined
 };
 
 }  // namespace

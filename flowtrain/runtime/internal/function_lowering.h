@@ -24,7 +24,10 @@
 //
 // Errors (InvalidArgument, naming the node and the function): a function missing from the
 // library, a function that calls itself (directly or through others), inputs or outputs whose
-// number or dtypes differ from the function's signature, a missing attr.
+// number or dtypes differ from the function's signature, a missing attr, calls nested more
+// than 100 deep. ResourceExhausted: calls that would inline more than 2^20 body nodes. Both
+// bounds are checked before anything is built, so a small hostile library can neither
+// overflow the stack nor fill the memory.
 #ifndef FLOWTRAIN_RUNTIME_INTERNAL_FUNCTION_LOWERING_H_
 #define FLOWTRAIN_RUNTIME_INTERNAL_FUNCTION_LOWERING_H_
 
