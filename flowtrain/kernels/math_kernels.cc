@@ -117,6 +117,22 @@ struct RealDivFn {
     }
   }
 };
+// Rounds toward zero: integers as C does (min / -1 wraps), floats through trunc(x / y).
+struct TruncateDivFn {
+  static constexpr bool kDivides = true;
+  template <typename A, typename B>
+  static auto Apply(const A& a, const B& b) {
+    return ApplyElementwise(a, b, [](auto x, auto y) {
+      using T = decltype(x);
+      if constexpr (std::is_integral_v<T>) {
+        return WrappingDivide<T>(x, y);
+      } else {
+        using F = std::conditional_t<std::is_same_v<T, double>, double, float>;
+        return static_cast<T>(std::trunc(static_cast<F>(x) / static_cast<F>(y)));
+      }
+    });
+  }
+};
 struct MaximumFn {
   static constexpr bool kDivides = false;
   template <typename A, typename B>
@@ -193,6 +209,22 @@ T FloorModulo(T x, T y) {
     return static_cast<T>(r);
   }
 }
+// The remainder of TruncateDiv: its sign is x's (C's % and fmod).
+struct TruncateModFn {
+  static constexpr bool kDivides = true;
+  template <typename A, typename B>
+  static auto Apply(const A& a, const B& b) {
+    return ApplyElementwise(a, b, [](auto x, auto y) {
+      using T = decltype(x);
+      if constexpr (std::is_integral_v<T>) {
+        return WrappingRemainder<T>(x, y);
+      } else {
+        using F = std::conditional_t<std::is_same_v<T, double>, double, float>;
+        return static_cast<T>(std::fmod(static_cast<F>(x), static_cast<F>(y)));
+      }
+    });
+  }
+};
 struct FloorModFn {
   static constexpr bool kDivides = true;
   template <typename A, typename B>
@@ -273,6 +305,10 @@ FT_REGISTER_KERNEL("Sub", BinaryCwiseOp<SubFn>);
 FT_REGISTER_KERNEL("Mul", BinaryCwiseOp<MulFn>);
 FT_REGISTER_KERNEL("RealDiv", BinaryCwiseOp<RealDivFn>);
 FT_REGISTER_KERNEL("FloorDiv", BinaryCwiseOp<FloorDivFn>);
+FT_REGISTER_KERNEL("Div", BinaryCwiseOp<RealDivFn>);
+FT_REGISTER_KERNEL("TruncateDiv", BinaryCwiseOp<TruncateDivFn>);
+FT_REGISTER_KERNEL("TruncateMod", BinaryCwiseOp<TruncateModFn>);
+FT_REGISTER_KERNEL("Mod", BinaryCwiseOp<TruncateModFn>);
 FT_REGISTER_KERNEL("Maximum", BinaryCwiseOp<MaximumFn>);
 FT_REGISTER_KERNEL("Minimum", BinaryCwiseOp<MinimumFn>);
 FT_REGISTER_KERNEL("Pow", BinaryCwiseOp<PowFn>);

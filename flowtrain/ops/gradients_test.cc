@@ -1,4 +1,5 @@
 // Gradients of the foundation's ops, checked against central finite differences in float64.
+#include <cmath>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -115,6 +116,29 @@ TEST_F(GradientTest, FloorModGradientIsTensorFlows) {
   auto out = sess.Run({}, grads);
   EXPECT_EQ(testing::Values<float>(out[0]), (std::vector<float>{1.0f, 1.0f}));
   EXPECT_EQ(testing::Values<float>(out[1]), (std::vector<float>{4.0f, 4.0f}));  // -floor(x / y)
+}
+
+// TF1's Div differentiates as RealDiv; TruncateDiv has no gradient (TF gives None), and
+// the truncating ops' float values are TF's: TruncateDiv(-7.5, 2) = -3, Mod(-7.5, 2) = -1.5.
+TEST_F(GradientTest, DivAndTheTruncatingDivisions) {
+  Output x = In({2, 3}, "x");
+  Output y = In({3}, "y");
+  EXPECT_LT(
+      ComputeGradientError({x, y}, {RandomDoubles({2, 3}), RandomDoubles({3}, 2, 1.0, 2.0)}, ops::Div(x, y)),
+      1e-8);
+  std::vector<Output> none = ops::Gradients({ops::ReduceSum(ops::TruncateDiv(x, y))}, {x, y});
+  EXPECT_EQ(none[0].node(), nullptr);
+  EXPECT_EQ(none[1].node(), nullptr);
+  Session sess(g_);
+  auto out = sess.Run({}, {ops::TruncateDiv(ops::Const<float>({-7, 7, -7.5f}), ops::Const<float>({5, -5, 2})),
+                           ops::Div(ops::Const<double>({-7, 7}), ops::Const<double>({2, -2})),
+                           ops::Mod(ops::Const<float>({-7.5f, 7.5f}), ops::Const<float>({2, -2})),
+                           ops::TruncateMod(ops::Const<double>({-7.5, 1}), ops::Const<double>({2, 0}))});
+  EXPECT_EQ(testing::Values<float>(out[0]), (std::vector<float>{-1, -1, -3}));
+  EXPECT_EQ(testing::Values<double>(out[1]), (std::vector<double>{-3.5, -3.5}));
+  EXPECT_EQ(testing::Values<float>(out[2]), (std::vector<float>{-1.5f, 1.5f}));
+  EXPECT_EQ(out[3].flat<double>()[0], -1.5);
+  EXPECT_TRUE(std::isnan(out[3].flat<double>()[1]));  // floats divide by zero IEEE's way
 }
 
 TEST_F(GradientTest, KernelsOfTheHelperOps) {

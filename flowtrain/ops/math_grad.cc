@@ -121,7 +121,16 @@ FT_REGISTER_GRADIENT("RealDiv", [](const Operation& op, const Grads& dy) {
       x, y, ops::RealDiv(dy[0], y), ops::Mul(dy[0], ops::RealDiv(ops::RealDiv(ops::Neg(x), y), y)));
   return Grads{gx, gy};
 });
+// TF's _DivGrad: RealDiv's, with Div for the divisions.
+FT_REGISTER_GRADIENT("Div", [](const Operation& op, const Grads& dy) {
+  const Output x = op.input(0);
+  const Output y = op.input(1);
+  auto [gx, gy] = ops::ReduceBroadcastGradients(x, y, ops::Div(dy[0], y),
+                                                ops::Mul(dy[0], ops::Div(ops::Div(ops::Neg(x), y), y)));
+  return Grads{gx, gy};
+});
 FT_REGISTER_NO_GRADIENT("FloorDiv");
+FT_REGISTER_NO_GRADIENT("TruncateDiv");
 // TF's _FloorModGrad: z = x - floor(x / y) * y, so dz/dx = 1 and dz/dy = -floor(x / y).
 FT_REGISTER_GRADIENT("FloorMod", [](const Operation& op, const Grads& dy) {
   const Output x = op.input(0);

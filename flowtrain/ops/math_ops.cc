@@ -43,6 +43,13 @@ FT_BINARY_CWISE_OP("Sub", FT_NUMBER_TYPES);
 FT_BINARY_CWISE_OP("Mul", FT_NUMBER_TYPES).SetIsCommutative();
 FT_BINARY_CWISE_OP("RealDiv", FT_NUMBER_TYPES);
 FT_BINARY_CWISE_OP("FloorDiv", FT_NUMBER_TYPES);
+// TF1's Div: RealDiv for floats, division rounding toward zero for integers (tf.compat.v1.div).
+FT_BINARY_CWISE_OP("Div", FT_NUMBER_TYPES);
+// Division rounding toward zero, for floats too (trunc(x / y)).
+FT_BINARY_CWISE_OP("TruncateDiv", FT_NUMBER_TYPES);
+// The remainder of TruncateDiv (C's % and fmod: its sign is x's); Mod is the older name.
+FT_BINARY_CWISE_OP("TruncateMod", "{bfloat16, half, float, double, int32, int64}");
+FT_BINARY_CWISE_OP("Mod", "{bfloat16, half, float, double, int32, int64}");
 FT_BINARY_CWISE_OP("Maximum", "{bfloat16, half, float, double, int32, int64}");
 FT_BINARY_CWISE_OP("Minimum", "{bfloat16, half, float, double, int32, int64}");
 // TF's FloorMod: the remainder of floor division, x - floor(x / y) * y (its sign is y's).
@@ -82,6 +89,10 @@ Output FloorDiv(Output x, Output y, std::string_view name) { return Binary("Floo
 Output Maximum(Output x, Output y, std::string_view name) { return Binary("Maximum", x, y, name); }
 Output Minimum(Output x, Output y, std::string_view name) { return Binary("Minimum", x, y, name); }
 Output FloorMod(Output x, Output y, std::string_view name) { return Binary("FloorMod", x, y, name); }
+Output Div(Output x, Output y, std::string_view name) { return Binary("Div", x, y, name); }
+Output TruncateDiv(Output x, Output y, std::string_view name) { return Binary("TruncateDiv", x, y, name); }
+Output TruncateMod(Output x, Output y, std::string_view name) { return Binary("TruncateMod", x, y, name); }
+Output Mod(Output x, Output y, std::string_view name) { return Binary("Mod", x, y, name); }
 Output DivNoNan(Output x, Output y, std::string_view name) { return Binary("DivNoNan", x, y, name); }
 Output TanhGrad(Output y, Output dy, std::string_view name) { return Binary("TanhGrad", y, dy, name); }
 Output SigmoidGrad(Output y, Output dy, std::string_view name) { return Binary("SigmoidGrad", y, dy, name); }

@@ -22,6 +22,13 @@ Output RealDiv(Output x, Output y, std::string_view name = "RealDiv");
 Output FloorDiv(Output x, Output y, std::string_view name = "FloorDiv");
 // x - floor(x / y) * y, TF's FloorMod (the result has y's sign).
 Output FloorMod(Output x, Output y, std::string_view name = "FloorMod");
+// TF1's Div (tf.compat.v1.div): x / y for floats, rounding toward zero for integers.
+Output Div(Output x, Output y, std::string_view name = "Div");
+// Division rounding toward zero (trunc(x / y) for floats) and its remainder, whose sign is
+// x's (C's % and fmod). Mod is TruncateMod's older name.
+Output TruncateDiv(Output x, Output y, std::string_view name = "TruncateDiv");
+Output TruncateMod(Output x, Output y, std::string_view name = "TruncateMod");
+Output Mod(Output x, Output y, std::string_view name = "Mod");
 // x / y, and 0 where y == 0 (TF's DivNoNan).
 Output DivNoNan(Output x, Output y, std::string_view name = "DivNoNan");
 Output Maximum(Output x, Output y, std::string_view name = "Maximum");

@@ -205,8 +205,15 @@ template <typename T>
 void ExpectSafeIntegerDivision(Session& sess) {
   constexpr T kMin = std::numeric_limits<T>::min();
   using Binary = Output (*)(Output, Output, std::string_view);
-  const std::vector<std::pair<Binary, std::string>> divisions = {
-      {ops::RealDiv, "RealDiv"}, {ops::FloorDiv, "FloorDiv"}, {ops::FloorMod, "FloorMod"}};
+  std::vector<std::pair<Binary, std::string>> divisions = {{ops::RealDiv, "RealDiv"},
+                                                           {ops::FloorDiv, "FloorDiv"},
+                                                           {ops::FloorMod, "FloorMod"},
+                                                           {ops::Div, "Div"},
+                                                           {ops::TruncateDiv, "TruncateDiv"}};
+  if constexpr (std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>) {
+    divisions.push_back({ops::TruncateMod, "TruncateMod"});
+    divisions.push_back({ops::Mod, "Mod"});
+  }
   for (const auto& [op, name] : divisions) {
     SCOPED_TRACE(name);
     ExpectInvalidArgument(
@@ -248,6 +255,22 @@ void ExpectSafeIntegerDivision(Session& sess) {
         Values<T>(
             ops::FloorMod(ops::Const<T>(x, TensorShape({4})), ops::Const<T>(y, TensorShape({4}))).Eval(sess)),
         (std::vector<T>{0, 0, 0, 1}));
+    // Rounding toward zero, as TF computes: Div(-7, 2) = TruncateDiv(-7, 2) = -3, and the
+    // remainder takes x's sign.
+    for (auto truncating : {ops::Div, ops::TruncateDiv}) {
+      EXPECT_EQ(
+          Values<T>(truncating(ops::Const<T>(x, TensorShape({4})), ops::Const<T>(y, TensorShape({4})), "t")
+                        .Eval(sess)),
+          (std::vector<T>{kMin, static_cast<T>(kMin / 2), -7, -3}));
+    }
+    if constexpr (std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>) {
+      for (auto remainder : {ops::TruncateMod, ops::Mod}) {
+        EXPECT_EQ(
+            Values<T>(
+                remainder(ops::Const<T>({kMin, -7, 7, -7}), ops::Const<T>({-1, 2, -2, -2}), "r").Eval(sess)),
+            (std::vector<T>{0, -1, 1, -1}));
+      }
+    }
     EXPECT_EQ(Values<T>(ops::FloorDiv(ops::Const<T>({kMin, 6}), ops::Const<T>(T(-1))).Eval(sess)),
               (std::vector<T>{kMin, -6}));
     EXPECT_EQ(Values<T>(ops::FloorMod(ops::Const<T>({kMin, 6}), ops::Const<T>(T(-1))).Eval(sess)),
