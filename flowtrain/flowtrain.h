@@ -60,6 +60,7 @@
 #include "flowtrain/train/learning_rate_decay.h"
 #include "flowtrain/train/meta_graph.h"
 #include "flowtrain/train/momentum.h"
+#include "flowtrain/train/moving_averages.h"
 #include "flowtrain/train/optimizer.h"
 #include "flowtrain/train/proximal_adagrad.h"
 #include "flowtrain/train/proximal_gradient_descent.h"

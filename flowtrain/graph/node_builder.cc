@@ -134,7 +134,14 @@ void CheckAttrsAgainstDef(const tensorflow::OpDef& def, AttrMap& attrs, std::str
 }  // namespace
 
 NodeBuilder::NodeBuilder(std::string_view op_type, std::string_view name)
-    : op_type_(op_type), name_(name.empty() ? op_type : name) {}
+    : op_type_(op_type), name_(name.empty() ? op_type : name) {
+  // TF's rule for `op(name=scope)` inside `with name_scope(...) as scope`: a name ending in
+  // "/" is the op's full name, as given.
+  if (name_.size() > 1 && name_.back() == '/') {
+    name_.pop_back();
+    exact_name_ = true;
+  }
+}
 
 NodeBuilder& NodeBuilder::Graph(flowtrain::Graph* graph) {
   graph_ = graph;

@@ -26,7 +26,8 @@ namespace flowtrain {
 class NodeBuilder {
  public:
   // `name` empty means the op type. The name is made unique inside the current name scope,
-  // unless ExactName() is used.
+  // unless ExactName() is used or it ends in "/" ("dense/Reshape/" is "dense/Reshape" as
+  // given: TF's `op(name=scope)`).
   explicit NodeBuilder(std::string_view op_type, std::string_view name = {});
 
   NodeBuilder& Graph(Graph* graph);

@@ -34,6 +34,18 @@ Variable::Variable(const std::function<Output()>& initial_value_fn, const Variab
   Build(GetDefaultGraph(), initial_value_fn, true, options);
 }
 
+namespace {
+
+// A ReadVariableOp of `handle` with the variable's declared shape (TF's reads know it from the
+// handle's shape data; the op's own shape function cannot see it).
+Output Read(const Output& handle, DataType dtype, const PartialTensorShape& shape) {
+  Output read = ops::ReadVariableOp(handle, dtype);
+  handle.graph()->SetOutputShape(read.op(), 0, shape);
+  return read;
+}
+
+}  // namespace
+
 void Variable::Build(Graph& graph, const std::function<Output()>& make_initial_value,
                      bool in_initializer_scope, const VariableOptions& options) {
   // Variables are created outside any control-dependency context (TF's init_scope).
@@ -73,7 +85,7 @@ void Variable::Build(Graph& graph, const std::function<Output()>& make_initial_v
     initializer_ =
         NodeBuilder("AssignVariableOp", "Assign").Input(variable_).Input(initial_value_).Finalize();
     auto read = graph.NameScope("Read");
-    snapshot_ = ops::ReadVariableOp(variable_, dtype_);
+    snapshot_ = Read(variable_, dtype_, shape_);
   } else {
     variable_ = NodeBuilder("VariableV2", name)
                     .Graph(&graph)
@@ -100,29 +112,33 @@ void Variable::Build(Graph& graph, const std::function<Output()>& make_initial_v
 
 Output Variable::value() const {
   if (!is_resource_) return snapshot_;
-  return ops::ReadVariableOp(variable_, dtype_);
+  return Read(variable_, dtype_, shape_);
 }
 
 namespace {
 
 // A read of the resource variable `handle` ordered after `update`.
-Output ReadAfter(const Output& handle, DataType dtype, const Operation& update) {
+Output ReadAfter(const Output& handle, DataType dtype, const PartialTensorShape& shape,
+                 const Operation& update) {
   auto deps = handle.graph()->ControlDependencies({update});
-  return ops::ReadVariableOp(handle, dtype);
+  return Read(handle, dtype, shape);
 }
 
 }  // namespace
 
 Output Variable::Assign(Output value, std::string_view name) const {
-  if (is_resource_) return ReadAfter(variable_, dtype_, ops::AssignVariableOp(variable_, value, name));
+  if (is_resource_)
+    return ReadAfter(variable_, dtype_, shape_, ops::AssignVariableOp(variable_, value, name));
   return ops::Assign(variable_, value, true, true, name);
 }
 Output Variable::AssignAdd(Output delta, std::string_view name) const {
-  if (is_resource_) return ReadAfter(variable_, dtype_, ops::AssignAddVariableOp(variable_, delta, name));
+  if (is_resource_)
+    return ReadAfter(variable_, dtype_, shape_, ops::AssignAddVariableOp(variable_, delta, name));
   return ops::AssignAdd(variable_, delta, false, name);
 }
 Output Variable::AssignSub(Output delta, std::string_view name) const {
-  if (is_resource_) return ReadAfter(variable_, dtype_, ops::AssignSubVariableOp(variable_, delta, name));
+  if (is_resource_)
+    return ReadAfter(variable_, dtype_, shape_, ops::AssignSubVariableOp(variable_, delta, name));
   return ops::AssignSub(variable_, delta, false, name);
 }
 

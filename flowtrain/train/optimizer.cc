@@ -9,18 +9,10 @@
 #include "flowtrain/ops/control_flow_ops.h"
 #include "flowtrain/ops/gradients.h"
 #include "flowtrain/ops/math_ops.h"
+#include "flowtrain/train/slot_creator.h"
 
 namespace flowtrain::train {
 namespace {
-
-// tf.group with TF's name rule: a name ending in "/" is a full name used as is.
-Operation GroupNamed(const std::vector<Operation>& ops, std::string_view name) {
-  if (!name.empty() && name.back() == '/') {
-    name.remove_suffix(1);
-    return NodeBuilder("NoOp", name).ExactName().ControlInputs(ops).Finalize();
-  }
-  return ops::Group(ops, name);
-}
 
 std::string VarNames(const std::vector<GradAndVar>& grads_and_vars) {
   std::vector<std::string> names;
@@ -128,7 +120,7 @@ Operation Optimizer::Minimize(const Output& loss, std::optional<Variable> global
 }
 
 Operation Optimizer::Finish(const std::vector<Operation>& update_ops, std::string_view name_scope) {
-  return GroupNamed(update_ops, name_scope);
+  return ops::Group(update_ops, name_scope);
 }
 
 std::optional<Variable> Optimizer::GetSlot(const Variable& var, std::string_view slot_name) const {
@@ -166,24 +158,12 @@ Output Optimizer::CastTo(const Output& t, DataType dtype) {
 Variable Optimizer::GetOrMakeSlot(const Variable& var, const ops::Initializer& initializer,
                                   std::string_view slot_name, std::string_view op_name) {
   if (std::optional<Variable> existing = GetSlot(var, slot_name)) return *existing;
-  Graph& graph = *var.graph();
-  if (!var.shape().IsFullyDefined()) {
-    InvalidArgument(name_, ": slot '", slot_name, "' of ", var.op().name(),
-                    " needs a fully defined shape, got ", var.shape().DebugString());
-  }
   // TF opens variable scope "<var>/<op_name>", made unique: Adam, then Adam_1 for the next slot
   // built with the same op name.
-  const std::string base = StrCat(var.op().name(), "/", op_name);
-  std::string slot_var_name = base;
-  for (int i = 1; graph.FindNode(slot_var_name) != nullptr; ++i) slot_var_name = StrCat(base, "_", i);
-  const TensorShape shape = var.shape().AsTensorShape();
+  const TensorShape shape = var.shape().IsFullyDefined() ? var.shape().AsTensorShape() : TensorShape();
   const DataType dtype = var.dtype();
-  auto as_default = graph.AsDefault();
-  auto root = graph.NameScope("");
-  auto colocate = graph.ColocateWith(var.op());
-  Variable slot(
-      [&] { return initializer(shape, dtype); },
-      VariableOptions{.name = slot_var_name, .trainable = false, .use_resource = var.is_resource()});
+  Variable slot = CreateSlot(
+      var, [&] { return initializer(shape, dtype); }, op_name);
   slots_[std::string(slot_name)].emplace(var.op().node(), slot);
   created_.push_back(slot);
   return slot;

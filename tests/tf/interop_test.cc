@@ -22,6 +22,7 @@
 #include "flowtrain/io/record_writer.h"
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/clip_ops.h"
+#include "flowtrain/ops/control_flow_ops.h"
 #include "flowtrain/ops/layers.h"
 #include "flowtrain/ops/math_ops.h"
 #include "flowtrain/ops/nn_ops.h"
@@ -41,6 +42,7 @@
 #include "flowtrain/train/ftrl.h"
 #include "flowtrain/train/learning_rate_decay.h"
 #include "flowtrain/train/meta_graph.h"
+#include "flowtrain/train/moving_averages.h"
 #include "flowtrain/train/monitored_training_session.h"
 #include "flowtrain/train/input.h"
 #include "flowtrain/ops/reader_ops.h"
@@ -839,6 +841,68 @@ TEST(InteropTest, LearningRateSchedulesEvaluateAsTensorFlowsOwn) {
   WriteFile(dir + "/expected.json", TensorListJson(expected));
   RunChecker("check_learning_rate_decay.py",
              {"--graph", dir + "/schedules.pb", "--expected", dir + "/expected.json"});
+}
+
+// flowtrain's ExponentialMovingAverage is TF's: the model of check_moving_averages.py (a ref
+// and a resource variable averaged with num_updates, a loss tensor averaged with zero debias)
+// trained 4 steps gives TF's variables, names and values, TF runs flowtrain's graph to the same
+// values, both VariablesToRestore maps are TF's, and TF's evaluation graph restores the
+// averages from flowtrain's checkpoint.
+TEST(InteropTest, ExponentialMovingAverageIsTensorFlows) {
+  const std::string dir = MakeTempDir("interop_ema");
+  constexpr int kSteps = 4;
+  auto restore_map_json = [](const std::map<std::string, Variable>& map) {
+    std::string out = "{";
+    for (const auto& [key, v] : map)
+      out += (out.size() > 1 ? ", " : "") + Quote(key) + ": " + Quote(v.op().name());
+    return out + "}";
+  };
+  std::string train_map, eval_map;
+  {
+    Graph g;
+    auto as_default = g.AsDefault();
+    Variable w(Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, TensorShape({2, 3})), {.name = "w"});
+    Variable b(Tensor::FromVector<float>({0.5f, -0.5f, 2}), {.name = "b", .use_resource = true});
+    Variable step(Tensor::Scalar<int64_t>(0), {.name = "global_step", .trainable = false});
+    Output loss = ops::Identity(ops::ReduceSum(w.value() * w.value()) + ops::ReduceSum(b.value()), "loss");
+    Operation move;
+    {
+      auto after_loss = g.ControlDependencies({loss.op()});  // as check_moving_averages.py
+      move = ops::Group({w.AssignAdd(ops::Fill(ops::Const<int32_t>({2, 3}), ops::Const(0.5f))).op(),
+                         b.AssignSub(ops::Const<float>({0.25f, 1.0f, -0.5f})).op(),
+                         step.AssignAdd(ops::Const<int64_t>(1)).op()},
+                        "move");
+    }
+    train::ExponentialMovingAverage ema(0.99, {.num_updates = step.value()});
+    train::ExponentialMovingAverage loss_ema(0.9, {.zero_debias = true, .name = "LossAverage"});
+    Operation averages, loss_average;
+    {
+      auto deps = g.ControlDependencies({move});
+      averages = ema.Apply({w, b});
+      loss_average = loss_ema.ApplyToTensors({loss});
+    }
+    Operation train_op = ops::Group({averages, loss_average}, "train");
+    train::Saver saver;
+    Session sess(g);
+    sess.Run({}, {}, {ops::GlobalVariablesInitializer()});
+    for (int i = 0; i < kSteps; ++i) sess.Run({}, {}, {train_op});
+    std::vector<std::pair<std::string, Tensor>> state;
+    for (const Variable& v : ops::GlobalVariables(&g))
+      state.emplace_back(v.op().name(), v.value().Eval(sess));
+    WriteFile(dir + "/state.json", TensorListJson(state));
+    saver.Save(sess, dir + "/model.ckpt");
+    train_map = restore_map_json(ema.VariablesToRestore());
+  }
+  {
+    Graph g;
+    auto as_default = g.AsDefault();
+    Variable w(Tensor(DT_FLOAT, TensorShape({2, 3})), {.name = "w"});
+    Variable b(Tensor(DT_FLOAT, TensorShape({3})), {.name = "b", .use_resource = true});
+    Variable step(Tensor::Scalar<int64_t>(0), {.name = "global_step", .trainable = false});
+    eval_map = restore_map_json(train::ExponentialMovingAverage(0.99).VariablesToRestore());
+  }
+  WriteFile(dir + "/restore.json", "{\"train\": " + train_map + ",\n\"eval\": " + eval_map + "}");
+  RunChecker("check_moving_averages.py", {"--dir", dir, "--steps", std::to_string(kSteps)});
 }
 
 TEST(InteropTest, HistogramBinsMatchTensorBoardsDashboard) {
