@@ -18,12 +18,15 @@
 #include <random>
 
 #include "fashion_mnist_model.h"
+#include "report_errors.h"
 
 namespace ft = flowtrain;
 namespace ops = ft::ops;
 using ft::Output;
 
-int main(int argc, char** argv) {
+namespace {
+
+int Main(int argc, char** argv) {
   CLI::App app{"One worker of a distributed Fashion-MNIST training (run one per worker task)"};
   std::string cluster_spec, model_dir = "runs/distributed", data_dir = fashion_mnist::kDefaultDataDir;
   int task = 0;
@@ -95,6 +98,7 @@ int main(int argc, char** argv) {
       sess->Run(next_batch(), {}, {train_op});
       ++local_steps;
     }
+    sess->Close();  // the chief's final checkpoint; throws if it cannot be saved
   }
   std::printf("Worker %d ran %lld of the %lld global steps\n", task, static_cast<long long>(local_steps),
               static_cast<long long>(steps));
@@ -118,3 +122,7 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return examples::ReportErrors(Main, argc, argv); }

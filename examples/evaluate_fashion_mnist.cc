@@ -9,11 +9,14 @@
 #include <cstdio>
 
 #include "fashion_mnist_model.h"
+#include "report_errors.h"
 
 namespace ft = flowtrain;
 using ft::Output;
 
-int main(int argc, char** argv) {
+namespace {
+
+int Main(int argc, char** argv) {
   CLI::App app{"Evaluate each new Fashion-MNIST checkpoint and write eval summaries"};
   std::string model_dir = "runs/fashion_mnist", data_dir = fashion_mnist::kDefaultDataDir;
   double timeout_secs = 600;
@@ -72,3 +75,7 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return examples::ReportErrors(Main, argc, argv); }

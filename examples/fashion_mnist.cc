@@ -13,11 +13,14 @@
 #include <cstring>
 
 #include "fashion_mnist_model.h"
+#include "report_errors.h"
 
 namespace ft = flowtrain;
 using ft::Output;
 
-int main(int argc, char** argv) {
+namespace {
+
+int Main(int argc, char** argv) {
   CLI::App app{"Train a CNN on Fashion-MNIST with MonitoredTrainingSession"};
   int64_t steps = 2800, batch_size = 64;
   double learning_rate = 1e-3;
@@ -110,7 +113,19 @@ int main(int argc, char** argv) {
   {
     auto sess = ft::train::MonitoredTrainingSession(opts);
     while (!sess->ShouldStop()) sess->Run({train_op});
-  }  // closing saves the final checkpoint
+    // Close, not the destructor: it saves the final checkpoint and throws if that save fails
+    // (a full disk), where the destructor could only log it.
+    try {
+      sess->Close();
+    } catch (const ft::Error& e) {
+      if (auto signal = stop_on_signal->signal()) {
+        ft::RethrowWithContext(e, std::string("stopped by ") + strsignal(*signal) +
+                                      " but the final checkpoint was not saved, run again to resume from "
+                                      "the last one: ");
+      }
+      throw;
+    }
+  }
   if (auto signal = stop_on_signal->signal()) {
     std::printf("\nStopped by %s; saved %s, run again to resume\n", strsignal(*signal),
                 ft::train::LatestCheckpoint(model_dir)->c_str());
@@ -139,3 +154,7 @@ int main(int argc, char** argv) {
               100.0 * right / n);
   return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return examples::ReportErrors(Main, argc, argv); }

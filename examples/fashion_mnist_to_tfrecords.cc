@@ -10,6 +10,7 @@
 
 #include "fashion_mnist_model.h"
 #include "flowtrain/proto/example.pb.h"
+#include "report_errors.h"
 
 namespace ft = flowtrain;
 
@@ -46,7 +47,9 @@ int64_t Convert(const std::string& data_dir, const std::string& split, const std
   return n;
 }
 
-int main(int argc, char** argv) {
+namespace {
+
+int Main(int argc, char** argv) {
   CLI::App app{"Write Fashion-MNIST as TFRecord files of tf.train.Example"};
   std::string out_dir = "data/fashion_mnist", data_dir = fashion_mnist::kDefaultDataDir;
   int64_t limit = -1;
@@ -59,3 +62,7 @@ int main(int argc, char** argv) {
   Convert(data_dir, "t10k", out_dir + "/test.tfrecords", limit);
   return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return examples::ReportErrors(Main, argc, argv); }

@@ -6,10 +6,13 @@
 #include <cstdio>
 
 #include "flowtrain/flowtrain.h"
+#include "report_errors.h"
 
 namespace ft = flowtrain;
 
-int main() {
+namespace {
+
+int Main(int, char**) {
   ft::Graph g1;
   ft::Output c1;
   {
@@ -36,6 +39,7 @@ int main() {
     } catch (const ft::InvalidArgumentError& e) {
       std::printf("%s\n", e.what());
     }
+    sess->Close();
   }
   // A session on g2.
   {
@@ -49,3 +53,7 @@ int main() {
   }
   return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return examples::ReportErrors(Main, argc, argv); }

@@ -8,13 +8,16 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "report_errors.h"
 #include "train_until_input_ends.h"
 
 namespace ft = flowtrain;
 namespace ops = ft::ops;
 using ft::Output;
 
-int main(int argc, char** argv) {
+namespace {
+
+int Main(int argc, char** argv) {
   CLI::App app{"Train an MLP from TFRecord files through queues and QueueRunners"};
   std::vector<std::string> records = {"data/fashion_mnist/train.tfrecords"};
   std::string model_dir = "runs/queue_pipeline";
@@ -48,3 +51,7 @@ int main(int argc, char** argv) {
               static_cast<long long>(steps), static_cast<long long>(epochs), batch_size, model_dir.c_str());
   return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return examples::ReportErrors(Main, argc, argv); }

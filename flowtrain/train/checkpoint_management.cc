@@ -3,10 +3,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <regex>
 
@@ -121,11 +124,14 @@ std::string CheckpointStatePath(const std::string& dir, const std::string& lates
   return JoinPath(dir, latest_filename.empty() ? kDefaultLatestFilename : latest_filename);
 }
 
-std::optional<double> IndexMtime(const std::string& prefix) {
+// Seconds since the Epoch of the last modification of `path`; nullopt if it is gone.
+std::optional<double> Mtime(const std::string& path) {
   struct stat st;
-  if (::stat((prefix + ".index").c_str(), &st) != 0) return std::nullopt;
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
   return static_cast<double>(st.st_mtim.tv_sec) + static_cast<double>(st.st_mtim.tv_nsec) / 1e9;
 }
+
+std::optional<double> IndexMtime(const std::string& prefix) { return Mtime(prefix + ".index"); }
 
 // Deletes a file that was just seen; losing a race with another deleter is only a warning.
 void DeleteMatchedFile(const std::string& path) {
@@ -146,7 +152,158 @@ bool IsDataFileOf(std::string_view name, std::string_view base) {
   return name.substr(head.size() + 5, 4) == "-of-";
 }
 
+double NowSinceEpoch() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// The global step ending a checkpoint's prefix ("model.ckpt-1200" -> 1200), if any.
+std::optional<int64_t> StepOfPrefix(std::string_view name) {
+  const size_t dash = name.rfind('-');
+  if (dash == std::string_view::npos || dash + 1 == name.size()) return std::nullopt;
+  int64_t step = 0;
+  const auto [end, ec] = std::from_chars(name.data() + dash + 1, name.data() + name.size(), step);
+  if (ec != std::errc() || end != name.data() + name.size()) return std::nullopt;
+  return step;
+}
+
+// Matches what follows `<base>` in the name of a sharded save's temporary directory.
+const std::regex& TempDirSuffix() {
+  static const std::regex kSuffix(R"((-\d+)?_temp_[0-9a-f]{32})");
+  return kSuffix;
+}
+
+// Matches an AtomicFileWriter temporary of a checkpoint's file, after `<base>`.
+const std::regex& TempFileSuffix() {
+  static const std::regex kSuffix(R"((-\d+)?\.[A-Za-z0-9_.-]+\.tmp[0-9a-f]{32})");
+  return kSuffix;
+}
+
+// Matches what a sharded save writes inside its temporary directory.
+const std::regex& TempPartFile() {
+  static const std::regex kPart(R"(part-\d{5}-of-\d{5}\.(index|data-\d{5}-of-\d{5})(\.tmp[0-9a-f]{32})?)");
+  return kPart;
+}
+
 }  // namespace
+
+std::vector<std::string> FindCheckpointsInDirectory(const std::string& checkpoint_dir) {
+  std::vector<std::string> names;
+  try {
+    names = ListDirectory(checkpoint_dir.empty() ? "." : checkpoint_dir);
+  } catch (const Error& e) {
+    FT_LOG(WARNING) << "No checkpoints found: " << e.what();
+    return {};
+  }
+  struct Found {
+    std::string prefix;
+    std::optional<int64_t> step;
+    double mtime;
+  };
+  std::vector<Found> found;
+  constexpr std::string_view kIndex = ".index";
+  for (const std::string& name : names) {
+    if (name.size() <= kIndex.size() || !name.ends_with(kIndex)) continue;
+    const std::string base = name.substr(0, name.size() - kIndex.size());
+    // The shard count is in the data files' names; every shard must be there.
+    int num_shards = 0;
+    for (const std::string& other : names) {
+      if (IsDataFileOf(other, base)) {
+        std::from_chars(other.data() + other.size() - 5, other.data() + other.size(), num_shards);
+        break;
+      }
+    }
+    if (num_shards <= 0) continue;
+    const std::string prefix = JoinPath(checkpoint_dir, base);
+    bool complete = true;
+    for (int shard = 0; shard < num_shards && complete; ++shard) {
+      char data[32];
+      std::snprintf(data, sizeof(data), ".data-%05d-of-%05d", shard, num_shards);
+      complete = std::binary_search(names.begin(), names.end(), base + data);
+    }
+    const std::optional<double> mtime = IndexMtime(prefix);
+    if (complete && mtime) found.push_back({prefix, StepOfPrefix(base), *mtime});
+  }
+  std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
+    if (a.step.has_value() != b.step.has_value()) return a.step.has_value();
+    if (a.step && *a.step != *b.step) return *a.step > *b.step;
+    return a.mtime > b.mtime;
+  });
+  std::vector<std::string> prefixes;
+  for (Found& f : found) prefixes.push_back(std::move(f.prefix));
+  return prefixes;
+}
+
+int RemoveStaleSaveTemporaries(const std::string& save_path, const std::string& latest_filename,
+                               std::chrono::seconds min_age) {
+  const std::string dir = Dirname(save_path).empty() ? "." : Dirname(save_path);
+  const std::string base = Basename(save_path);
+  const std::string state_temp =
+      StrCat(latest_filename.empty() ? kDefaultLatestFilename : latest_filename, ".tmp");
+  std::vector<std::string> names;
+  try {
+    names = ListDirectory(dir);
+  } catch (const Error&) {
+    return 0;  // no directory, nothing left behind; the save itself reports it
+  }
+  const double now = NowSinceEpoch();
+  auto stale = [&](std::optional<double> mtime) { return mtime && now - *mtime >= min_age.count(); };
+  auto remove = [&](const std::string& path, bool directory) {
+    if ((directory ? ::rmdir(path.c_str()) : ::unlink(path.c_str())) == 0) return true;
+    FT_LOG(WARNING) << "Could not delete '" << path << "', left by an interrupted save: " << strerror(errno);
+    return false;
+  };
+  static const std::regex kHex32("[0-9a-f]{32}");
+  std::error_code ec;
+  int removed = 0;
+  for (const std::string& name : names) {
+    const std::string path = JoinPath(dir, name);
+    if (name.starts_with(state_temp) && std::regex_match(name.substr(state_temp.size()), kHex32)) {
+      if (stale(Mtime(path)) && remove(path, false)) ++removed;
+      continue;
+    }
+    if (!name.starts_with(base)) continue;
+    const std::string rest = name.substr(base.size());
+    if (std::regex_match(rest, TempFileSuffix())) {
+      if (stale(Mtime(path)) && remove(path, false)) ++removed;
+      continue;
+    }
+    if (!std::regex_match(rest, TempDirSuffix()) || !std::filesystem::is_directory(path, ec)) continue;
+    std::vector<std::string> parts;
+    try {
+      parts = ListDirectory(path);
+    } catch (const Error& e) {
+      FT_LOG(WARNING) << "Could not list '" << path << "', left by an interrupted save: " << e.what();
+      continue;
+    }
+    // A save in progress keeps touching its directory or the files in it.
+    bool untouched = stale(Mtime(path));
+    bool only_parts = true;
+    for (const std::string& part : parts) {
+      untouched = untouched && stale(Mtime(JoinPath(path, part)));
+      only_parts = only_parts && std::regex_match(part, TempPartFile());
+    }
+    if (!untouched) continue;
+    if (!only_parts) {
+      FT_LOG(WARNING) << "Leaving '" << path << "': it looks like an interrupted save's temporary directory "
+                      << "but holds files no save writes";
+      continue;
+    }
+    bool all_removed = true;
+    for (const std::string& part : parts) {
+      if (remove(JoinPath(path, part), false)) {
+        ++removed;
+      } else {
+        all_removed = false;
+      }
+    }
+    if (all_removed && remove(path, true)) ++removed;
+  }
+  if (removed > 0) {
+    FT_LOG(INFO) << "Deleted " << removed << " files and directories left in " << dir
+                 << " by interrupted saves";
+  }
+  return removed;
+}
 
 std::string CheckpointStateToText(const tensorflow::CheckpointState& state) {
   std::string out;

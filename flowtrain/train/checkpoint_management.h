@@ -19,6 +19,7 @@
 #ifndef FLOWTRAIN_TRAIN_CHECKPOINT_MANAGEMENT_H_
 #define FLOWTRAIN_TRAIN_CHECKPOINT_MANAGEMENT_H_
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -74,6 +75,33 @@ struct CheckpointWithMtime {
 // The checkpoints among `prefixes` that still exist, with their mtimes, in order: what
 // Saver::RecoverLastCheckpoints keeps track of after a restart.
 std::vector<CheckpointWithMtime> ExistingCheckpoints(const std::vector<std::string>& prefixes);
+
+// Beyond TF: the V2 checkpoints found in `checkpoint_dir` itself, whatever the state file says:
+// every `<prefix>.index` whose data files `<prefix>.data-?????-of-NNNNN` are all there (files
+// are not read, so damage inside them is found only by restoring). Newest first: by the global
+// step ending the prefix ("model.ckpt-1200"), then by the index file's mtime. What
+// Saver::RestoreLatest falls back to when the state file is garbage or names missing files.
+//
+//   for (const std::string& prefix : FindCheckpointsInDirectory("runs/x")) { ... }
+std::vector<std::string> FindCheckpointsInDirectory(const std::string& checkpoint_dir);
+
+// How long a save's temporary must have been left untouched before
+// RemoveStaleSaveTemporaries takes it for the debris of a dead process rather than a save in
+// progress (a live save writes, creates or renames something in it far more often).
+inline constexpr std::chrono::seconds kStaleSaveTemporaryAge{60};
+
+// Beyond TF (which leaves them): deletes what interrupted saves to `save_path` left in its
+// directory — the sharded saves' `<base>[-<step>]_temp_<32 hex>/` directories with their
+// `part-...` files, and the atomic writes' `<base>[-<step>].<suffix>.tmp<32 hex>` and
+// `<latest_filename>.tmp<32 hex>` files (`<base>` is Basename(save_path)) — once neither they
+// nor anything in them was modified for `min_age`. Nothing else is touched: a directory
+// holding other files is left, with a warning. Returns how many files and directories were
+// deleted; an error deleting one is only a warning. Saver::Save calls it before each save:
+//
+//   RemoveStaleSaveTemporaries("runs/x/model.ckpt");   // runs/x/model.ckpt-500_temp_3f.../ goes
+int RemoveStaleSaveTemporaries(const std::string& save_path,
+                               const std::string& latest_filename = kDefaultLatestFilename,
+                               std::chrono::seconds min_age = kStaleSaveTemporaryAge);
 
 // Deletes `<prefix>.<meta_graph_suffix>`, `<prefix>.index` and every
 // `<prefix>.data-?????-of-?????`. Files already gone are only warned about (another process

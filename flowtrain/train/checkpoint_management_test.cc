@@ -1,6 +1,7 @@
 // The `checkpoint` state file and checkpoint bookkeeping, against TF's own files and rules.
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -241,6 +242,71 @@ TEST(CheckpointManagement, RemoveCheckpointDeletesIndexDataShardsAndMeta) {
   RemoveCheckpoint(dir + "/model.ckpt-10");
   EXPECT_THAT(ListDirectory(dir), IsEmpty());
   RemoveCheckpoint(dir + "/missing_dir/model.ckpt-1");
+}
+
+TEST(CheckpointManagement, FindCheckpointsInDirectoryListsCompleteOnesNewestStepFirst) {
+  const std::string dir = testing::MakeTempDir("ckpt_find");
+  for (const char* name : {"model.ckpt-9", "model.ckpt-100", "model.ckpt-20", "other"}) {
+    WriteCheckpoint(JoinPath(dir, name));
+  }
+  // Incomplete: the second of two shards is missing, or there is no data file at all.
+  WriteCheckpoint(dir + "/model.ckpt-500");
+  std::filesystem::rename(dir + "/model.ckpt-500.data-00000-of-00001",
+                          dir + "/model.ckpt-500.data-00000-of-00002");
+  WriteFileAtomically(dir + "/model.ckpt-700.index", "index");
+  EXPECT_THAT(FindCheckpointsInDirectory(dir), ElementsAre(dir + "/model.ckpt-100", dir + "/model.ckpt-20",
+                                                           dir + "/model.ckpt-9", dir + "/other"));
+  EXPECT_THAT(FindCheckpointsInDirectory(dir + "/missing"), IsEmpty());
+}
+
+// Backdates `path` by `seconds`, as if it had been left there that long ago.
+void Age(const std::string& path, int seconds) {
+  const auto then = std::filesystem::last_write_time(path) - std::chrono::seconds(seconds);
+  std::filesystem::last_write_time(path, then);
+}
+
+TEST(CheckpointManagement, RemoveStaleSaveTemporariesDeletesOnlyAnInterruptedSavesDebris) {
+  const std::string dir = testing::MakeTempDir("ckpt_debris");
+  const std::string hex(32, 'a'), hex2(32, '7');
+  // Left by killed saves: a sharded save's directory, atomic writes' temporaries.
+  const std::string temp_dir = dir + "/model.ckpt-500_temp_" + hex;
+  CreateDirectories(temp_dir);
+  for (const std::string& part :
+       {std::string("part-00000-of-00001.index"), "part-00000-of-00001.data-00000-of-00001.tmp" + hex}) {
+    WriteFileAtomically(JoinPath(temp_dir, part), "x");
+    Age(JoinPath(temp_dir, part), 120);
+  }
+  Age(temp_dir, 120);
+  const std::vector<std::string> debris = {"checkpoint.tmp" + hex, "model.ckpt-500.index.tmp" + hex2,
+                                           "model.ckpt-500.data-00000-of-00001.tmp" + hex,
+                                           "model.ckpt-500.meta.tmp" + hex};
+  for (const std::string& name : debris) {
+    WriteFileAtomically(JoinPath(dir, name), "x");
+    Age(JoinPath(dir, name), 120);
+  }
+  // Not ours: other prefixes, other patterns, a directory with a user's file in it; and a save
+  // in progress (touched just now).
+  const std::vector<std::string> kept = {"model.ckpt-100.index",
+                                         "notes.tmp" + hex,
+                                         "other.ckpt-5.index.tmp" + hex,
+                                         "model.ckpt-5.index.tmp123",
+                                         "model.ckpt-5_temp_" + hex + "/mine.txt",
+                                         "model.ckpt-600_temp_" + hex2 + "/part-00000-of-00001.index",
+                                         "model.ckpt-600.index.tmp" + hex2};
+  for (const std::string& name : kept) {
+    CreateDirectories(Dirname(JoinPath(dir, name)));
+    WriteFileAtomically(JoinPath(dir, name), "x");
+    if (name.find("600") == std::string::npos) Age(JoinPath(dir, name), 120);
+  }
+  Age(dir + "/model.ckpt-5_temp_" + hex, 120);
+
+  EXPECT_EQ(RemoveStaleSaveTemporaries(dir + "/model.ckpt"), 7);
+  EXPECT_FALSE(FileExists(temp_dir));
+  for (const std::string& name : debris) EXPECT_FALSE(FileExists(JoinPath(dir, name))) << name;
+  for (const std::string& name : kept) EXPECT_TRUE(FileExists(JoinPath(dir, name))) << name;
+  // The save in progress goes once it is as old as the threshold.
+  EXPECT_EQ(RemoveStaleSaveTemporaries(dir + "/model.ckpt", "checkpoint", std::chrono::seconds(0)), 3);
+  EXPECT_EQ(RemoveStaleSaveTemporaries(dir + "/missing/model.ckpt"), 0);
 }
 
 TEST(CheckpointManagement, MetaGraphFilenameStripsShardSuffix) {

@@ -769,6 +769,33 @@ std::set<std::string> FileShapes(const std::string& dir) {
   return shapes;
 }
 
+// The final save at Close fails (here: a directory sits where its index file goes, as good as
+// a full disk for the rename). Close reports it to the caller; the checkpoint saved before
+// is still the latest.
+TEST(MonitoredTrainingSession, CloseThrowsWhenTheFinalSaveFails) {
+  for (bool async : {false, true}) {
+    SCOPED_TRACE(async ? "async checkpoints" : "checkpoints");
+    const std::string dir = testing::MakeTempDir("mts_final_save");
+    Model m;
+    MonitoredTrainingSessionOptions options;
+    options.graph = &m.graph;
+    options.checkpoint_dir = dir;
+    options.async_checkpoint = async;
+    options.hooks = {std::make_shared<StopAtStepHook>(LastStep{5})};
+    auto sess = MonitoredTrainingSession(options);
+    while (!sess->ShouldStop()) sess->Run({m.train_op});
+    CreateDirectories(JoinPath(dir, "model.ckpt-5.index"));
+    try {
+      sess->Close();
+      ADD_FAILURE() << "Close() returned although the final checkpoint could not be written";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("model.ckpt-5.index"), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(sess->closed());
+    EXPECT_EQ(LatestCheckpoint(dir), JoinPath(dir, "model.ckpt-0"));
+  }
+}
+
 TEST(MonitoredTrainingSession, LeavesADirectoryShapedLikeTensorFlows) {
   FLOWTRAIN_REQUIRE_FIXTURES("tf1_estimator_model_dir");
   const std::string fixture = testing::FixturePath("tf1_estimator_model_dir");

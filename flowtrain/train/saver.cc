@@ -439,6 +439,7 @@ std::string Saver::Save(SessionInterface& session, const std::string& save_path,
   const std::string checkpoint_file = CheckpointFile(session, save_path, global_step, latest_filename);
   std::string model_checkpoint_path;
   if (!is_empty_) {
+    RemoveStaleSaveTemporaries(save_path, latest_filename);
     Output filename = graph_->GetTensorByName(saver_def_.filename_tensor_name());
     Output save_tensor = graph_->GetTensorByName(saver_def_.save_tensor_name());
     Tensor result =
@@ -517,6 +518,7 @@ std::string Saver::WriteSnapshot(const CheckpointSnapshot& snapshot, const std::
   const std::string latest_filename = latest_filename_arg.empty() ? "checkpoint" : latest_filename_arg;
   std::string model_checkpoint_path;
   if (!snapshot.empty_saver) {
+    RemoveStaleSaveTemporaries(snapshot.save_path, latest_filename);
     io::BundleWriter writer(snapshot.checkpoint_file);
     for (size_t i = 0; i < snapshot.keys.size(); ++i) writer.Add(snapshot.keys[i], snapshot.tensors[i]);
     writer.Finish();
@@ -606,13 +608,37 @@ std::optional<std::string> Saver::RestoreLatest(SessionInterface& session, const
     if (latest) RestoreLocked(session, *latest, options.restore);
     return latest;
   }
-  std::optional<tensorflow::CheckpointState> state =
-      GetCheckpointState(checkpoint_dir, options.latest_filename);
-  if (!state) return std::nullopt;
-  std::vector<std::string> candidates = {state->model_checkpoint_path()};
-  for (int i = state->all_model_checkpoint_paths_size() - 1; i >= 0; --i) {
-    const std::string& p = state->all_model_checkpoint_paths(i);
-    if (std::find(candidates.begin(), candidates.end(), p) == candidates.end()) candidates.push_back(p);
+  const std::string state_path = JoinPath(
+      checkpoint_dir, options.latest_filename.empty() ? kDefaultLatestFilename : options.latest_filename);
+  // No state file is no checkpoint, as in TF (deleting it is how a user starts afresh).
+  if (!FileExists(state_path)) return std::nullopt;
+  std::optional<tensorflow::CheckpointState> state;
+  try {
+    state = GetCheckpointState(checkpoint_dir, options.latest_filename);
+  } catch (const InvalidArgumentError& e) {
+    FT_LOG(WARNING) << e.what();
+  }
+  std::vector<std::string> candidates;
+  if (state) {
+    candidates.push_back(state->model_checkpoint_path());
+    for (int i = state->all_model_checkpoint_paths_size() - 1; i >= 0; --i) {
+      candidates.push_back(state->all_model_checkpoint_paths(i));
+    }
+  }
+  // Then whatever else the directory holds, for a state file that is garbage or names only
+  // checkpoints that are gone.
+  const bool state_usable = state.has_value();
+  for (std::string& found : FindCheckpointsInDirectory(checkpoint_dir))
+    candidates.push_back(std::move(found));
+  std::vector<std::string> unique;
+  for (std::string& c : candidates) {
+    if (std::find(unique.begin(), unique.end(), c) == unique.end()) unique.push_back(std::move(c));
+  }
+  candidates = std::move(unique);
+  if (candidates.empty()) {
+    FT_LOG(WARNING) << "The checkpoint state file " << state_path
+                    << " is unusable and the directory holds no checkpoint: starting without one";
+    return std::nullopt;
   }
   // Falling back is safe only if a failed attempt changed nothing.
   RestoreOptions restore_options = options.restore;
@@ -631,9 +657,14 @@ std::optional<std::string> Saver::RestoreLatest(SessionInterface& session, const
       FT_LOG(WARNING) << "Skipping damaged checkpoint " << candidate << ": " << e.what();
       continue;
     }
-    if (!skipped.empty()) {
+    if (!state_usable) {
+      FT_LOG(WARNING) << "The checkpoint state file " << state_path << " is unusable; restored " << candidate
+                      << ", the newest intact checkpoint found in " << checkpoint_dir
+                      << (skipped.empty() ? "" : "; skipped: ") << StrJoin(skipped, "; ");
+    } else if (!skipped.empty()) {
       FT_LOG(WARNING) << "Restored " << candidate << ", the newest intact checkpoint in " << checkpoint_dir
-                      << "; skipped: " << StrJoin(skipped, "; ");
+                      << " (the state file " << state_path << " names " << candidates.front()
+                      << "); skipped: " << StrJoin(skipped, "; ");
     }
     return candidate;
   }

@@ -14,6 +14,9 @@
 // Crash safety: checkpoint files are written under temporary names, fsync'ed and renamed into
 // place, and the state file is replaced atomically only after the checkpoint is complete, so a
 // process killed at any moment leaves a state file that names only complete checkpoints.
+// What such a process leaves behind (temporary files and the sharded saves' `_temp_`
+// directories) is deleted by a later Save to the same prefix once it is a minute old (beyond
+// TF, which leaves it: see RemoveStaleSaveTemporaries).
 //
 // Restore errors (beyond TF's wording, which they keep): a variable missing from the
 // checkpoint is NotFound naming the key, the variable and the checkpoint; a shape or dtype
@@ -120,8 +123,11 @@ struct RestoreLatestOptions {
   RestoreOptions restore = {};
   // Default true: when the newest checkpoint named by the state file is damaged (DataLoss or
   // missing files), log a warning naming it and try the next newer-to-older one the state file
-  // lists, restoring the newest intact one. False is TF's fail-hard behaviour: restore
-  // tf.train.latest_checkpoint(dir) and let its error propagate.
+  // lists, then the others found in the directory (FindCheckpointsInDirectory), restoring the
+  // newest intact one. A state file that is garbage goes straight to the directory's, with a
+  // warning naming the state file and the checkpoint chosen; without a state file there is no
+  // checkpoint, as in TF. False is TF's behaviour: restore tf.train.latest_checkpoint(dir) and
+  // let its error propagate (a garbage state file is then no checkpoint at all).
   bool fall_back_to_intact = true;
   std::string latest_filename = "checkpoint";
 };
@@ -200,7 +206,7 @@ class Saver {
   //
   //   if (auto path = saver.RestoreLatest(sess, model_dir)) { ... resumed from *path ... }
   //
-  // DataLoss if no listed checkpoint is intact (naming each one skipped); NotFound or
+  // DataLoss if no checkpoint tried is intact (naming each one skipped); NotFound or
   // InvalidArgument (graph/checkpoint mismatch) from the first intact one are not retried.
   std::optional<std::string> RestoreLatest(SessionInterface& session, const std::string& checkpoint_dir,
                                            const RestoreLatestOptions& options = {});

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -564,6 +565,64 @@ TEST(SaverTest, RestoreLatestFallsBackToNewestIntact) {
   }
   // No checkpoint state: nothing to restore.
   EXPECT_FALSE(saver.RestoreLatest(strict, testing::MakeTempDir("empty")).has_value());
+}
+
+// A state file that is garbage, names no checkpoint or names only missing ones: the newest
+// intact checkpoint in the directory is restored, not none (a restart from step 0) nor an error.
+TEST(SaverTest, RestoreLatestFallsBackToTheDirectoryWhenTheStateFileIsUnusable) {
+  const std::string dir = testing::MakeTempDir("saver");
+  Graph g;
+  Model m(g);
+  Saver saver({.graph = &g});
+  Session sess(g);
+  m.Init(sess);
+  for (int step = 1; step <= 3; ++step) {
+    m.Set(sess, step);
+    saver.Save(sess, dir + "/model.ckpt", step);
+  }
+  FlipByte(dir + "/model.ckpt-3.data-00000-of-00001", 4);
+  for (const std::string& state : {std::string("\x89garbage{{{"), std::string(""),
+                                   std::string("model_checkpoint_path: \"model.ckpt-77\"\n"
+                                               "all_model_checkpoint_paths: \"model.ckpt-77\"\n")}) {
+    WriteFileAtomically(dir + "/checkpoint", state);
+    Session fresh(g);
+    std::optional<std::string> restored = saver.RestoreLatest(fresh, dir);
+    ASSERT_TRUE(restored.has_value()) << state;
+    EXPECT_EQ(*restored, dir + "/model.ckpt-2") << state;  // 3 is damaged
+    EXPECT_EQ(m.Step(fresh), 2);
+    // TF's behaviour on request: a garbage state file is no checkpoint, a missing one too.
+    Session strict(g);
+    if (state.empty()) {
+      EXPECT_THROW(saver.RestoreLatest(strict, dir, {.fall_back_to_intact = false}), InvalidArgumentError);
+    } else {
+      EXPECT_FALSE(saver.RestoreLatest(strict, dir, {.fall_back_to_intact = false}).has_value()) << state;
+    }
+  }
+  // Without a state file there is no checkpoint, as in TF.
+  std::filesystem::remove(dir + "/checkpoint");
+  Session fresh(g);
+  EXPECT_FALSE(saver.RestoreLatest(fresh, dir).has_value());
+}
+
+// A Save removes what killed saves left in its directory once it is old enough.
+TEST(SaverTest, SaveRemovesStaleTemporariesOfInterruptedSaves) {
+  const std::string dir = testing::MakeTempDir("saver");
+  const std::string debris = dir + "/model.ckpt-1_temp_" + std::string(32, 'c');
+  CreateDirectories(debris);
+  WriteFileAtomically(debris + "/part-00000-of-00001.index", "x");
+  WriteFileAtomically(dir + "/checkpoint.tmp" + std::string(32, 'd'), "x");
+  for (const std::string& path :
+       {debris + "/part-00000-of-00001.index", debris, dir + "/checkpoint.tmp" + std::string(32, 'd')}) {
+    std::filesystem::last_write_time(path, std::filesystem::last_write_time(path) - std::chrono::minutes(5));
+  }
+  Graph g;
+  Model m(g);
+  Saver saver({.sharded = true, .graph = &g});
+  Session sess(g);
+  m.Init(sess);
+  saver.Save(sess, dir + "/model.ckpt", 2);
+  EXPECT_THAT(ListDirectory(dir), ElementsAre("checkpoint", "model.ckpt-2.data-00000-of-00001",
+                                              "model.ckpt-2.index", "model.ckpt-2.meta"));
 }
 
 TEST(SaverTest, RestoresTensorFlowCheckpoint) {

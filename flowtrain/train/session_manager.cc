@@ -1,5 +1,6 @@
 #include "flowtrain/train/session_manager.h"
 
+#include <algorithm>
 #include <thread>
 
 #include "flowtrain/core/error.h"
@@ -91,10 +92,12 @@ std::pair<std::unique_ptr<SessionInterface>, bool> SessionManager::RestoreCheckp
     return {std::move(session), true};
   }
   std::chrono::milliseconds waited{0};
-  std::optional<tensorflow::CheckpointState> state;
+  std::optional<std::string> restored;
   while (true) {
-    state = GetCheckpointState(options.checkpoint_dir);
-    if (state && !state->model_checkpoint_path().empty()) break;
+    // Beyond TF: a damaged newest checkpoint, or a state file that is garbage or names missing
+    // files, falls back to the newest intact checkpoint (saver.h).
+    restored = options.saver->RestoreLatest(*session, options.checkpoint_dir);
+    if (restored) break;
     if (options.wait_for_checkpoint && waited < options.max_wait) {
       FT_LOG(INFO) << "Waiting for checkpoint to be available.";
       std::this_thread::sleep_for(options_.recovery_wait);
@@ -103,11 +106,17 @@ std::pair<std::unique_ptr<SessionInterface>, bool> SessionManager::RestoreCheckp
       return {std::move(session), false};
     }
   }
-  // Beyond TF: a damaged newest checkpoint falls back to the newest intact one (saver.h).
-  const std::optional<std::string> restored = options.saver->RestoreLatest(*session, options.checkpoint_dir);
-  if (!restored) return {std::move(session), false};
-  std::vector<std::string> paths(state->all_model_checkpoint_paths().begin(),
-                                 state->all_model_checkpoint_paths().end());
+  // Retention goes on over the checkpoints the state file lists (those still there) and the
+  // one restored, which a fallback may have found outside the list.
+  std::vector<std::string> paths;
+  try {
+    if (std::optional<tensorflow::CheckpointState> state = GetCheckpointState(options.checkpoint_dir)) {
+      paths.assign(state->all_model_checkpoint_paths().begin(), state->all_model_checkpoint_paths().end());
+    }
+  } catch (const InvalidArgumentError&) {
+    // Reported by RestoreLatest already.
+  }
+  if (std::find(paths.begin(), paths.end(), *restored) == paths.end()) paths.push_back(*restored);
   options.saver->RecoverLastCheckpoints(paths);
   FT_LOG(INFO) << "Restoring parameters from " << *restored;
   return {std::move(session), true};

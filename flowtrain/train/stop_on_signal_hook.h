@@ -8,11 +8,14 @@
 //
 //   auto stop = std::make_shared<train::StopOnSignalHook>();
 //   options.hooks.push_back(stop);
-//   {
-//     auto sess = train::MonitoredTrainingSession(options);
-//     while (!sess->ShouldStop()) sess->Run({train_op});
-//   }  // the final checkpoint is written here
+//   auto sess = train::MonitoredTrainingSession(options);
+//   while (!sess->ShouldStop()) sess->Run({train_op});
+//   sess->Close();   // the final checkpoint is written here; throws if that save fails
 //   if (stop->signal()) return 128 + *stop->signal();   // "preempted, resumable"
+//
+// The hook only asks for the stop: whether the final checkpoint was saved is known from
+// Close() (the destructor can only log a failed save), so a program reports "saved" only after
+// Close() returned.
 //
 // The signal is noticed within `check_interval` (the hook is called only then, so it costs
 // nothing on the runs between) plus the step in flight. A second delivery of the same signal
