@@ -1,4 +1,5 @@
-// Feeds the input to io::RecordReader as an uncompressed TFRecord file and reads every record.
+// Feeds the input to io::RecordReader as an uncompressed TFRecord file and reads every record, through a
+// small buffer so that records and headers straddle its refills.
 #include <cstdint>
 #include <string>
 
@@ -8,7 +9,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = flowtrain::fuzz::WriteScratchFile("input.tfrecord", data, size);
   flowtrain::fuzz::AcceptErrors([&] {
-    flowtrain::io::RecordReader reader(path, {.compression_type = ""});
+    flowtrain::io::RecordReader reader(path, {.compression_type = "", .buffer_bytes = 64});
     std::string record;
     while (reader.ReadRecord(&record)) {
     }
