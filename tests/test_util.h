@@ -82,6 +82,20 @@ void ExpectInvalidArgument(const Fn& fn, std::string_view needle) {
   ExpectInvalidArgument(fn, {needle});
 }
 
+// Runs `fn` expecting an `Error` (DataLossError, say) whose message contains every one of `parts`.
+//   ExpectError<DataLossError>([&] { ReadIdxFile(path); }, {path, "header"});
+template <typename Error, typename Fn>
+void ExpectError(const Fn& fn, std::initializer_list<std::string_view> parts) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    for (std::string_view part : parts) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what() << "\n  lacks: " << part;
+    }
+  }
+}
+
 }  // namespace flowtrain::testing
 
 #endif  // FLOWTRAIN_TESTS_TEST_UTIL_H_

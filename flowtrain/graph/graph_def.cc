@@ -1,8 +1,8 @@
 #include "flowtrain/graph/graph_def.h"
 
 #include <algorithm>
-#include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -124,8 +124,6 @@ void ImportGraphDef(const tensorflow::GraphDef& graph_def, Graph* graph, std::st
     }
   }
   std::map<std::string, Node*, std::less<>> imported;
-  // 0 = not visited, 1 = in progress (cycle detection), 2 = done.
-  std::map<std::string, int, std::less<>> state;
   // A loop's back edges, NextIteration -> Merge, are the only cycles a GraphDef may have. The
   // Merge is built with a stand-in for that input (another of its inputs) and the edge is
   // set once the NextIteration exists, as TF's own import does.
@@ -142,38 +140,24 @@ void ImportGraphDef(const tensorflow::GraphDef& graph_def, Graph* graph, std::st
            (it->second->op() == "NextIteration" || it->second->op() == "RefNextIteration");
   };
 
-  std::function<Node*(const std::string&)> import_node = [&](const std::string& name) -> Node* {
-    if (auto it = imported.find(name); it != imported.end()) return it->second;
-    auto def_it = by_name.find(name);
-    if (def_it == by_name.end()) {
-      InvalidArgument("Node '", name, "' is used as an input but not defined in the GraphDef");
-    }
-    int& s = state[name];
-    if (s == 1) InvalidArgument("GraphDef has a cycle through node '", name, "'");
-    s = 1;
-    const tensorflow::NodeDef& nd = *def_it->second;
-    if (OpRegistry::Global()->LookUp(nd.op()) == nullptr) {
-      NotFound("Op type not registered '", nd.op(), "' (node '", nd.name(), "')");
-    }
+  // Builds `nd` once all its producers (but a Merge's NextIteration inputs) are imported.
+  auto build_node = [&](const tensorflow::NodeDef& nd) {
     const tensorflow::OpDef& op_def = OpRegistry::Global()->Get(nd.op()).def;
-
-    // Collect inputs, resolving producers first.
     const bool is_merge = nd.op() == "Merge" || nd.op() == "RefMerge";
     std::vector<Output> data_inputs;
     std::vector<Operation> control_inputs;
     std::vector<BackEdge> own_back_edges;
     for (const std::string& input : nd.input()) {
       if (!input.empty() && input[0] == '^') {
-        control_inputs.emplace_back(import_node(input.substr(1)));
+        control_inputs.emplace_back(imported.find(std::string_view(input).substr(1))->second);
       } else {
         auto [producer, index] = ParseTensorName(input);
-        if (is_merge && is_next_iteration(std::string(producer))) {
-          own_back_edges.push_back({nullptr, static_cast<int>(data_inputs.size()), std::string(producer),
-                                    static_cast<int>(index)});
+        if (is_merge && is_next_iteration(producer)) {
+          own_back_edges.push_back({nullptr, static_cast<int>(data_inputs.size()), producer, index});
           data_inputs.emplace_back();  // the stand-in is chosen below
           continue;
         }
-        Node* p = import_node(producer);
+        Node* p = imported.find(producer)->second;
         if (index >= p->num_outputs()) {
           InvalidArgument("Node '", nd.name(), "' input '", input, "' refers to output ", index,
                           " of a node with ", p->num_outputs(), " outputs");
@@ -227,15 +211,60 @@ void ImportGraphDef(const tensorflow::GraphDef& graph_def, Graph* graph, std::st
     }
     builder.ControlInputs(control_inputs);
     Node* node = builder.Finalize().node();
-    imported[name] = node;
-    s = 2;
+    imported[nd.name()] = node;
     for (BackEdge& edge : own_back_edges) {
       edge.merge = node;
       back_edges.push_back(std::move(edge));
     }
-    return node;
   };
-  for (const auto& nd : graph_def.node()) import_node(nd.name());
+
+  // Depth first from each node to its producers, on a stack of our own: a GraphDef listing a
+  // chain of 100k nodes consumer first would overflow the thread's stack by recursion.
+  struct Frame {
+    const tensorflow::NodeDef* nd;
+    int next_input;
+  };
+  std::vector<Frame> stack;
+  // Nodes visited: one reached again before it is imported is on the stack, hence a cycle.
+  std::set<std::string, std::less<>> visited;
+  auto visit = [&](std::string_view name) {
+    if (imported.find(name) != imported.end()) return false;
+    auto def_it = by_name.find(name);
+    if (def_it == by_name.end()) {
+      InvalidArgument("Node '", name, "' is used as an input but not defined in the GraphDef");
+    }
+    if (!visited.emplace(name).second) InvalidArgument("GraphDef has a cycle through node '", name, "'");
+    const tensorflow::NodeDef& nd = *def_it->second;
+    if (OpRegistry::Global()->LookUp(nd.op()) == nullptr) {
+      NotFound("Op type not registered '", nd.op(), "' (node '", nd.name(), "')");
+    }
+    stack.push_back({&nd, 0});
+    return true;
+  };
+  for (const auto& root : graph_def.node()) {
+    visit(root.name());
+    while (!stack.empty()) {
+      Frame& frame = stack.back();
+      const tensorflow::NodeDef& nd = *frame.nd;
+      const bool is_merge = nd.op() == "Merge" || nd.op() == "RefMerge";
+      bool pushed = false;
+      // `frame` is not used once visit() has pushed: the push may move the stack.
+      while (!pushed && frame.next_input < nd.input_size()) {
+        const std::string& input = nd.input(frame.next_input++);
+        if (!input.empty() && input[0] == '^') {
+          pushed = visit(std::string_view(input).substr(1));
+          continue;
+        }
+        const std::string producer = ParseTensorName(input).first;
+        if (is_merge && is_next_iteration(producer)) continue;
+        pushed = visit(producer);
+      }
+      if (!pushed) {
+        build_node(nd);
+        stack.pop_back();
+      }
+    }
+  }
   for (const BackEdge& edge : back_edges) {
     Node* producer = imported.at(edge.producer);
     if (edge.producer_index >= producer->num_outputs()) {

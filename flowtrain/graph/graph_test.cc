@@ -463,6 +463,40 @@ TEST(GraphDef, ImportErrorsNameTheNode) {
   EXPECT_THROW(ImportGraphDef(def, &g), InvalidArgumentError);
 }
 
+// A chain listed consumer first: the recursive import went 100k frames deep (SIGSEGV at ~20k).
+TEST(GraphDef, LongChainListedConsumerFirstImports) {
+  constexpr int kNodes = 100000;
+  tensorflow::GraphDef def;
+  tensorflow::AttrValue float_type;
+  float_type.set_type(tensorflow::DT_FLOAT);
+  for (int i = 0; i < kNodes; ++i) {
+    auto* n = def.add_node();
+    n->set_name(StrCat("n", i));
+    if (i + 1 == kNodes) {
+      n->set_op("GraphTestConst");
+      (*n->mutable_attr())["dtype"] = float_type;
+      continue;
+    }
+    n->set_op("GraphTestAdd");
+    n->add_input(StrCat("n", i + 1));
+    n->add_input(StrCat("n", i + 1));
+    if (i % 2 == 0) n->add_input(StrCat("^n", i + 1));
+    (*n->mutable_attr())["T"] = float_type;
+  }
+  Graph g;
+  ImportGraphDef(def, &g);
+  EXPECT_EQ(g.num_nodes(), kNodes);
+  EXPECT_EQ(g.FindNode("n0")->input(0).node->name(), "n1");
+
+  // A cycle is still one, however far round it goes.
+  def.mutable_node(kNodes - 1)->set_op("GraphTestAdd");
+  def.mutable_node(kNodes - 1)->add_input("n0");
+  def.mutable_node(kNodes - 1)->add_input("n0");
+  (*def.mutable_node(kNodes - 1)->mutable_attr())["T"] = float_type;
+  Graph cyclic;
+  testing::ExpectInvalidArgument([&] { ImportGraphDef(def, &cyclic); }, "cycle through node 'n0'");
+}
+
 // A newer TF's graph: GraphTestAdd as if TF had since given it a `fast: bool = false` attr
 // (as TF 2.12 gave MatMul grad_a and grad_b), and the producer's OpDef saying so.
 TEST(GraphDef, NewDefaultAttrsOfANewerProducerAreRemoved) {

@@ -97,11 +97,12 @@ StreamDecompressor::StreamDecompressor(CompressionType type, std::string source_
 
 StreamDecompressor::~StreamDecompressor() { inflateEnd(&state_->stream); }
 
-void StreamDecompressor::Decompress(std::string_view data, std::string* out) {
+size_t StreamDecompressor::Decompress(std::string_view data, std::string* out, size_t max_output) {
   z_stream& s = state_->stream;
   s.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
   s.avail_in = static_cast<uInt>(data.size());
-  while (s.avail_in > 0) {
+  const size_t out_before = out->size();
+  while (s.avail_in > 0 && out->size() - out_before < max_output) {
     if (at_stream_end_) {
       // More bytes after a complete stream: the next concatenated stream starts here.
       inflateReset(&s);
@@ -125,6 +126,7 @@ void StreamDecompressor::Decompress(std::string_view data, std::string* out) {
       break;  // zlib can make no progress with this input; it waits for more.
     }
   }
+  return data.size() - s.avail_in;
 }
 
 }  // namespace flowtrain::io

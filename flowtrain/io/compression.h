@@ -10,7 +10,7 @@
 //   deflater.Finish(&out);                    // stream trailer; the compressor is then done
 //
 //   StreamDecompressor inflater(type, "data.tfrecord.gz");
-//   inflater.Decompress(compressed_chunk, &plain);   // DataLoss on corrupt input
+//   size_t used = inflater.Decompress(compressed_chunk, &plain, 1 << 20);  // DataLoss on corrupt input
 #ifndef FLOWTRAIN_IO_COMPRESSION_H_
 #define FLOWTRAIN_IO_COMPRESSION_H_
 
@@ -66,9 +66,11 @@ class StreamDecompressor {
   StreamDecompressor(const StreamDecompressor&) = delete;
   StreamDecompressor& operator=(const StreamDecompressor&) = delete;
 
-  // Appends the bytes `data` decodes to. DataLoss naming the file and the compressed offset
-  // when the stream is corrupt.
-  void Decompress(std::string_view data, std::string* out);
+  // Appends the bytes `data` decodes to, stopping once `max_output` bytes or more were appended
+  // (at most 64 KiB more), and returns how many bytes of `data` it consumed: the caller passes
+  // the rest again, with more after it. DataLoss naming the file and the compressed offset when
+  // the stream is corrupt.
+  size_t Decompress(std::string_view data, std::string* out, size_t max_output);
   // Compressed bytes consumed so far.
   uint64_t compressed_offset() const { return compressed_offset_; }
   // True when the input so far ends exactly at the end of a complete stream.

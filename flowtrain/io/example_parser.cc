@@ -185,10 +185,8 @@ bool CountValues(const FeatureView& f, int64_t* count) {
     uint32_t field, wire_type;
     if (!r.Tag(&field, &wire_type)) return false;
     std::string_view bytes;
-    if (field != 1) {
-      if (!r.Skip(wire_type)) return false;
-      continue;
-    }
+    // As TF's fast parser: a list holds nothing but its values, not even unknown fields.
+    if (field != 1) return false;
     if (f.kind == kBytes) {
       if (wire_type != 2 || !r.Delimited(&bytes)) return false;
       ++n;
@@ -233,10 +231,6 @@ void CopyValues(const FeatureView& f, void* out) {
     uint32_t field = 0, wire_type = 0;
     r.Tag(&field, &wire_type);
     std::string_view bytes;
-    if (field != 1) {
-      r.Skip(wire_type);
-      continue;
-    }
     if (f.kind == kBytes) {
       r.Delimited(&bytes);
       (strings++)->assign(bytes);
@@ -363,18 +357,19 @@ std::vector<Tensor> ExampleParser::Parse(const Tensor& serialized, const Tensor*
     std::vector<char>& present = scratch.present;
     std::vector<FeatureView>& views = scratch.views;
     std::vector<int64_t>& counts = scratch.counts;
+    // The index of the first feature the scanner cannot read, or -1.
     auto scan_features = [&] {
       for (int k = 0; k < nk; ++k) {
         views[k] = {};
         counts[k] = 0;
         if (!present[k]) continue;
-        if (!ScanFeature(found[k], &views[k])) return false;
-        if (views[k].kind != kNone && !CountValues(views[k], &counts[k])) return false;
+        if (!ScanFeature(found[k], &views[k])) return k;
+        if (views[k].kind != kNone && !CountValues(views[k], &counts[k])) return k;
       }
-      return true;
+      return -1;
     };
     std::fill(present.begin(), present.end(), 0);
-    if (!ScanExample(records[i], keys, found.data(), present.data()) || !scan_features()) {
+    if (!ScanExample(records[i], keys, found.data(), present.data()) || scan_features() >= 0) {
       // Left to the protobuf parser, whose re-serialized Features the scanner always reads.
       tensorflow::Example example;
       if (!example.ParseFromString(records[i])) {
@@ -391,7 +386,12 @@ std::vector<Tensor> ExampleParser::Parse(const Tensor& serialized, const Tensor*
         owned[i].push_back(it->second.SerializeAsString());
         found[k] = owned[i].back();
       }
-      if (!scan_features()) Internal("ExampleParser cannot read a Feature protobuf wrote");
+      // What protobuf accepts and the scanner does not is a list with fields other than its
+      // values (a value of the wrong wire type, an unknown field), which TF rejects too.
+      if (const int bad = scan_features(); bad >= 0) {
+        InvalidArgument("Name: ", name_of(i), ", Key: ", keys[bad], ", Index: ", i,
+                        ".  Can't parse serialized Example.");
+      }
     }
     auto check_kind = [&](const FeatureView& view, const std::string& key, DataType dtype) {
       if (view.kind != KindOf(dtype)) {

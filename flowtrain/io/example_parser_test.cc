@@ -126,6 +126,41 @@ TEST(ExampleParser, AFeatureWithTwoListsIsLeftToProtobufsMerge) {
   EXPECT_EQ(out[0].flat<float>()[1], 2.f);
 }
 
+// A list holding anything but its values: protobuf keeps it as an unknown field, TF 2.21's
+// parse_example says "Can't parse serialized Example" (checked with tf.io.parse_example on these
+// bytes). A value of the wrong wire type in a bytes_list was Internal.
+TEST(ExampleParser, ListsWithOtherFieldsAreInvalidArgumentAsInTF) {
+  const std::string value_a = Field(1, "a");
+  const std::vector<std::pair<DataType, std::string>> features = {
+      {DT_STRING, Field(1, Varint(1 << 3 | 0) + Varint(5))},                // varint value
+      {DT_STRING, Field(1, Varint(1 << 3 | 5) + std::string("\1\2\3\4"))},  // fixed32 value
+      {DT_STRING, Field(1, value_a + Varint(1 << 3 | 0) + Varint(5))},      // value, then a varint
+      {DT_STRING, Field(1, value_a + Varint(2 << 3 | 0) + Varint(5))},      // unknown field 2
+      {DT_FLOAT, Field(2, Varint(1 << 3 | 0) + Varint(5))},                 // varint float
+      {DT_FLOAT, Field(2, Field(1, std::string(4, '\0')) + Varint(2 << 3 | 0) + Varint(5))},
+      {DT_INT64, Field(3, Varint(1 << 3 | 5) + std::string("\1\2\3\4"))},  // fixed32 int
+      {DT_INT64, Field(3, Varint(1 << 3 | 0) + Varint(5) + Field(2, "x"))},
+  };
+  for (size_t c = 0; c < features.size(); ++c) {
+    SCOPED_TRACE(c);
+    const auto& [dtype, feature] = features[c];
+    const Tensor record = Tensor::FromVector<std::string>({Field(1, Entry("s", feature))});
+    ExampleParser dense({}, {{.key = "s", .dtype = dtype, .shape = TensorShape({1})}});
+    ExampleParser sparse({{.key = "s", .dtype = dtype}}, {});
+    for (const ExampleParser* parser : {&dense, &sparse}) {
+      try {
+        parser->Parse(record);
+        ADD_FAILURE() << "no error";
+      } catch (const InvalidArgumentError& e) {
+        EXPECT_NE(
+            std::string(e.what()).find("Name: <unknown>, Key: s, Index: 0.  Can't parse serialized Example."),
+            std::string::npos)
+            << e.what();
+      }
+    }
+  }
+}
+
 TEST(ExampleParser, BadInputNamesTheExample) {
   const ExampleParser parser = MakeParser();
   const Tensor names = Tensor::FromVector<std::string>({"a.tfrecord:0", "a.tfrecord:1"});

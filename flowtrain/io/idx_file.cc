@@ -58,6 +58,9 @@ void ToHostOrder(char* data, size_t bytes, size_t width) {
   for (size_t k = 0; k + width <= bytes; k += width) std::reverse(data + k, data + k + width);
 }
 
+// Deflate encodes at best 258 bytes in 2 bits, about 1032:1.
+constexpr int64_t kMaxDeflateRatio = 1032;
+
 struct GzCloser {
   void operator()(gzFile_s* f) const { gzclose(f); }
 };
@@ -97,10 +100,31 @@ Tensor ReadIdxFile(const std::string& path) {
     read_exactly(b, 4, "header");
     dims.push_back((int64_t{b[0]} << 24) | (int64_t{b[1]} << 16) | (int64_t{b[2]} << 8) | b[3]);
   }
+  // The header's sizes are checked against the file before the tensor is allocated: 12 bytes
+  // can claim [2^31, 2^31].
+  const std::string shape = StrCat("[", StrJoin(dims, ","), "]");
+  int64_t bytes = static_cast<int64_t>(DataTypeSize(dtype));
+  for (int64_t d : dims) {
+    if (!MultiplySizes(bytes, d, &bytes)) {
+      DataLoss("IDX file ", path, " is damaged: its header's shape ", shape, " overflows 64 bits");
+    }
+  }
+  const int64_t header_bytes = 4 + 4 * int64_t{rank};
+  const int64_t stored_bytes = static_cast<int64_t>(st.st_size) - header_bytes;
+  // A gzip file cannot inflate beyond deflate's best ratio.
+  const int64_t most =
+      gzdirect(file.get()) ? stored_bytes : static_cast<int64_t>(st.st_size) * kMaxDeflateRatio;
+  if (bytes > most) {
+    if (gzdirect(file.get())) {
+      DataLoss("IDX file ", path, " ends inside its data: its header's shape ", shape, " needs ", bytes,
+               " bytes but the file holds ", std::max<int64_t>(stored_bytes, 0));
+    }
+    DataLoss("IDX file ", path, " is damaged: its header's shape ", shape, " needs ", bytes,
+             " bytes, more than its ", st.st_size, " compressed bytes can inflate to");
+  }
   Tensor tensor(dtype, TensorShape(dims));
-  const size_t bytes = tensor.NumElements() * DataTypeSize(dtype);
-  if (bytes > 0) read_exactly(tensor.raw_data(), bytes, "data");
-  ToHostOrder(static_cast<char*>(tensor.raw_data()), bytes, DataTypeSize(dtype));
+  if (bytes > 0) read_exactly(tensor.raw_data(), static_cast<size_t>(bytes), "data");
+  ToHostOrder(static_cast<char*>(tensor.raw_data()), static_cast<size_t>(bytes), DataTypeSize(dtype));
   return tensor;
 }
 

@@ -1,6 +1,7 @@
 #include "flowtrain/io/idx_file.h"
 
 #include <unistd.h>
+#include <zlib.h>
 
 #include <fstream>
 
@@ -43,6 +44,28 @@ TEST(IdxFile, ErrorsNameTheFile) {
   } catch (const DataLossError& e) {
     EXPECT_NE(std::string(e.what()).find(dir + "/short ends inside its data"), std::string::npos) << e.what();
   }
+}
+
+// A 12-byte header claiming [2^31, 2^31] bytes wrapped the tensor's size to 0 bytes, which were
+// then read into; a 20-byte header claiming 1 GB made the reader allocate it.
+TEST(IdxFile, HeaderSizesAreCheckedAgainstTheFile) {
+  const std::string dir = testing::MakeTempDir("idx");
+  auto write = [&](const std::string& name, const std::string& bytes) {
+    std::ofstream(dir + "/" + name, std::ios::binary) << bytes;
+    return dir + "/" + name;
+  };
+  const std::string huge = write("huge", std::string("\0\0\x0d\x02\x80\0\0\0\x80\0\0\0", 12) + "data");
+  testing::ExpectError<DataLossError>([&] { ReadIdxFile(huge); }, {huge, "[2147483648,2147483648]"});
+  const std::string big = write("big", std::string("\0\0\x08\x01\x40\0\0\0", 8) + "12345678");
+  testing::ExpectError<DataLossError>([&] { ReadIdxFile(big); }, {big, "needs 1073741824 bytes", "holds 8"});
+
+  // Compressed, a few bytes can still claim a gigabyte that they cannot inflate to.
+  const std::string gz = dir + "/big.gz";
+  gzFile out = gzopen(gz.c_str(), "wb");
+  gzwrite(out, "\0\0\x08\x01\x40\0\0\0abcd", 12);
+  gzclose(out);
+  testing::ExpectError<DataLossError>([&] { ReadIdxFile(gz); },
+                                      {gz, "needs 1073741824 bytes, more than its"});
 }
 
 TEST(IdxFile, ReadsFashionMnistWhenInstalled) {

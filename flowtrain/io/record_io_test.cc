@@ -14,6 +14,7 @@
 #include "flowtrain/core/file_util.h"
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/io/compression.h"
+#include "flowtrain/io/internal/record_format.h"
 #include "flowtrain/io/record_reader.h"
 #include "flowtrain/io/record_writer.h"
 #include "flowtrain/proto/example.pb.h"
@@ -230,6 +231,56 @@ TEST(RecordReaderTest, CorruptCompressedStreamIsDataLoss) {
     FAIL() << "expected DataLossError";
   } catch (const DataLossError& e) {
     EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+}
+
+// A record header claiming 2^40 bytes, then 16 MB of zeros: 16 KB of gzip. The reader decoded
+// and buffered all 16 MB before finding that the stream ends first (2.1 GB from a 1 MB file).
+TEST(RecordReaderTest, CompressedRecordLongerThanTheFileCanHoldIsDataLoss) {
+  const std::string path = JoinPath(MakeTempDir(), "bomb.tfrecord.gz");
+  StreamCompressor compressor(CompressionType::kGzip);
+  std::string bytes;
+  char header[kRecordHeaderSize];
+  EncodeRecordHeader(uint64_t{1} << 40, header);
+  compressor.Compress(std::string_view(header, sizeof(header)), &bytes);
+  const std::string zeros(1 << 20, '\0');
+  for (int i = 0; i < 16; ++i) compressor.Compress(zeros, &bytes);
+  compressor.Finish(&bytes);
+  WriteBytes(path, bytes);
+  ASSERT_LT(bytes.size(), 100u * 1024);
+  testing::ExpectError<DataLossError>([&] { ReadAll(path, {.compression_type = "GZIP"}); },
+                                      {path, "at offset 0", "claims 1099511627776 bytes"});
+  RecordReader follower(path, {.compression_type = "GZIP", .follow = true});
+  std::string record;
+  EXPECT_FALSE(follower.ReadRecord(&record));
+  EXPECT_LT(follower.partial_bytes(), 1u << 20);
+}
+
+// TF reads a gzip file whose CRC-32 and length trailer is cut off as if it were whole.
+TEST(RecordReaderTest, CutOrCorruptCompressedTrailerIsDataLoss) {
+  const std::string dir = MakeTempDir();
+  for (const std::string compression : {"GZIP", "ZLIB"}) {
+    SCOPED_TRACE(compression);
+    const std::string path = JoinPath(dir, "whole.tfrecord");
+    WriteAll(path, {"one", "two"}, {.compression_type = compression});
+    const std::string whole = ReadFileToString(path);
+    const size_t trailer = compression == "GZIP" ? 8 : 4;
+    const std::string cut_path = JoinPath(dir, "cut.tfrecord");
+    for (size_t cut = 1; cut <= trailer + 2; ++cut) {
+      SCOPED_TRACE(cut);
+      WriteBytes(cut_path, whole.substr(0, whole.size() - cut));
+      testing::ExpectError<DataLossError>([&] { ReadAll(cut_path, {.compression_type = compression}); },
+                                          {cut_path});
+    }
+    for (size_t back = 1; back <= trailer; ++back) {
+      SCOPED_TRACE(back);
+      std::string damaged = whole;
+      damaged[damaged.size() - back] ^= 0x01;
+      WriteBytes(cut_path, damaged);
+      testing::ExpectError<DataLossError>([&] { ReadAll(cut_path, {.compression_type = compression}); },
+                                          {cut_path});
+    }
+    EXPECT_EQ(ReadAll(path, {.compression_type = compression}), std::vector<std::string>({"one", "two"}));
   }
 }
 

@@ -1,9 +1,11 @@
 #include "flowtrain/io/record_reader.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <limits>
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/file_util.h"
@@ -11,6 +13,11 @@
 
 namespace flowtrain::io {
 namespace {
+
+// Deflate encodes at best 258 bytes in 2 bits (about 1032:1); inflate may also hold back up to
+// a window's worth of output it has decoded but not yet written.
+constexpr uint64_t kMaxDeflateRatio = 1032;
+constexpr uint64_t kMaxInflatePending = 64 * 1024;
 
 std::string Hex32(uint32_t value) {
   static constexpr char kDigits[] = "0123456789abcdef";
@@ -43,9 +50,22 @@ bool RecordReader::FillBuffer() {
     start_ = 0;
   }
   const size_t size_before = buffer_.size();
-  std::string* target = decompressor_ ? &raw_ : &buffer_;
   for (;;) {
-    const size_t old_size = decompressor_ ? 0 : buffer_.size();
+    // Compressed bytes are decoded a read's worth at a time, so that a few kilobytes that
+    // inflate to gigabytes are not decoded all at once.
+    if (decompressor_ != nullptr && raw_start_ < raw_.size()) {
+      raw_start_ += decompressor_->Decompress(std::string_view(raw_).substr(raw_start_), &buffer_,
+                                              options_.buffer_bytes);
+      if (buffer_.size() > size_before) return true;
+      // A few compressed bytes (a gzip header, say) may decode to nothing yet: read on.
+    }
+    std::string* target = &buffer_;
+    if (decompressor_ != nullptr) {
+      raw_.erase(0, raw_start_);  // what inflate could not use yet stays for the next read
+      raw_start_ = 0;
+      target = &raw_;
+    }
+    const size_t old_size = target->size();
     target->resize(old_size + options_.buffer_bytes);
     const ssize_t n = ::read(fd_, target->data() + old_size, options_.buffer_bytes);
     if (n < 0) {
@@ -55,10 +75,20 @@ bool RecordReader::FillBuffer() {
     }
     target->resize(old_size + static_cast<size_t>(n));
     if (n == 0) return buffer_.size() > size_before;
-    if (decompressor_) decompressor_->Decompress(raw_, &buffer_);
-    // A few compressed bytes (a gzip header, say) may decode to nothing yet: read on.
-    if (buffer_.size() > size_before) return true;
+    if (decompressor_ == nullptr) return true;
   }
+}
+
+uint64_t RecordReader::MostDecompressedBytesLeft() const {
+  struct stat st;
+  if (::fstat(fd_, &st) != 0) ThrowIOError("getting the size of", path_, errno);
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  const uint64_t unread =
+      size > decompressor_->compressed_offset() ? size - decompressor_->compressed_offset() : 0;
+  if (unread > (std::numeric_limits<uint64_t>::max() - kMaxInflatePending) / kMaxDeflateRatio) {
+    return std::numeric_limits<uint64_t>::max();
+  }
+  return unread * kMaxDeflateRatio + kMaxInflatePending;
 }
 
 bool RecordReader::ReadRecord(std::string* record) {
@@ -92,10 +122,30 @@ bool RecordReader::ReadRecord(std::string* record) {
       }
       // The sum cannot overflow in practice: a length that large fails the checks above.
       needed = kRecordHeaderSize + length + kRecordFooterSize;
+      // What the rest of a compressed file can inflate to bounds what is buffered for a record
+      // whose length lies (a 1 MB file claiming 2^40 bytes filled 2.1 GB before it ended).
+      if (decompressor_ != nullptr) {
+        const uint64_t most = available + MostDecompressedBytesLeft();
+        if (needed > most) {
+          if (options_.follow) return false;
+          DataLoss("Truncated record in '", path_, "' at offset ", offset_, ": the record claims ", length,
+                   " bytes, more than the rest of the compressed file can hold (at most ", most, ")");
+        }
+      }
     }
     if (FillBuffer()) continue;
     const size_t have = buffer_.size() - start_;
-    if (have == 0 || options_.follow) return false;
+    if (options_.follow) return false;
+    if (have == 0) {
+      // Every record is whole, but a compressed stream must also end with its trailer (the
+      // CRC and length a cut-off gzip file lacks).
+      if (decompressor_ != nullptr && decompressor_->compressed_offset() > 0 &&
+          !decompressor_->at_stream_end()) {
+        DataLoss("Compressed stream in '", path_, "' is truncated: the file ends after ",
+                 decompressor_->compressed_offset(), " bytes, before the stream's end and trailer");
+      }
+      return false;
+    }
     DataLoss("Truncated record in '", path_, "' at offset ", offset_, ": the file ends after ", have,
              " of the ", needed, " bytes the record needs");
   }

@@ -51,7 +51,8 @@ class RecordReader {
   RecordReader& operator=(const RecordReader&) = delete;
 
   // Reads the next record into *record and returns true; returns false at the end of the data
-  // (and, in follow mode, at a partial record). DataLossError for corrupt or truncated records.
+  // (and, in follow mode, at a partial record). DataLossError for corrupt or truncated records,
+  // a record longer than the rest of the file can hold, and a compressed stream without its end.
   bool ReadRecord(std::string* record);
 
   // Offset of the next record in the (decompressed) stream.
@@ -64,12 +65,15 @@ class RecordReader {
  private:
   // Appends more decoded bytes to buffer_; false when the file has none to give right now.
   bool FillBuffer();
+  // An upper bound on the bytes the unread rest of a compressed file decodes to.
+  uint64_t MostDecompressedBytesLeft() const;
 
   std::string path_;
   RecordReaderOptions options_;
   int fd_ = -1;
   std::unique_ptr<StreamDecompressor> decompressor_;  // null when uncompressed
-  std::string raw_;                                   // compressed bytes read from the file, reused
+  std::string raw_;  // compressed bytes read from the file; raw_[raw_start_] is the first not decoded
+  size_t raw_start_ = 0;
   std::string buffer_;  // decoded bytes; buffer_[start_] is at stream offset offset_
   size_t start_ = 0;
   uint64_t offset_ = 0;

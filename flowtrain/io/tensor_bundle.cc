@@ -16,6 +16,7 @@
 #include "flowtrain/core/file_util.h"
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/core/types.h"
+#include "flowtrain/io/internal/table_check.h"
 
 namespace flowtrain::io {
 namespace {
@@ -24,6 +25,9 @@ namespace {
 // different bytes. Compression stays off for writing, as TF's BundleWriter has done since 1.2.
 constexpr size_t kIndexBlockSize = 262144;
 constexpr int kIndexRestartInterval = 16;
+
+// TF numbers data files with five digits (".data-00000-of-00001").
+constexpr int kMaxNumShards = 99999;
 
 // TF limits tensors to this rank.
 constexpr int kMaxTensorRank = 254;
@@ -169,6 +173,7 @@ IndexContents ReadIndexTable(const std::string& index_path) {
   } catch (const NotFoundError&) {
     NotFound("Checkpoint index '", index_path, "' not found");
   }
+  CheckTableLayout(bytes, index_path);
   StringSource source(std::move(bytes));
 
   leveldb::Options options;
@@ -192,6 +197,12 @@ IndexContents ReadIndexTable(const std::string& index_path) {
   }
   CheckVersions(contents.header.version(), index_path);
   const int num_shards = contents.header.num_shards();
+  // Readers keep state per shard, so the count is bounded before anyone allocates it.
+  if (num_shards < 0 || num_shards > kMaxNumShards) {
+    ThrowCorruptIndex(index_path,
+                      StrCat("the header claims ", num_shards, " shards; TF's shard file names have ",
+                             "five digits, for at most ", kMaxNumShards));
+  }
 
   for (it->Next(); it->Valid(); it->Next()) {
     std::string key = it->key().ToString();

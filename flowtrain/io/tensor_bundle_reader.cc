@@ -14,6 +14,7 @@
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/file_util.h"
 #include "flowtrain/core/str_util.h"
+#include "flowtrain/io/internal/varint.h"
 #include "flowtrain/proto/tensor_proto_util.h"
 
 namespace flowtrain::io {
@@ -69,20 +70,6 @@ void ByteSwapElements(DataType dtype, char* data, size_t bytes) {
     default:
       break;  // one-byte types need nothing
   }
-}
-
-bool GetVarint64(const char** p, const char* limit, uint64_t* value) {
-  uint64_t result = 0;
-  for (int shift = 0; shift <= 63 && *p < limit; shift += 7) {
-    const uint64_t byte = static_cast<unsigned char>(**p);
-    ++*p;
-    result |= (byte & 0x7f) << shift;
-    if ((byte & 0x80) == 0) {
-      *value = result;
-      return true;
-    }
-  }
-  return false;
 }
 
 }  // namespace
@@ -291,6 +278,10 @@ void BundleReader::ReadStringValue(std::string_view key, const tensorflow::Bundl
   uint64_t total = 0;
   for (uint64_t& length : lengths) {
     if (!GetVarint64(&p, limit, &length)) damaged("bad string length");
+    // Checked one by one, so that lengths whose sum wraps past 2^64 cannot match the entry.
+    if (length > bytes.size() - total) {
+      damaged(StrCat("string lengths add up to more than the entry's ", bytes.size(), " bytes"));
+    }
     if (length <= std::numeric_limits<uint32_t>::max()) {
       uint32_t length32 = static_cast<uint32_t>(length);
       // The writer checksummed the lengths in its own byte order.

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "flowtrain/core/error.h"
+#include "flowtrain/core/str_util.h"
 
 namespace flowtrain {
 
@@ -35,16 +36,34 @@ TensorShape ShapeFromProto(const tensorflow::TensorShapeProto& proto) {
 
 namespace {
 
-// Fills `out` from a repeated field, broadcasting a single value (or the last one) as TF does.
+// A GraphDef or event protobuf holds at most 2 GiB, so a tensor expanded from a few repeated
+// values past this size was never written out by anyone: a 52-byte Const must not make the
+// reader allocate gigabytes it was not asked for.
+constexpr int64_t kMaxFillBytes = int64_t{1} << 31;
+
+// Builds a `shape` tensor from a repeated field, broadcasting a single value (or the last one)
+// as TF does. The size is checked before allocating: the shape comes from the same untrusted
+// bytes as the values.
 template <typename Out, typename Field>
-void FillFromRepeated(const Field& field, std::span<Out> out, DataType dtype) {
+Tensor FromRepeated(const Field& field, DataType dtype, const TensorShape& shape) {
+  const int64_t n = shape.num_elements();
+  if (field.size() > n) {
+    InvalidArgument("TensorProto of type ", DataTypeString(dtype), " has ", field.size(), " values for ", n,
+                    " elements");
+  }
+  int64_t bytes;
+  if (field.size() < n &&
+      (!MultiplySizes(n, static_cast<int64_t>(sizeof(Out)), &bytes) || bytes > kMaxFillBytes)) {
+    InvalidArgument("TensorProto of type ", DataTypeString(dtype), " and shape ", shape.DebugString(),
+                    " has ", field.size(), " values for ", n,
+                    " elements; flowtrain expands repeated values to at most ", kMaxFillBytes,
+                    " bytes (the most a protobuf can hold)");
+  }
+  Tensor tensor(dtype, shape);
+  const std::span<Out> out = tensor.flat<Out>();
   if (field.size() == 0) {
     for (Out& v : out) v = Out();
-    return;
-  }
-  if (static_cast<size_t>(field.size()) > out.size()) {
-    InvalidArgument("TensorProto of type ", DataTypeString(dtype), " has ", field.size(), " values for ",
-                    out.size(), " elements");
+    return tensor;
   }
   for (size_t i = 0; i < out.size(); ++i) {
     const auto& v = field.Get(std::min<int>(static_cast<int>(i), field.size() - 1));
@@ -54,6 +73,7 @@ void FillFromRepeated(const Field& field, std::span<Out> out, DataType dtype) {
       out[i] = static_cast<Out>(v);
     }
   }
+  return tensor;
 }
 
 }  // namespace
@@ -103,42 +123,39 @@ Tensor TensorFromProto(const tensorflow::TensorProto& proto) {
     InvalidArgument("TensorProto has unsupported dtype ", DataTypeString(dtype));
   }
   const TensorShape shape = ShapeFromProto(proto.tensor_shape());
-  Tensor tensor(dtype, shape);
-  const int64_t n = shape.num_elements();
-  if (n == 0) return tensor;
-  if (dtype == DT_STRING) {
-    FillFromRepeated(proto.string_val(), tensor.flat<std::string>(), dtype);
-    return tensor;
-  }
-  if (!proto.tensor_content().empty()) {
-    const size_t expected = n * DataTypeSize(dtype);
-    if (proto.tensor_content().size() != expected) {
-      InvalidArgument("TensorProto tensor_content has ", proto.tensor_content().size(), " bytes, expected ",
-                      expected, " for ", DataTypeString(dtype), " ", shape.DebugString());
+  if (shape.num_elements() == 0) return Tensor(dtype, shape);
+  if (!proto.tensor_content().empty() && dtype != DT_STRING) {
+    int64_t expected;
+    if (!MultiplySizes(shape.num_elements(), static_cast<int64_t>(DataTypeSize(dtype)), &expected) ||
+        proto.tensor_content().size() != static_cast<uint64_t>(expected)) {
+      InvalidArgument("TensorProto tensor_content has ", proto.tensor_content().size(), " bytes, not the ",
+                      shape.num_elements(), " elements of ", DataTypeSize(dtype), " bytes that ",
+                      DataTypeString(dtype), " ", shape.DebugString(), " holds");
     }
-    std::memcpy(tensor.raw_data(), proto.tensor_content().data(), expected);
+    Tensor tensor(dtype, shape);
+    std::memcpy(tensor.raw_data(), proto.tensor_content().data(), static_cast<size_t>(expected));
     return tensor;
   }
+  Tensor tensor;
   DispatchDataType(dtype, "TensorFromProto", [&]<typename T>() {
-    auto out = tensor.flat<T>();
     if constexpr (std::is_same_v<T, float>) {
-      FillFromRepeated(proto.float_val(), out, dtype);
+      tensor = FromRepeated<T>(proto.float_val(), dtype, shape);
     } else if constexpr (std::is_same_v<T, double>) {
-      FillFromRepeated(proto.double_val(), out, dtype);
+      tensor = FromRepeated<T>(proto.double_val(), dtype, shape);
     } else if constexpr (std::is_same_v<T, int64_t>) {
-      FillFromRepeated(proto.int64_val(), out, dtype);
+      tensor = FromRepeated<T>(proto.int64_val(), dtype, shape);
     } else if constexpr (std::is_same_v<T, bool>) {
-      FillFromRepeated(proto.bool_val(), out, dtype);
+      tensor = FromRepeated<T>(proto.bool_val(), dtype, shape);
     } else if constexpr (std::is_same_v<T, uint32_t>) {
-      FillFromRepeated(proto.uint32_val(), out, dtype);
+      tensor = FromRepeated<T>(proto.uint32_val(), dtype, shape);
     } else if constexpr (std::is_same_v<T, uint64_t>) {
-      FillFromRepeated(proto.uint64_val(), out, dtype);
+      tensor = FromRepeated<T>(proto.uint64_val(), dtype, shape);
     } else if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) {
-      FillFromRepeated(proto.half_val(), out, dtype);
+      tensor = FromRepeated<T>(proto.half_val(), dtype, shape);
     } else if constexpr (std::is_same_v<T, std::string>) {
-      FillFromRepeated(proto.string_val(), out, dtype);
+      tensor = FromRepeated<T>(proto.string_val(), dtype, shape);
     } else {
-      FillFromRepeated(proto.int_val(), out, dtype);
+      tensor = FromRepeated<T>(proto.int_val(), dtype, shape);
     }
   });
   return tensor;

@@ -51,6 +51,8 @@ std::vector<HistogramBucket> BucketsFromProto(const tensorflow::HistogramProto& 
 std::optional<double> ScalarFromTensor(const tensorflow::TensorProto& proto) {
   Tensor t;
   try {
+    // The shape first: a few bytes of event can ask for a fill of gigabytes that is not a scalar.
+    if (ShapeFromProto(proto.tensor_shape()).num_elements() != 1) return std::nullopt;
     t = TensorFromProto(proto);
   } catch (const Error&) {
     return std::nullopt;

@@ -9,6 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "flowtrain/core/allocator.h"
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/file_util.h"
 #include "flowtrain/core/str_util.h"
@@ -299,6 +300,38 @@ TEST(EventAccumulator, CorruptRecordKeepsWhatCameBeforeAndTheOtherFiles) {
   run.Reload();
   EXPECT_EQ(run.Scalars("loss").size(), 9u);
   EXPECT_EQ(run.corrupt_records().size(), 1u);
+}
+
+// A 60-byte event whose scalar-plugin tensor is [3e7] floats from one float_val was expanded
+// (120 MB) before it was found not to be a scalar; [2^31, 2^31] is not expanded either.
+TEST(EventAccumulator, TensorsThatAreNotScalarsAreNotExpanded) {
+  const std::string file = MakeTempDir("hostile") + "/events.out.tfevents.1.host";
+  {
+    io::RecordWriter writer(file);
+    for (const int64_t dims : {int64_t{30'000'000}, int64_t{1} << 31}) {
+      tensorflow::Event event;
+      event.set_step(dims);
+      auto* value = event.mutable_summary()->add_value();
+      value->set_tag("x");
+      value->mutable_metadata()->mutable_plugin_data()->set_plugin_name("scalars");
+      auto* tensor = value->mutable_tensor();
+      tensor->set_dtype(tensorflow::DT_FLOAT);
+      tensor->mutable_tensor_shape()->add_dim()->set_size(dims);
+      if (dims == int64_t{1} << 31) tensor->mutable_tensor_shape()->add_dim()->set_size(dims);
+      tensor->add_float_val(1.0f);
+      writer.WriteRecord(event.SerializeAsString());
+    }
+    writer.Close();
+  }
+  ReleaseCachedMemory();
+  const AllocatorStats before = DefaultAllocatorStats();
+  EventAccumulator run(file);
+  run.Reload();
+  const AllocatorStats after = DefaultAllocatorStats();
+  EXPECT_LT(after.bytes_cached + after.bytes_in_use - before.bytes_cached - before.bytes_in_use, 16 << 20);
+  EXPECT_TRUE(run.GetTags().scalars.empty());
+  ASSERT_EQ(run.Tensors("x").size(), 2u);  // kept as tensors, as TensorBoard keeps them
+  EXPECT_TRUE(run.corrupt_records().empty());
 }
 
 TEST(EventAccumulator, CorruptLengthAndNonEventRecordsAreReportedToo) {

@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <regex>
 
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
@@ -466,8 +465,22 @@ void RemoveCheckpoint(const std::string& prefix, const std::string& meta_graph_s
 }
 
 std::string MetaGraphFilename(const std::string& checkpoint_filename, const std::string& meta_graph_suffix) {
-  static const std::regex kShardSuffix(R"(-[\d\?]+-of-\d+$)");
-  const std::string base = std::regex_replace(checkpoint_filename, kShardSuffix, "");
+  // TF strips the regex "-[\d\?]+-of-\d+$". Matched by hand: std::regex recurses once a
+  // character, and a checkpoint state file naming a path of 100k digits overflowed the stack.
+  const std::string_view name = checkpoint_filename;
+  auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+  size_t total_start = name.size();
+  while (total_start > 0 && is_digit(name[total_start - 1])) --total_start;
+  std::string_view base = name;
+  if (total_start < name.size() && total_start >= 4 && name.substr(total_start - 4, 4) == "-of-") {
+    const size_t shard_end = total_start - 4;
+    size_t shard_start = shard_end;
+    while (shard_start > 0 && (is_digit(name[shard_start - 1]) || name[shard_start - 1] == '?'))
+      --shard_start;
+    if (shard_start < shard_end && shard_start > 0 && name[shard_start - 1] == '-') {
+      base = name.substr(0, shard_start - 1);
+    }
+  }
   return StrCat(base, ".", meta_graph_suffix);
 }
 

@@ -313,6 +313,17 @@ TEST(CheckpointManagement, MetaGraphFilenameStripsShardSuffix) {
   EXPECT_EQ(MetaGraphFilename("/t/model.ckpt-123"), "/t/model.ckpt-123.meta");
   EXPECT_EQ(MetaGraphFilename("/t/model.ckpt-123-00001-of-00002"), "/t/model.ckpt-123.meta");
   EXPECT_EQ(MetaGraphFilename("/t/model.ckpt-123-\?\?\?\?\?-of-00005", "graph"), "/t/model.ckpt-123.graph");
+  // What the regex TF uses leaves alone.
+  EXPECT_EQ(MetaGraphFilename("/t/m-of-5"), "/t/m-of-5.meta");
+  EXPECT_EQ(MetaGraphFilename("-1-of-5"), ".meta");
+  EXPECT_EQ(MetaGraphFilename("/t/m1-of-5"), "/t/m1-of-5.meta");
+  EXPECT_EQ(MetaGraphFilename("/t/m-1-of-"), "/t/m-1-of-.meta");
+  EXPECT_EQ(MetaGraphFilename("/t/m-1-of-5x"), "/t/m-1-of-5x.meta");
+  EXPECT_EQ(MetaGraphFilename("/t/a-1-2-of-3"), "/t/a-1.meta");
+  // A checkpoint state file can name any path: std::regex overflowed the stack on this one.
+  const std::string digits(200000, '7');
+  EXPECT_EQ(MetaGraphFilename("/t/m-" + digits + "-of-" + digits), "/t/m.meta");
+  EXPECT_EQ(MetaGraphFilename("/t/m-" + digits), "/t/m-" + digits + ".meta");
 }
 
 }  // namespace
