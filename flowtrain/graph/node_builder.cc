@@ -325,7 +325,12 @@ Operation NodeBuilder::Finalize() {
     node->attrs_["_class"] = MakeAttrValue(context.colocation);
   }
   if (def.name() == "Const") {
-    node->constant_value_ = node->GetAttr<Tensor>("value");
+    try {
+      node->constant_value_ = node->GetAttr<Tensor>("value");
+    } catch (const Error& e) {
+      // The value comes from a GraphDef as often as from code: say which node it is.
+      ThrowError(e.code(), StrCat(e.what(), " (the value of '", node->name_, "', op: 'Const')"));
+    }
   }
 
   // Shape inference.
