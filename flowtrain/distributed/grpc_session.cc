@@ -12,6 +12,7 @@
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/distributed/internal/partition.h"
 #include "flowtrain/distributed/internal/rpc_util.h"
+#include "flowtrain/distributed/internal/worker_requests.h"
 #include "flowtrain/proto/tensor_proto_util.h"
 #include "flowtrain/runtime/run_arguments.h"
 #include "flowtrain/runtime/session_factory.h"
@@ -334,8 +335,17 @@ std::vector<Tensor> GrpcSession::Run(const FeedList& feeds, const FetchList& fet
   }
   for (const auto& call : calls) {
     RunStepResponse& response = call->response;
+    const std::string peer = TaskPeer(call->run->task.name(), call->run->connection->address);
+    if (response.fetch_indices_size() != response.fetches_size()) {
+      Internal(peer, " returned ", response.fetch_indices_size(), " fetch indices for ",
+               response.fetches_size(), " fetches");
+    }
     for (int i = 0; i < response.fetches_size(); ++i) {
-      results.at(response.fetch_indices(i)) = TensorFromProto(response.fetches(i));
+      const int index = response.fetch_indices(i);
+      if (index < 0 || index >= static_cast<int>(results.size())) {
+        Internal(peer, " returned fetch index ", index, " of a step with ", results.size(), " fetches");
+      }
+      results[index] = DecodeTensor(response.fetches(i), StrCat(peer, ": fetch ", index));
     }
     if (trace) {
       for (auto& dev : *response.mutable_step_stats()->mutable_dev_stats()) {

@@ -411,5 +411,88 @@ TEST_F(SessionGraphsTest, ASessionThatIdledLongerThanTheTimeoutRegistersAgain) {
   EXPECT_EQ(RegisteredGraphs(), graphs);
 }
 
+// A task gone wrong: it answers every RunStep with `response`.
+class MisbehavingWorker final : public WorkerService::Service {
+ public:
+  explicit MisbehavingWorker(RunStepResponse response) : response_(std::move(response)) {
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("localhost:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(this);
+    server_ = builder.BuildAndStart();
+    address_ = StrCat("localhost:", port);
+  }
+  ~MisbehavingWorker() override { server_->Shutdown(); }
+
+  std::string target() const { return "grpc://" + address_; }
+
+  grpc::Status GetStatus(grpc::ServerContext*, const GetStatusRequest*,
+                         GetStatusResponse* response) override {
+    response->set_cluster("worker=" + address_);
+    response->set_job_name("worker");
+    return grpc::Status::OK;
+  }
+  grpc::Status RegisterGraph(grpc::ServerContext*, const RegisterGraphRequest*,
+                             RegisterGraphResponse* response) override {
+    response->set_handle("handle");
+    return grpc::Status::OK;
+  }
+  grpc::Status RunStep(grpc::ServerContext*, const RunStepRequest*, RunStepResponse* response) override {
+    *response = response_;
+    return grpc::Status::OK;
+  }
+
+ private:
+  const RunStepResponse response_;
+  std::string address_;
+  std::unique_ptr<grpc::Server> server_;
+};
+
+// Runs a fetch of one Const through a session on `response`'s worker; the error it raises.
+Error RunAgainst(RunStepResponse response) {
+  MisbehavingWorker worker(std::move(response));
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output c = ops::Const(1.0f);
+  auto sess = NewSession(g, {.target = worker.target()});
+  try {
+    sess->Run({}, {c}, {});
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "the run succeeded";
+  return Error(Code::kOk, "");
+}
+
+TEST(GrpcSessionResponsesTest, AMalformedRunStepResponseIsAnErrorNamingTheTask) {
+  // Before: std::out_of_range from vector::at, and a SIGSEGV of the client for the 2^62 floats.
+  RunStepResponse out_of_range;
+  out_of_range.add_fetch_indices(5);
+  *out_of_range.add_fetches() = TensorToProto(Tensor::Scalar<float>(1));
+  Error e = RunAgainst(out_of_range);
+  EXPECT_EQ(e.code(), Code::kInternal);
+  EXPECT_NE(std::string(e.what()).find("/job:worker/replica:0/task:0"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("fetch index 5 of a step with 1 fetches"), std::string::npos)
+      << e.what();
+
+  RunStepResponse mismatched;
+  mismatched.add_fetch_indices(0);
+  e = RunAgainst(mismatched);
+  EXPECT_EQ(e.code(), Code::kInternal);
+  EXPECT_NE(std::string(e.what()).find("1 fetch indices for 0 fetches"), std::string::npos) << e.what();
+
+  RunStepResponse huge;
+  huge.add_fetch_indices(0);
+  tensorflow::TensorProto* proto = huge.add_fetches();
+  proto->set_dtype(tensorflow::DT_FLOAT);
+  proto->mutable_tensor_shape()->add_dim()->set_size(int64_t{1} << 31);
+  proto->mutable_tensor_shape()->add_dim()->set_size(int64_t{1} << 31);
+  proto->add_float_val(1);
+  e = RunAgainst(huge);
+  EXPECT_EQ(e.code(), Code::kInvalidArgument);
+  EXPECT_NE(std::string(e.what()).find("fetch 0"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("[2147483648,2147483648]"), std::string::npos) << e.what();
+}
+
 }  // namespace
 }  // namespace flowtrain::distributed

@@ -1,9 +1,10 @@
-// Checks and decoding of what the worker service's requests carry (internal to
+// Checks and decoding of what the worker service's messages carry (internal to
 // flowtrain/distributed): tensor names, transfer keys and tensors, checked before the worker
-// looks anything up or allocates. Any client on the network can send these requests, so a
-// malformed one is an InvalidArgument naming the offending field, never an uncaught exception
-// or an allocation of whatever a header claims. Pure functions, callable without a server
-// (the fuzz harness of request decoding calls them).
+// looks anything up or allocates (and tensors the master gets back, before it allocates).
+// Any client on the network can send these requests, so a malformed one is an
+// InvalidArgument naming the offending field, never an uncaught exception or an allocation of
+// whatever a header claims. Pure functions, callable without a server (the fuzz harness of
+// request decoding calls them).
 //
 //   auto [node, index] = ParseTensorName(output.tensor(), "Stage output");   // "c:0" -> ("c", 0)
 //   CheckTransferKey(request.keys(i), "SendTensors key");                   // "c:0" or "^c"
