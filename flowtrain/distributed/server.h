@@ -71,7 +71,8 @@ struct ServerStats {
 
 class Server {
  public:
-  // Throws InvalidArgument when the task is not in the cluster; with `start`, as Start().
+  // Throws InvalidArgument when the task is not in the cluster or a limit is negative; with
+  // `start`, as Start().
   explicit Server(ServerOptions options);
   ~Server();  // Stop()
   Server(const Server&) = delete;

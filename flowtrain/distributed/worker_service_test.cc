@@ -1,6 +1,7 @@
 // The worker service against requests a stranger or a crashed client sends: malformed ones
 // are error statuses naming what was wrong, and what orphaned ones hold is bounded and
-// expires (ServerOptions' limits).
+// expires (ServerLimits). Also the session's side of those bounds (its graphs go when it
+// closes, and come back after it idled) and its checks of what a task answers.
 #include <chrono>
 #include <future>
 #include <thread>
@@ -67,10 +68,14 @@ tensorflow::TensorProto FloatsProto(int64_t n) { return TensorToProto(Tensor(DT_
 class WorkerServiceTest : public ::testing::Test {
  protected:
   void StartServer(ServerOptions options = {}) {
+    server_ = StartedServer(std::move(options));
+    stub_ = NewWorkerStub(server_->bound_address());
+  }
+
+  static std::unique_ptr<Server> StartedServer(ServerOptions options) {
     options.cluster = ClusterSpec::Parse("ps=localhost:0");
     options.job_name = "ps";
-    server_ = std::make_unique<Server>(std::move(options));
-    stub_ = NewWorkerStub(server_->bound_address());
+    return std::make_unique<Server>(std::move(options));
   }
 
   grpc::Status Register(const RegisterGraphRequest& request, std::string* handle = nullptr) {
@@ -246,6 +251,8 @@ TEST_F(WorkerServiceTest, RegisteredGraphsAreBoundedInNumberAndBytes) {
     }
   }
   EXPECT_EQ(refused, 1980);
+  testing::ExpectInvalidArgument([] { StartedServer({.limits = {.max_pending_bytes = -1}}); },
+                                 "ServerLimits of /job:ps/replica:0/task:0");
   EXPECT_EQ(server_->GetStats().registered_graphs, 20);
   EXPECT_EQ(server_->GetStats().registered_graph_bytes, 20 * size);
 

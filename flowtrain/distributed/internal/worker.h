@@ -39,8 +39,9 @@ namespace flowtrain::distributed {
 
 class Worker final : public WorkerService::Service {
  public:
+  // InvalidArgument for a negative limit.
   Worker(ClusterSpec cluster, std::string job_name, int task_index, int intra_op_threads,
-         ServerLimits limits);
+         ServerLimits limits = {});
   ~Worker() override;
 
   // Cancels every step in flight, refuses new ones and joins the watchdog; idempotent.
