@@ -297,11 +297,9 @@ TEST_F(WorkerServiceTest, GraphsNoStepRanForTheIdleTimeoutAreDropped) {
             std::chrono::seconds(2));
 }
 
-TEST_F(WorkerServiceTest, OrphanedPushesAreBoundedAndExpire) {
+TEST_F(WorkerServiceTest, PushesToStepsThatHaveNotStartedAreBoundedPerStepAndInTotal) {
   constexpr int64_t kMiB = 1 << 20;
-  StartServer({.limits = {.max_pending_step_bytes = 3 * kMiB,
-                          .max_pending_bytes = 8 * kMiB,
-                          .orphan_step_timeout = milliseconds(300)}});
+  StartServer({.limits = {.max_pending_step_bytes = 3 * kMiB, .max_pending_bytes = 8 * kMiB}});
   const tensorflow::TensorProto mib = FloatsProto(kMiB / 4);
   // Before: 111 pushes of 32 MiB to steps that never ran held 4.5 GB until the OOM killer came.
   ExpectStatus(Send(7, "x:0", FloatsProto(kMiB)), grpc::StatusCode::RESOURCE_EXHAUSTED,
@@ -329,20 +327,35 @@ TEST_F(WorkerServiceTest, OrphanedPushesAreBoundedAndExpire) {
   claims_a_gib.add_float_val(1);
   ExpectStatus(Send(200, "x:0", claims_a_gib), grpc::StatusCode::RESOURCE_EXHAUSTED,
                {"'x:0' of step 200", "1073741824 bytes", "ServerLimits::max_pending_bytes"});
+  // A step that starts takes its tensors out of the pending ones.
+  std::string handle;
+  ASSERT_TRUE(Register(EchoPushRequest(), &handle).ok());
+  RunStepResponse response;
+  ASSERT_TRUE(Run(handle, 100, &response).ok());
+  EXPECT_EQ(server_->GetStats().pending_steps, 5);
+  EXPECT_TRUE(Send(300, "x:0", mib).ok());
+}
 
-  // Orphans go after the timeout (the watchdog looks every 20 ms)...
+TEST_F(WorkerServiceTest, PushesToAStepThatDoesNotStartExpire) {
+  StartServer({.limits = {.orphan_step_timeout = milliseconds(300)}});
+  ASSERT_TRUE(Send(7, "x:0", FloatsProto(1000)).ok());
+  ASSERT_TRUE(Send(8, "^token", tensorflow::TensorProto()).ok());
+  EXPECT_EQ(server_->GetStats().pending_steps, 2);
+  // Before: kept for 10 minutes, and only once 256 other steps were pending.
   const Clock::duration expired =
       WaitFor([&] { return server_->GetStats().pending_steps == 0; }, std::chrono::seconds(5));
+  EXPECT_GE(expired, milliseconds(250));  // the steps were created a little before the clock started
   EXPECT_LT(expired, std::chrono::seconds(2));
   EXPECT_EQ(server_->GetStats().pending_bytes, 0);
-  // ...and the step's RunStep, coming after all, fails instead of waiting for them forever.
+  // The step's RunStep, coming after all, fails instead of waiting for them forever; late
+  // pushes to it are dropped.
   std::string handle;
   ASSERT_TRUE(Register(EchoPushRequest(), &handle).ok());
   RunStepResponse response;
   ExpectStatus(Run(handle, 7, &response), grpc::StatusCode::ABORTED,
                {"Step 7", "dropped", "ServerLimits::orphan_step_timeout"});
-  // Room again for new steps.
-  EXPECT_TRUE(Send(300, "x:0", mib).ok());
+  ASSERT_TRUE(Send(7, "x:0", FloatsProto(1000)).ok());
+  EXPECT_EQ(server_->GetStats().pending_steps, 0);
 }
 
 TEST_F(WorkerServiceTest, APushToARunningStepIsNotBoundByThePendingLimits) {
