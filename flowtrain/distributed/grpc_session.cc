@@ -1,5 +1,6 @@
 #include "flowtrain/distributed/grpc_session.h"
 
+#include <chrono>
 #include <map>
 #include <random>
 #include <set>
@@ -11,6 +12,7 @@
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/distributed/internal/partition.h"
 #include "flowtrain/distributed/internal/rpc_util.h"
+#include "flowtrain/distributed/internal/worker_requests.h"
 #include "flowtrain/proto/tensor_proto_util.h"
 #include "flowtrain/runtime/run_arguments.h"
 #include "flowtrain/runtime/session_factory.h"
@@ -52,6 +54,14 @@ struct GrpcSession::Impl {
   struct Plan {
     std::vector<TaskRun> tasks;
     std::vector<int> fetch_is_feed;
+    // The shortest time a task keeps the plan's partitions without a step (0: forever).
+    std::chrono::milliseconds idle_timeout{0};
+  };
+  // A registered plan and its use, to register it again before a task drops it as idle.
+  struct PlanUse {
+    std::shared_ptr<const Plan> plan;
+    int runs_in_flight = 0;
+    std::chrono::steady_clock::time_point last_used;
   };
   // One RunStep call of a step.
   struct Call {
@@ -62,7 +72,9 @@ struct GrpcSession::Impl {
     grpc::Status status;
   };
 
-  std::shared_ptr<const Plan> GetOrCompile(const RunArguments& args);
+  // The plan of `key`'s signature, counted as running until ReleasePlan.
+  std::shared_ptr<const Plan> GetOrCompile(const std::vector<int64_t>& key, const RunArguments& args);
+  void ReleasePlan(const std::vector<int64_t>& key, const Plan* plan);
   std::shared_ptr<const Plan> Register(const RunArguments& args);
   void Deregister(const Plan& plan);
   int64_t NextStepId();
@@ -74,7 +86,7 @@ struct GrpcSession::Impl {
   std::map<TaskId, TaskConnection> connections;
 
   mutable absl::Mutex plans_mu;
-  std::map<std::vector<int64_t>, std::shared_ptr<const Plan>> plans ABSL_GUARDED_BY(plans_mu);
+  std::map<std::vector<int64_t>, PlanUse> plans ABSL_GUARDED_BY(plans_mu);
 
   absl::Mutex rng_mu;
   std::mt19937_64 rng ABSL_GUARDED_BY(rng_mu){std::random_device{}()};
@@ -126,19 +138,42 @@ int64_t GrpcSession::Impl::NextStepId() {
   return static_cast<int64_t>(rng() >> 1);
 }
 
-std::shared_ptr<const GrpcSession::Impl::Plan> GrpcSession::Impl::GetOrCompile(const RunArguments& args) {
-  std::vector<int64_t> key = RunSignatureKey(args.feeds, args.fetches, args.targets);
+std::shared_ptr<const GrpcSession::Impl::Plan> GrpcSession::Impl::GetOrCompile(
+    const std::vector<int64_t>& key, const RunArguments& args) {
   absl::MutexLock lock(&plans_mu);
+  const auto now = std::chrono::steady_clock::now();
   auto it = plans.find(key);
-  if (it != plans.end()) return it->second;
+  if (it != plans.end()) {
+    PlanUse& use = it->second;
+    // Idle for half the time a task keeps it: the task may drop it before this step reaches
+    // it (its clock started earlier than ours), so the plan is registered anew.
+    const bool may_expire = use.runs_in_flight == 0 && use.plan->idle_timeout.count() > 0 &&
+                            now - use.last_used > use.plan->idle_timeout / 2;
+    if (!may_expire) {
+      ++use.runs_in_flight;
+      use.last_used = now;
+      return use.plan;
+    }
+    Deregister(*use.plan);
+    plans.erase(it);
+  }
   std::shared_ptr<const Plan> plan = Register(args);
   if (closed.load()) {
     // Close() ran during the registration and could not see this plan.
     Deregister(*plan);
     Cancelled("Session was closed while the step was being prepared");
   }
-  plans.emplace(std::move(key), plan);
+  plans.emplace(key, PlanUse{.plan = plan, .runs_in_flight = 1, .last_used = now});
   return plan;
+}
+
+void GrpcSession::Impl::ReleasePlan(const std::vector<int64_t>& key, const Plan* plan) {
+  absl::MutexLock lock(&plans_mu);
+  auto it = plans.find(key);
+  // Gone or replaced when a task lost it or the session closed.
+  if (it == plans.end() || it->second.plan.get() != plan) return;
+  --it->second.runs_in_flight;
+  it->second.last_used = std::chrono::steady_clock::now();
 }
 
 std::shared_ptr<const GrpcSession::Impl::Plan> GrpcSession::Impl::Register(const RunArguments& args) {
@@ -165,6 +200,11 @@ std::shared_ptr<const GrpcSession::Impl::Plan> GrpcSession::Impl::Register(const
                     std::chrono::duration_cast<std::chrono::seconds>(kControlCallTimeout).count(), " s");
       }
       if (!status.ok()) ThrowRpcError(status, TaskPeer(task.name(), connection.address));
+      const std::chrono::milliseconds idle_timeout(response.idle_timeout_ms());
+      if (idle_timeout.count() > 0 &&
+          (plan->idle_timeout.count() == 0 || idle_timeout < plan->idle_timeout)) {
+        plan->idle_timeout = idle_timeout;
+      }
       plan->tasks.push_back(TaskRun{task, &connection, response.handle(), std::move(partition.feed_indices)});
     }
   } catch (...) {
@@ -203,7 +243,14 @@ std::vector<Tensor> GrpcSession::Run(const FeedList& feeds, const FetchList& fet
       if (--s->runs_in_flight == 0) s->calls_cv.SignalAll();
     }
   } guard{&s};
-  const std::shared_ptr<const Impl::Plan> plan = s.GetOrCompile(args);
+  const std::vector<int64_t> key = RunSignatureKey(args.feeds, args.fetches, args.targets);
+  const std::shared_ptr<const Impl::Plan> plan = s.GetOrCompile(key, args);
+  struct PlanGuard {
+    Impl* s;
+    const std::vector<int64_t>& key;
+    const Impl::Plan* plan;
+    ~PlanGuard() { s->ReleasePlan(key, plan); }
+  } plan_guard{&s, key, plan.get()};
 
   const int64_t timeout_ms = RunTimeoutMs(s.options, run_options);
   const int64_t step_id = s.NextStepId();
@@ -276,7 +323,7 @@ std::vector<Tensor> GrpcSession::Run(const FeedList& feeds, const FetchList& fet
       size_t erased;
       {
         absl::MutexLock lock(&s.plans_mu);
-        erased = std::erase_if(s.plans, [&](const auto& entry) { return entry.second == plan; });
+        erased = std::erase_if(s.plans, [&](const auto& entry) { return entry.second.plan == plan; });
       }
       if (erased > 0) s.Deregister(*plan);
     }
@@ -288,8 +335,17 @@ std::vector<Tensor> GrpcSession::Run(const FeedList& feeds, const FetchList& fet
   }
   for (const auto& call : calls) {
     RunStepResponse& response = call->response;
+    const std::string peer = TaskPeer(call->run->task.name(), call->run->connection->address);
+    if (response.fetch_indices_size() != response.fetches_size()) {
+      Internal(peer, " returned ", response.fetch_indices_size(), " fetch indices for ",
+               response.fetches_size(), " fetches");
+    }
     for (int i = 0; i < response.fetches_size(); ++i) {
-      results.at(response.fetch_indices(i)) = TensorFromProto(response.fetches(i));
+      const int index = response.fetch_indices(i);
+      if (index < 0 || index >= static_cast<int>(results.size())) {
+        Internal(peer, " returned fetch index ", index, " of a step with ", results.size(), " fetches");
+      }
+      results[index] = DecodeTensor(response.fetches(i), StrCat(peer, ": fetch ", index));
     }
     if (trace) {
       for (auto& dev : *response.mutable_step_stats()->mutable_dev_stats()) {
@@ -307,12 +363,12 @@ void GrpcSession::Close() {
     absl::MutexLock lock(&s.calls_mu);
     for (grpc::ClientContext* context : s.calls_in_flight) context->TryCancel();
   }
-  std::map<std::vector<int64_t>, std::shared_ptr<const Impl::Plan>> plans;
+  std::map<std::vector<int64_t>, Impl::PlanUse> plans;
   {
     absl::MutexLock lock(&s.plans_mu);
     plans.swap(s.plans);
   }
-  for (const auto& [key, plan] : plans) s.Deregister(*plan);
+  for (const auto& [key, use] : plans) s.Deregister(*use.plan);
   absl::MutexLock lock(&s.calls_mu);
   while (s.runs_in_flight != 0) s.calls_cv.Wait(&s.calls_mu);
 }

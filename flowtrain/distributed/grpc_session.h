@@ -14,6 +14,8 @@
 // its address; a task that restarted or dropped the graph raises Aborted (a monitored
 // session recovers from both); a kernel's error on any task arrives with its code and
 // message. Close() cancels the steps in flight and releases the partitions on their tasks.
+// A signature not run for half the time a task keeps idle partitions
+// (ServerLimits::graph_idle_timeout) is registered again before its next step.
 #ifndef FLOWTRAIN_DISTRIBUTED_GRPC_SESSION_H_
 #define FLOWTRAIN_DISTRIBUTED_GRPC_SESSION_H_
 

@@ -28,7 +28,7 @@ struct Server::Impl {
 Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->address = options.cluster.task_address(options.job_name, options.task_index);
   impl_->worker = std::make_unique<Worker>(options.cluster, options.job_name, options.task_index,
-                                           options.intra_op_parallelism_threads);
+                                           options.intra_op_parallelism_threads, options.limits);
   impl_->options = std::move(options);
   if (impl_->options.start) Start();
 }
@@ -103,8 +103,9 @@ void Server::UpdateCluster(const ClusterSpec& cluster) {
 const std::string& Server::job_name() const { return impl_->options.job_name; }
 int Server::task_index() const { return impl_->options.task_index; }
 ResourceMgr* Server::resource_manager() { return impl_->worker->resource_manager(); }
+ServerStats Server::GetStats() const { return impl_->worker->GetStats(); }
 
-LocalCluster CreateLocalCluster(int num_workers, int num_ps) {
+LocalCluster CreateLocalCluster(int num_workers, int num_ps, const ServerLimits& limits) {
   if (num_workers < 0 || num_ps < 0 || num_workers + num_ps == 0) {
     InvalidArgument("CreateLocalCluster needs tasks, got ", num_workers, " workers and ", num_ps, " ps");
   }
@@ -114,13 +115,13 @@ LocalCluster CreateLocalCluster(int num_workers, int num_ps) {
   const ClusterSpec unbound(jobs);
   LocalCluster local;
   for (int i = 0; i < num_workers; ++i) {
-    local.workers.push_back(
-        std::make_unique<Server>(ServerOptions{.cluster = unbound, .job_name = "worker", .task_index = i}));
+    local.workers.push_back(std::make_unique<Server>(
+        ServerOptions{.cluster = unbound, .job_name = "worker", .task_index = i, .limits = limits}));
     jobs["worker"][i] = local.workers.back()->bound_address();
   }
   for (int i = 0; i < num_ps; ++i) {
-    local.ps.push_back(
-        std::make_unique<Server>(ServerOptions{.cluster = unbound, .job_name = "ps", .task_index = i}));
+    local.ps.push_back(std::make_unique<Server>(
+        ServerOptions{.cluster = unbound, .job_name = "ps", .task_index = i, .limits = limits}));
     jobs["ps"][i] = local.ps.back()->bound_address();
   }
   local.cluster = ClusterSpec(jobs);

@@ -17,6 +17,8 @@
 #ifndef FLOWTRAIN_DISTRIBUTED_SERVER_H_
 #define FLOWTRAIN_DISTRIBUTED_SERVER_H_
 
+#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +28,28 @@
 
 namespace flowtrain::distributed {
 
+// Bounds on what clients can make a server hold, so that requests of a stranger, of a
+// session that crashed or of a step that never runs cannot grow it until it is killed for
+// memory (docs/design.md §5.1). The defaults are far above what a training job needs; a
+// request beyond a limit fails with ResourceExhausted naming it.
+struct ServerLimits {
+  // Graph partitions registered at once (RegisterGraph), and the sum of the sizes of their
+  // serialized registrations.
+  int max_registered_graphs = 4096;
+  int64_t max_registered_graph_bytes = int64_t{4} << 30;
+  // A partition no step has run for this long is dropped (its session crashed or left
+  // without closing); a GrpcSession registers its partition again before using it after such
+  // a pause, so a session that merely idles never notices. Zero: never.
+  std::chrono::milliseconds graph_idle_timeout = std::chrono::minutes(30);
+  // Tensors sent (SendTensors) to a step before it started on this task: at most this many
+  // bytes per step and in total (tensor data, plus a little per key and step), dropped when
+  // the step has not started within orphan_step_timeout (its master failed before starting
+  // it here); the step's RunStep arriving later then fails with Aborted.
+  int64_t max_pending_step_bytes = int64_t{4} << 30;
+  int64_t max_pending_bytes = int64_t{8} << 30;
+  std::chrono::milliseconds orphan_step_timeout = std::chrono::seconds(60);
+};
+
 struct ServerOptions {
   ClusterSpec cluster;
   std::string job_name;
@@ -34,11 +58,21 @@ struct ServerOptions {
   bool start = true;
   // Threads a kernel may split its work across; 0 = one per core.
   int intra_op_parallelism_threads = 0;
+  ServerLimits limits;
+};
+
+// What a server holds for its clients right now (Server::GetStats), to watch the limits.
+struct ServerStats {
+  int64_t registered_graphs = 0;
+  int64_t registered_graph_bytes = 0;
+  int64_t pending_steps = 0;  // steps tensors were sent to that have not started here
+  int64_t pending_bytes = 0;
 };
 
 class Server {
  public:
-  // Throws InvalidArgument when the task is not in the cluster; with `start`, as Start().
+  // Throws InvalidArgument when the task is not in the cluster or a limit is negative; with
+  // `start`, as Start().
   explicit Server(ServerOptions options);
   ~Server();  // Stop()
   Server(const Server&) = delete;
@@ -66,6 +100,7 @@ class Server {
   int task_index() const;
   // The variables and other state of this task.
   ResourceMgr* resource_manager();
+  ServerStats GetStats() const;
 
  private:
   struct Impl;
@@ -73,7 +108,7 @@ class Server {
 };
 
 // Running servers of one cluster on localhost's ephemeral ports, every one knowing the
-// others' bound addresses (TF's test_util.create_local_cluster).
+// others' bound addresses (TF's test_util.create_local_cluster), all with `limits`.
 //
 //   distributed::LocalCluster local = distributed::CreateLocalCluster(2, 1);
 //   auto sess = NewSession(graph, {.target = local.workers[0]->target()});
@@ -82,7 +117,7 @@ struct LocalCluster {
   std::vector<std::unique_ptr<Server>> workers;
   std::vector<std::unique_ptr<Server>> ps;
 };
-LocalCluster CreateLocalCluster(int num_workers, int num_ps);
+LocalCluster CreateLocalCluster(int num_workers, int num_ps, const ServerLimits& limits = {});
 
 }  // namespace flowtrain::distributed
 

@@ -61,6 +61,12 @@ TEST(OpRegistry, ParsesSpecs) {
   EXPECT_EQ(add.attr(0).allowed_values().list().type_size(), 3);
   EXPECT_THROW(OpRegistry::Global()->Get("NoSuchOp"), NotFoundError);
   EXPECT_THROW(OpRegistry::Global()->Register(OpDefBuilder("GraphTestAdd").Build()), AlreadyExistsError);
+  // Before: std::invalid_argument "stoll" / std::out_of_range, not a flowtrain error.
+  testing::ExpectInvalidArgument([] { OpDefBuilder("GraphTestBad").Attr("N: int >= x"); },
+                                 {"GraphTestBad", "'x'"});
+  testing::ExpectInvalidArgument([] { OpDefBuilder("GraphTestBad").Attr("N: int >= 99999999999999999999"); },
+                                 {"99999999999999999999"});
+  EXPECT_EQ(OpDefBuilder("GraphTestMin").Attr("N: int >= 2").Build().def.attr(0).minimum(), 2);
 }
 
 TEST(Graph, UniqueNamesAndScopes) {

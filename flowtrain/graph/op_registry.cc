@@ -1,5 +1,6 @@
 #include "flowtrain/graph/op_registry.h"
 
+#include <charconv>
 #include <map>
 
 #include "absl/base/thread_annotations.h"
@@ -117,8 +118,14 @@ OpDefBuilder& OpDefBuilder::Attr(std::string_view spec) {
   } else {
     const size_t ge = rest.find(">=");
     if (ge != std::string_view::npos) {
+      const std::string_view minimum = Trim(rest.substr(ge + 2));
+      int64_t value = 0;
+      const auto parsed = std::from_chars(minimum.data(), minimum.data() + minimum.size(), value);
+      if (minimum.empty() || parsed.ec != std::errc() || parsed.ptr != minimum.data() + minimum.size()) {
+        InvalidArgument("Op '", def.name(), "': bad minimum '", minimum, "' in attr spec '", spec, "'");
+      }
       attr->set_has_minimum(true);
-      attr->set_minimum(std::stoll(std::string(Trim(rest.substr(ge + 2)))));
+      attr->set_minimum(value);
       rest = Trim(rest.substr(0, ge));
     }
     attr->set_type(std::string(rest));

@@ -1,5 +1,6 @@
 #include "flowtrain/distributed/internal/worker.h"
 
+#include <limits>
 #include <random>
 #include <unordered_map>
 #include <unordered_set>
@@ -9,7 +10,9 @@
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/logging.h"
 #include "flowtrain/core/str_util.h"
+#include "flowtrain/core/tensor_shape.h"
 #include "flowtrain/distributed/internal/rpc_util.h"
+#include "flowtrain/distributed/internal/worker_requests.h"
 #include "flowtrain/graph/graph_def.h"
 #include "flowtrain/proto/tensor_proto_util.h"
 #include "flowtrain/runtime/executor.h"
@@ -21,10 +24,12 @@ using Clock = std::chrono::steady_clock;
 
 // How often waits re-check cancellation; also the watchdog's period.
 constexpr auto kPollInterval = std::chrono::milliseconds(20);
-// Steps of this many recent ids are remembered as finished, so late pushes are dropped.
-constexpr size_t kFinishedStepsKept = 4096;
-// Pushes to a step nobody runs (its master failed before calling) are dropped after this.
-constexpr auto kOrphanStepLifetime = std::chrono::minutes(10);
+// Steps of this many recent ids are remembered as ended, so late pushes are dropped.
+constexpr size_t kEndedStepsKept = 4096;
+// What a pending step and each key sent to it hold besides the tensor data, as counted
+// against the pending limits (so that a flood of control tokens is bounded too).
+constexpr int64_t kStepOverheadBytes = 256;
+constexpr int64_t kKeyOverheadBytes = 64;
 
 std::string RandomIncarnation() {
   std::random_device device;
@@ -32,14 +37,18 @@ std::string RandomIncarnation() {
   return StrCat(rng() & 0xffffffffffffULL);
 }
 
-Endpoint ParseTensorName(Graph& graph, const std::string& name) {
-  const size_t colon = name.rfind(':');
-  Node* node = graph.FindNode(std::string_view(name).substr(0, colon));
-  if (node == nullptr || colon == std::string::npos) {
-    InvalidArgument("Partition output '", name, "' names no node of the partition");
+// The endpoint `name` ("node:index") of the partition.
+Endpoint FindEndpoint(Graph& graph, const std::string& name) {
+  const auto [node_name, index] = ParseTensorName(name, "Stage output");
+  Node* node = graph.FindNode(node_name);
+  if (node == nullptr) InvalidArgument("Stage output '", name, "' names no node of the partition");
+  if (index >= node->num_outputs()) {
+    InvalidArgument("Stage output '", name, "': node ", node_name, " has ", node->num_outputs(), " outputs");
   }
-  return Endpoint{node, std::stoi(name.substr(colon + 1))};
+  return Endpoint{node, index};
 }
+
+std::string Millis(std::chrono::milliseconds d) { return StrCat(d.count(), " ms"); }
 
 // The nodes of `stage_nodes` that no other of them consumes (by data or control). Running
 // these runs them all, and leaves the others free to be fused into their consumers
@@ -74,8 +83,10 @@ struct Worker::Partition {
   };
 
   Graph graph;
+  int64_t bytes = 0;  // the registration's serialized size
   // Guarded by the worker's mu_ (the analysis cannot name another object's mutex).
-  bool deregistered = false;
+  int steps_running = 0;
+  Clock::time_point last_used;  // registered, or a step started or ended
   absl::Mutex kernels_mu;
   std::unordered_map<const Node*, std::unique_ptr<OpKernel>> kernels ABSL_GUARDED_BY(kernels_mu);
   std::vector<StageRuntime> stages;
@@ -87,14 +98,17 @@ struct Worker::StepState {
   // By transfer key or control token.
   std::unordered_map<std::string, Tensor> received ABSL_GUARDED_BY(mu);
   std::unordered_set<std::string> received_dead ABSL_GUARDED_BY(mu);  // keys that arrived dead
-  // A RunStep runs it. Guarded by the worker's mu_, not by `mu` (the analysis cannot name
-  // another object's mutex).
+  // Guarded by the worker's mu_, not by `mu` (the analysis cannot name another object's
+  // mutex): a RunStep runs it; what it holds, counted in pending_bytes_ until claimed.
   bool claimed = false;
+  int64_t bytes = kStepOverheadBytes;
   Clock::time_point created = Clock::now();
 };
 
-Worker::Worker(ClusterSpec cluster, std::string job_name, int task_index, int intra_op_threads)
-    : job_name_(std::move(job_name)),
+Worker::Worker(ClusterSpec cluster, std::string job_name, int task_index, int intra_op_threads,
+               ServerLimits limits)
+    : limits_(limits),
+      job_name_(std::move(job_name)),
       task_index_(task_index),
       task_name_(TaskName(job_name_, task_index_)),
       incarnation_(RandomIncarnation()),
@@ -102,7 +116,12 @@ Worker::Worker(ClusterSpec cluster, std::string job_name, int task_index, int in
       intra_op_pool_(std::make_unique<ThreadPool>(
           "intra_op", intra_op_threads > 0 ? intra_op_threads : NumSchedulableCPUs())),
       cluster_(std::move(cluster)) {
-  watchdog_ = std::thread([this] { WatchCancelledSteps(); });
+  if (limits_.max_registered_graphs < 0 || limits_.max_registered_graph_bytes < 0 ||
+      limits_.graph_idle_timeout.count() < 0 || limits_.max_pending_step_bytes < 0 ||
+      limits_.max_pending_bytes < 0 || limits_.orphan_step_timeout.count() < 0) {
+    InvalidArgument("ServerLimits of ", task_name_, " must not be negative");
+  }
+  watchdog_ = std::thread([this] { Watch(); });
 }
 
 Worker::~Worker() {
@@ -137,13 +156,58 @@ ClusterSpec Worker::cluster() const {
   return cluster_;
 }
 
-void Worker::WatchCancelledSteps() {
+ServerStats Worker::GetStats() const {
   absl::MutexLock lock(&mu_);
-  while (!shutting_down_) {
+  ServerStats stats;
+  stats.registered_graphs = static_cast<int64_t>(partitions_.size());
+  stats.registered_graph_bytes = partition_bytes_;
+  for (const auto& [id, step] : steps_) stats.pending_steps += step->claimed ? 0 : 1;
+  stats.pending_bytes = pending_bytes_;
+  return stats;
+}
+
+void Worker::Watch() {
+  for (;;) {
+    // Freed once the lock is released: a partition's kernels and tensors can be large.
+    std::vector<std::shared_ptr<Partition>> expired_graphs;
+    std::vector<std::shared_ptr<StepState>> expired_steps;
+    absl::MutexLock lock(&mu_);
+    if (shutting_down_) return;
     watchdog_cv_.WaitWithTimeout(&mu_, absl::FromChrono(kPollInterval));
+    if (shutting_down_) return;
     for (ActiveStep* step : active_steps_) {
       if (step->context->IsCancelled()) step->cancellation->StartCancel();
     }
+    ExpireLocked(Clock::now(), &expired_graphs, &expired_steps);
+  }
+}
+
+void Worker::ExpireLocked(Clock::time_point now, std::vector<std::shared_ptr<Partition>>* graphs,
+                          std::vector<std::shared_ptr<StepState>>* steps) {
+  while (!pending_order_.empty() && limits_.orphan_step_timeout.count() > 0 &&
+         pending_order_.front().first + limits_.orphan_step_timeout <= now) {
+    const auto [created, step_id] = pending_order_.front();
+    pending_order_.pop_front();
+    auto it = steps_.find(step_id);
+    if (it == steps_.end() || it->second->claimed || it->second->created != created) continue;
+    pending_bytes_ -= it->second->bytes;
+    steps->push_back(std::move(it->second));
+    steps_.erase(it);
+    RememberEndedLocked(step_id, StepEnd::kExpired);
+  }
+  // Partitions are few and their timeout long: a scan every tenth of it (at most every second).
+  if (limits_.graph_idle_timeout.count() == 0 || now < next_graph_expiry_scan_) return;
+  next_graph_expiry_scan_ =
+      now + std::min<Clock::duration>(limits_.graph_idle_timeout / 10, std::chrono::seconds(1));
+  for (auto it = partitions_.begin(); it != partitions_.end();) {
+    const Partition& partition = *it->second;
+    if (partition.steps_running > 0 || partition.last_used + limits_.graph_idle_timeout > now) {
+      ++it;
+      continue;
+    }
+    partition_bytes_ -= partition.bytes;
+    graphs->push_back(std::move(it->second));
+    it = partitions_.erase(it);
   }
 }
 
@@ -157,7 +221,33 @@ grpc::Status Worker::GetStatus(grpc::ServerContext*, const GetStatusRequest*, Ge
 grpc::Status Worker::RegisterGraph(grpc::ServerContext*, const RegisterGraphRequest* request,
                                    RegisterGraphResponse* response) {
   return ToRpcStatus([&] {
+    const int64_t bytes = static_cast<int64_t>(request->ByteSizeLong());
+    ClusterSpec cluster;
+    auto check_limits = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      if (shutting_down_) Unavailable("Task ", task_name_, " is shutting down");
+      const std::string expiry = limits_.graph_idle_timeout.count() == 0
+                                     ? std::string()
+                                     : StrCat("; graphs no step ran for ServerLimits::graph_idle_timeout (",
+                                              Millis(limits_.graph_idle_timeout), ") are dropped");
+      if (static_cast<int64_t>(partitions_.size()) >= limits_.max_registered_graphs) {
+        ResourceExhausted("RegisterGraph on ", task_name_, ": ", partitions_.size(),
+                          " graphs are registered, as many as ServerLimits::max_registered_graphs allows",
+                          expiry);
+      }
+      if (bytes > limits_.max_registered_graph_bytes - partition_bytes_) {
+        ResourceExhausted("RegisterGraph on ", task_name_, ": a graph of ", bytes, " bytes beside the ",
+                          partition_bytes_,
+                          " registered would exceed ServerLimits::max_registered_graph_bytes (",
+                          limits_.max_registered_graph_bytes, ")", expiry);
+      }
+    };
+    {
+      absl::MutexLock lock(&mu_);
+      check_limits();  // before the work, so that refused requests cost little
+      cluster = cluster_;
+    }
     auto partition = std::make_shared<Partition>();
+    partition->bytes = bytes;
     ImportGraphDef(request->graph_def(), &partition->graph);
     ExecutorEnv env;
     env.resource_mgr = resource_mgr_.get();
@@ -174,34 +264,55 @@ grpc::Status Worker::RegisterGraph(grpc::ServerContext*, const RegisterGraphRequ
       }
       return kernel.get();
     };
+    auto check_push = [&](const PushTarget& push) {
+      CheckTransferKey(push.key(), "Pushed key");
+      cluster.task_address(push.job(), push.task());
+    };
+    std::unordered_set<std::string> local_keys;  // produced by the stages so far
     for (const Stage& spec : request->stages()) {
       Partition::StageRuntime& stage = partition->stages.emplace_back();
       stage.spec = spec;
       std::vector<Endpoint> feeds;
       for (const StageInput& input : spec.inputs()) {
         Node* placeholder = partition->graph.FindNode(input.placeholder());
-        if (placeholder == nullptr)
-          InvalidArgument("No placeholder ", input.placeholder(), " in the partition");
+        if (placeholder == nullptr || placeholder->num_outputs() == 0)
+          InvalidArgument("No placeholder '", input.placeholder(), "' in the partition");
         feeds.push_back(Endpoint{placeholder, 0});
         Partition::Input& in = stage.inputs.emplace_back();
         in.kind = input.source_case();
+        if (in.kind == StageInput::SOURCE_NOT_SET) {
+          InvalidArgument("Stage input '", input.placeholder(), "' has no source");
+        }
         if (in.kind == StageInput::kClientFeed) in.feed = input.client_feed();
         if (in.kind == StageInput::kTransferKey) {
+          CheckTransferKey(input.transfer_key(), "Awaited key");
           in.key = input.transfer_key();
           stage.awaited.push_back(in.key);
         }
-        if (in.kind == StageInput::kLocalKey) in.key = input.local_key();
+        if (in.kind == StageInput::kLocalKey) {
+          if (local_keys.count(input.local_key()) == 0) {
+            InvalidArgument("Stage input '", input.placeholder(), "' reads local key '", input.local_key(),
+                            "', which no earlier stage produces");
+          }
+          in.key = input.local_key();
+        }
         stage.inputs_may_be_dead = stage.inputs_may_be_dead || input.may_be_dead();
       }
-      for (const std::string& token : spec.awaited_controls()) stage.awaited.push_back(token);
+      for (const std::string& token : spec.awaited_controls()) {
+        CheckTransferKey(token, "Awaited control token");
+        stage.awaited.push_back(token);
+      }
       std::vector<Endpoint> fetches;
       for (const StageOutput& output : spec.outputs()) {
-        fetches.push_back(ParseTensorName(partition->graph, output.tensor()));
+        fetches.push_back(FindEndpoint(partition->graph, output.tensor()));
+        for (const PushTarget& push : output.pushes()) check_push(push);
+        if (!output.local_key().empty()) local_keys.insert(output.local_key());
       }
+      for (const PushTarget& push : spec.control_pushes()) check_push(push);
       std::vector<const Node*> stage_nodes;
       for (const std::string& name : spec.targets()) {
         const Node* node = partition->graph.FindNode(name);
-        if (node == nullptr) InvalidArgument("No node ", name, " in the partition");
+        if (node == nullptr) InvalidArgument("No node '", name, "' in the partition");
         stage_nodes.push_back(node);
       }
       ExecutorEnv stage_env = env;
@@ -209,10 +320,13 @@ grpc::Status Worker::RegisterGraph(grpc::ServerContext*, const RegisterGraphRequ
       stage.executor = std::make_unique<Executor>(stage_env, feeds, fetches, OutermostNodes(stage_nodes));
     }
     absl::MutexLock lock(&mu_);
-    if (shutting_down_) Unavailable("Task ", task_name_, " is shutting down");
+    check_limits();
     const std::string handle = StrCat(incarnation_, "/", ++next_handle_);
+    partition->last_used = Clock::now();
+    partition_bytes_ += bytes;
     partitions_.emplace(handle, std::move(partition));
     response->set_handle(handle);
+    response->set_idle_timeout_ms(limits_.graph_idle_timeout.count());
   });
 }
 
@@ -223,52 +337,72 @@ grpc::Status Worker::DeregisterGraph(grpc::ServerContext*, const DeregisterGraph
   for (const std::string& handle : request->handles()) {
     auto it = partitions_.find(handle);
     if (it == partitions_.end()) continue;
-    it->second->deregistered = true;
     CancelStepsLocked(it->second.get());
+    partition_bytes_ -= it->second->bytes;
     removed.push_back(std::move(it->second));
     partitions_.erase(it);
   }
   return grpc::Status::OK;
 }
 
-std::shared_ptr<Worker::Partition> Worker::FindPartition(const std::string& handle) {
-  absl::MutexLock lock(&mu_);
+std::shared_ptr<Worker::Partition> Worker::FindPartitionLocked(const std::string& handle) {
   if (shutting_down_) Unavailable("Task ", task_name_, " is shutting down");
   auto it = partitions_.find(handle);
   if (it == partitions_.end()) {
     Aborted("Graph handle '", handle, "' is not registered on task ", task_name_,
-            " (the task restarted, or the session was closed)");
+            " (the task restarted, or the session was closed or idle for longer than "
+            "ServerLimits::graph_idle_timeout)");
   }
   return it->second;
 }
 
 std::string Worker::StepContainer(int64_t step_id) { return StrCat("__per_step_worker_", step_id); }
 
-std::shared_ptr<Worker::StepState> Worker::GetOrCreateStep(int64_t step_id, bool for_run) {
-  absl::MutexLock lock(&mu_);
-  if (!for_run && finished_steps_.count(step_id) != 0) return nullptr;
-  auto it = steps_.find(step_id);
-  if (it == steps_.end()) {
-    if (steps_.size() > 256) {
-      const auto too_old = Clock::now() - kOrphanStepLifetime;
-      std::erase_if(steps_, [&](const auto& entry) {
-        return !entry.second->claimed && entry.second->created < too_old;
-      });
-    }
-    it = steps_.emplace(step_id, std::make_shared<StepState>()).first;
+std::shared_ptr<Worker::StepState> Worker::ClaimStepLocked(int64_t step_id) {
+  auto ended = ended_steps_.find(step_id);
+  if (ended != ended_steps_.end() && ended->second == StepEnd::kExpired) {
+    Aborted("Step ", step_id, " reached ", task_name_,
+            " after the tensors other tasks sent to it were dropped (",
+            "it had not started within ServerLimits::orphan_step_timeout, ",
+            Millis(limits_.orphan_step_timeout), ")");
   }
-  if (for_run) it->second->claimed = true;
-  return it->second;
+  std::shared_ptr<StepState>& step = steps_[step_id];
+  if (step == nullptr) {
+    step = std::make_shared<StepState>();
+  } else if (!step->claimed) {
+    pending_bytes_ -= step->bytes;
+  }
+  step->claimed = true;
+  return step;
+}
+
+void Worker::CheckPendingLimitsLocked(int64_t step_id, const StepState* step, int64_t bytes) const {
+  const int64_t step_bytes = step == nullptr ? kStepOverheadBytes : step->bytes;
+  const int64_t added = step == nullptr ? bytes + kStepOverheadBytes : bytes;
+  if (bytes > limits_.max_pending_step_bytes - step_bytes) {
+    ResourceExhausted("SendTensors to step ", step_id, " on ", task_name_, ": ", bytes, " bytes beside the ",
+                      step_bytes, " it holds would exceed ServerLimits::max_pending_step_bytes (",
+                      limits_.max_pending_step_bytes, ") for a step that has not started here");
+  }
+  if (added > limits_.max_pending_bytes - pending_bytes_) {
+    ResourceExhausted("SendTensors to step ", step_id, " on ", task_name_, ": ", bytes, " bytes beside the ",
+                      pending_bytes_, " held for steps that have not started here would exceed ",
+                      "ServerLimits::max_pending_bytes (", limits_.max_pending_bytes, ")");
+  }
 }
 
 void Worker::FinishStep(int64_t step_id) {
   resource_mgr_->Cleanup(StepContainer(step_id));
   absl::MutexLock lock(&mu_);
   steps_.erase(step_id);
-  if (finished_steps_.insert(step_id).second) finished_order_.push_back(step_id);
-  if (finished_order_.size() > kFinishedStepsKept) {
-    finished_steps_.erase(finished_order_.front());
-    finished_order_.pop_front();
+  RememberEndedLocked(step_id, StepEnd::kRan);
+}
+
+void Worker::RememberEndedLocked(int64_t step_id, StepEnd end) {
+  if (ended_steps_.insert_or_assign(step_id, end).second) ended_order_.push_back(step_id);
+  if (ended_order_.size() > kEndedStepsKept) {
+    ended_steps_.erase(ended_order_.front());
+    ended_order_.pop_front();
   }
 }
 
@@ -296,35 +430,78 @@ void Worker::Push(int64_t step_id, const std::string& job, int task, SendTensors
 
 grpc::Status Worker::SendTensors(grpc::ServerContext*, const SendTensorsRequest* request,
                                  SendTensorsResponse*) {
-  return ToRpcStatus([&] {
-    {
-      absl::MutexLock lock(&mu_);
-      if (shutting_down_) Unavailable("Task ", task_name_, " is shutting down");
+  return ToRpcStatus([&] { SendTensorsOrThrow(*request); });
+}
+
+void Worker::SendTensorsOrThrow(const SendTensorsRequest& request) {
+  const int64_t step_id = request.step_id();
+  if (request.keys_size() != request.tensors_size()) {
+    InvalidArgument("SendTensors: ", request.keys_size(), " keys for ", request.tensors_size(), " tensors");
+  }
+  if (request.is_dead_size() != 0 && request.is_dead_size() != request.keys_size()) {
+    InvalidArgument("SendTensors: ", request.is_dead_size(), " is_dead flags for ", request.keys_size(),
+                    " keys");
+  }
+  auto is_dead = [&](int i) { return request.is_dead_size() != 0 && request.is_dead(i); };
+  // Control tokens ("^node") and dead tensors carry no value.
+  auto has_value = [&](int i) { return !request.keys(i).starts_with("^") && !is_dead(i); };
+  auto what = [&](int i) { return StrCat("SendTensors tensor '", request.keys(i), "' of step ", step_id); };
+  int64_t bytes = 0;  // saturates: a sum beyond int64 is beyond every limit
+  auto add = [&](int64_t more) {
+    if (!AddSizes(bytes, more, &bytes)) bytes = std::numeric_limits<int64_t>::max();
+  };
+  for (int i = 0; i < request.keys_size(); ++i) {
+    CheckTransferKey(request.keys(i), "SendTensors key");
+    add(kKeyOverheadBytes + static_cast<int64_t>(request.keys(i).size()));
+    if (!has_value(i)) continue;
+    const int64_t tensor_bytes = DecodedTensorBytes(request.tensors(i), what(i));
+    // Even a running step gets no tensor beyond the total bound (a few bytes can claim any size).
+    if (tensor_bytes > limits_.max_pending_bytes) {
+      ResourceExhausted(what(i), " would take ", tensor_bytes,
+                        " bytes, more than ServerLimits::max_pending_bytes (", limits_.max_pending_bytes,
+                        ")");
     }
-    if (request->keys_size() != request->tensors_size()) {
-      InvalidArgument("SendTensors: ", request->keys_size(), " keys for ", request->tensors_size(),
-                      " tensors");
+    add(tensor_bytes);
+  }
+  // Whether the step started here decides whether the pending limits apply: checked before
+  // decoding (which allocates), and again when the tensors are stored.
+  auto check = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> std::shared_ptr<StepState> {
+    if (shutting_down_) Unavailable("Task ", task_name_, " is shutting down");
+    if (ended_steps_.count(step_id) != 0) return nullptr;  // it ended here: nobody waits
+    auto it = steps_.find(step_id);
+    const StepState* step = it == steps_.end() ? nullptr : it->second.get();
+    if (step == nullptr || !step->claimed) CheckPendingLimitsLocked(step_id, step, bytes);
+    return it == steps_.end() ? std::make_shared<StepState>() : it->second;
+  };
+  {
+    absl::MutexLock lock(&mu_);
+    if (check() == nullptr) return;
+  }
+  std::vector<Tensor> tensors;
+  for (int i = 0; i < request.keys_size(); ++i) {
+    tensors.push_back(has_value(i) ? DecodeTensor(request.tensors(i), what(i)) : Tensor());
+  }
+  std::shared_ptr<StepState> step;
+  {
+    absl::MutexLock lock(&mu_);
+    step = check();
+    if (step == nullptr) return;
+    if (!step->claimed) {
+      auto [it, created] = steps_.emplace(step_id, step);
+      if (created) {
+        pending_order_.emplace_back(step->created, step_id);
+        pending_bytes_ += step->bytes;
+      }
+      step->bytes += bytes;
+      pending_bytes_ += bytes;
     }
-    if (request->is_dead_size() != 0 && request->is_dead_size() != request->keys_size()) {
-      InvalidArgument("SendTensors: ", request->is_dead_size(), " is_dead flags for ", request->keys_size(),
-                      " keys");
-    }
-    auto is_dead = [&](int i) { return request->is_dead_size() != 0 && request->is_dead(i); };
-    std::vector<Tensor> tensors;
-    for (int i = 0; i < request->keys_size(); ++i) {
-      // Control tokens ("^node") and dead tensors carry no value.
-      const bool empty = request->keys(i).starts_with("^") || is_dead(i);
-      tensors.push_back(empty ? Tensor() : TensorFromProto(request->tensors(i)));
-    }
-    std::shared_ptr<StepState> step = GetOrCreateStep(request->step_id(), false);
-    if (step == nullptr) return;  // the step already ended here (it failed): nobody waits
-    absl::MutexLock lock(&step->mu);
-    for (int i = 0; i < request->keys_size(); ++i) {
-      if (is_dead(i)) step->received_dead.insert(request->keys(i));
-      step->received[request->keys(i)] = std::move(tensors[i]);
-    }
-    step->cv.SignalAll();
-  });
+  }
+  absl::MutexLock lock(&step->mu);
+  for (int i = 0; i < request.keys_size(); ++i) {
+    if (is_dead(i)) step->received_dead.insert(request.keys(i));
+    step->received[request.keys(i)] = std::move(tensors[i]);
+  }
+  step->cv.SignalAll();
 }
 
 grpc::Status Worker::RunStep(grpc::ServerContext* context, const RunStepRequest* request,
@@ -343,37 +520,46 @@ grpc::Status Worker::RunStep(grpc::ServerContext* context, const RunStepRequest*
 
 void Worker::RunStepOrThrow(grpc::ServerContext* context, const RunStepRequest& request,
                             RunStepResponse* response) {
-  std::shared_ptr<Partition> partition = FindPartition(request.handle());
   const int64_t step_id = request.step_id();
   const Clock::time_point deadline = request.timeout_in_ms() > 0
                                          ? Clock::now() + std::chrono::milliseconds(request.timeout_in_ms())
                                          : Clock::time_point::max();
   CancellationManager step_cancellation;
-  ActiveStep active{context, &step_cancellation, partition.get()};
-  std::shared_ptr<StepState> step = GetOrCreateStep(step_id, true);
+  ActiveStep active{context, &step_cancellation, nullptr};
+  std::shared_ptr<Partition> partition;
+  std::shared_ptr<StepState> step;
   {
     absl::MutexLock lock(&mu_);
+    partition = FindPartitionLocked(request.handle());
+    step = ClaimStepLocked(step_id);
+    active.partition = partition.get();
     active_steps_.insert(&active);
-    // Deregistered or shut down since FindPartition: the cancellation missed this step.
-    if (partition->deregistered || shutting_down_) step_cancellation.StartCancel();
+    ++partition->steps_running;
+    partition->last_used = Clock::now();
   }
   struct Cleanup {
     Worker* self;
     ActiveStep* active;
+    Partition* partition;
     int64_t step_id;
     ~Cleanup() {
       {
         absl::MutexLock lock(&self->mu_);
         self->active_steps_.erase(active);
+        --partition->steps_running;
+        partition->last_used = Clock::now();
       }
       self->FinishStep(step_id);
     }
-  } cleanup{this, &active, step_id};
+  } cleanup{this, &active, partition.get(), step_id};
 
+  if (request.feed_indices_size() != request.feeds_size()) {
+    InvalidArgument("RunStep: ", request.feed_indices_size(), " feed indices for ", request.feeds_size(),
+                    " feeds");
+  }
   std::unordered_map<int, Tensor> client_feeds;
-  if (request.feed_indices_size() != request.feeds_size()) InvalidArgument("RunStep: feeds mismatch");
   for (int i = 0; i < request.feeds_size(); ++i) {
-    client_feeds.emplace(request.feed_indices(i), TensorFromProto(request.feeds(i)));
+    client_feeds.emplace(request.feed_indices(i), DecodeTensor(request.feeds(i), StrCat("RunStep feed ", i)));
   }
   std::unordered_map<std::string, Tensor> local;
   std::unordered_set<std::string> local_dead;  // keys of `local` whose tensors are dead
@@ -413,7 +599,7 @@ void Worker::RunStepOrThrow(grpc::ServerContext* context, const RunStepRequest& 
       for (const Partition::Input& input : stage.inputs) {
         if (input.kind == StageInput::kClientFeed) {
           auto it = client_feeds.find(input.feed);
-          if (it == client_feeds.end()) Internal("RunStep misses feed ", input.feed);
+          if (it == client_feeds.end()) InvalidArgument("RunStep misses feed ", input.feed);
           feeds.push_back(it->second);
           dead_feeds.push_back(false);
         } else if (input.kind == StageInput::kTransferKey) {
