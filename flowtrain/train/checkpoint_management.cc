@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <regex>
 
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
@@ -165,6 +166,8 @@ std::optional<int64_t> StepOfPrefix(std::string_view name) {
   return step;
 }
 
+// The patterns below only ever see one directory entry's name (at most NAME_MAX bytes), which
+// keeps std::regex's recursion shallow; paths from files are never matched with it.
 // Matches what follows `<base>` in the name of a sharded save's temporary directory.
 const std::regex& TempDirSuffix() {
   static const std::regex kSuffix(R"((-\d+)?_temp_[0-9a-f]{32})");
