@@ -31,8 +31,10 @@ slice train 1000
 slice t10k 200
 
 steps=40
-train() {  # train <model dir> <steps>: the demo, checkpointing every 5 steps
-  "$bin/fashion_mnist" --steps "$2" --batch-size 32 --checkpoint-steps 5 --histogram-steps 1000 \
+# train <model dir> <steps>: the demo, checkpointing every 5 steps. It replaces the (sub)shell
+# it runs in, so that `train ... &` makes $! the trainer itself, which SIGKILL then hits.
+train() {
+  exec "$bin/fashion_mnist" --steps "$2" --batch-size 32 --checkpoint-steps 5 --histogram-steps 1000 \
     --data-dir "$work/data" --model-dir "$1"
 }
 latest_step() {  # the step of the checkpoint the state file of <model dir> names, 0 if none
@@ -51,7 +53,7 @@ fingerprint() {
     done
 }
 
-train "$work/straight" "$steps" > "$work/straight.out" 2>&1
+(train "$work/straight" "$steps") > "$work/straight.out" 2>&1
 grep -q "Test accuracy after step $steps" "$work/straight.out" ||
   { echo "exact_resume_test: the uninterrupted run failed:" >&2; cat "$work/straight.out" >&2; exit 1; }
 fingerprint "$work/straight/model.ckpt-$steps" > "$work/straight.txt"
@@ -66,25 +68,30 @@ for trial in $(seq "$trials"); do
   resumed_from=()
   for _ in $(seq "$kills"); do
     from=$(latest_step "$dir")
+    # A run that got to the end before its kill leaves nothing to resume (a run resumed at
+    # the last step would still train one step: at least one step always runs).
+    [ "$from" -lt "$steps" ] || break
     resumed_from+=("$from")
     train "$dir" $((steps - from)) > "$work/kill.out" 2>&1 &
     trainer=$!
     # Once the trainer has its graph (its first log line), a kill at a random moment of the
-    # next 2.5 s (setting up the session and ~2 s of training): at a step, inside a save, or
-    # between the checkpoint and the state file.
+    # next 1.5 s (setting up the session and training, ~2 s for 40 steps): at a step, inside a
+    # save, or between the checkpoint and the state file.
     for _ in $(seq 300); do
       [ -s "$work/kill.out" ] && break
       sleep 0.02
     done
-    delay=$((RANDOM % 2500))
+    delay=$((RANDOM % 1500))
     sleep "$((delay / 1000)).$(printf %03d $((delay % 1000)))"
     if kill -9 "$trainer" 2>/dev/null; then killed=$((killed + 1)); fi
     wait "$trainer" 2>/dev/null || true
   done
   from=$(latest_step "$dir")
-  resumed_from+=("$from")
-  train "$dir" $((steps - from)) > "$work/final.out" 2>&1 ||
-    { echo "exact_resume_test: trial $trial: the last run failed:" >&2; cat "$work/final.out" >&2; exit 1; }
+  if [ "$from" -lt "$steps" ]; then
+    resumed_from+=("$from")
+    (train "$dir" $((steps - from))) > "$work/final.out" 2>&1 ||
+      { echo "exact_resume_test: trial $trial: the last run failed:" >&2; cat "$work/final.out" >&2; exit 1; }
+  fi
   fingerprint "$dir/model.ckpt-$steps" > "$work/trial.txt"
   if cmp -s "$work/straight.txt" "$work/trial.txt"; then
     exact=$((exact + 1))

@@ -118,7 +118,8 @@ struct RestoreOptions {
   // damaged checkpoint fails with DataLoss and leaves every variable as it was. (With one
   // RestoreV2 op — unsharded savers and single-device sharded ones — the op itself reads and
   // checks all tensors before the first Assign runs, so this costs no second pass; with several
-  // shards, BundleReader::VerifyAll runs first.) Shapes and dtypes are always checked against
+  // shards, or optional saveables missing from the checkpoint, BundleReader::VerifyAll runs
+  // first.) Shapes and dtypes are always checked against
   // the checkpoint's index before anything is assigned. False gives TF's behaviour: tensors are
   // checked as they are read and assigned, shard by shard.
   bool verify_checksums = true;
