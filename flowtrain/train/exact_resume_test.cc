@@ -2,8 +2,9 @@
 // that went straight through. The weights, Adam's slots and powers, the global step, the
 // input pipeline's position (shuffle buffer and random state included, through
 // data::MakeSaveableFromIterator) and the random ops' positions (dropout, through
-// ops::MakeSaveableRandomOpStates) all come back from the checkpoint, and the kernels give the
-// same results on every run, on two intra-op threads too.
+// ops::MakeSaveableRandomOpStates) all come back from the checkpoint — registered by hand, or
+// by MonitoredTrainingSession's default saver (exact_resume) — and the kernels give the same
+// results on every run, on two intra-op threads too.
 #include <gtest/gtest.h>
 
 #include <cmath>
