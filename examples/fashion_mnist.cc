@@ -32,6 +32,8 @@ int Main(int argc, char** argv) {
   app.add_option("--data-dir", data_dir, "Where the Fashion-MNIST .gz files are");
   int64_t histogram_steps = 500;
   app.add_option("--histogram-steps", histogram_steps, "Steps between weight histograms and input images");
+  int64_t checkpoint_steps = 500;
+  app.add_option("--checkpoint-steps", checkpoint_steps, "Steps between checkpoints");
   bool async_checkpoints = false;
   app.add_flag("--async-checkpoints", async_checkpoints,
                "Write checkpoints in the background while training goes on (beyond TF)");
@@ -83,7 +85,7 @@ int Main(int argc, char** argv) {
   ft::train::MonitoredTrainingSessionOptions opts;
   opts.checkpoint_dir = model_dir;
   opts.scaffold = scaffold;
-  opts.save_checkpoint_steps = int64_t{500};
+  opts.save_checkpoint_steps = checkpoint_steps;
   opts.async_checkpoint = async_checkpoints;
   // TF's global_step/sec every 100 steps. Its log lines, like the checkpoint saver's, are
   // printed above the progress bar (below).

@@ -44,6 +44,8 @@ class IteratorState {
   const std::string& ReadString(const std::string& key) const;
   Tensor ReadTensor(const std::string& key) const;
   bool Contains(const std::string& key) const { return values_.count(key) > 0; }
+  // No entries: the state of an iterator that has no position yet (never initialized).
+  bool empty() const { return values_.empty(); }
 
   std::string Serialize() const;
   // DataLoss if `bytes` is not a serialized state.

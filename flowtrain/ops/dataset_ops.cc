@@ -342,6 +342,19 @@ Iterator Iterator::FromStructure(std::vector<DataType> types, std::vector<Partia
                    .Finalize();
   it.types_ = std::move(types);
   it.shapes_ = std::move(shapes);
+  it.handle_.graph()->AddToCollection(kGlobalIterators, it.handle_);
+  return it;
+}
+
+Iterator Iterator::FromHandle(Output handle) {
+  if (!handle || handle.node()->type() != "IteratorV2") {
+    InvalidArgument("Iterator::FromHandle: ", handle ? handle.name() : std::string("an empty Output"),
+                    " is not the output of an IteratorV2 op");
+  }
+  Iterator it;
+  it.handle_ = handle;
+  it.types_ = handle.node()->GetAttr<std::vector<DataType>>("output_types");
+  it.shapes_ = handle.node()->GetAttr<std::vector<PartialTensorShape>>("output_shapes");
   return it;
 }
 

@@ -38,6 +38,11 @@ namespace flowtrain::data {
 // tf.data.experimental.AUTOTUNE: as a prefetch buffer size, lets the pipeline choose it.
 inline constexpr int64_t kAutotune = -1;
 
+// TF's iterator_ops.GLOBAL_ITERATORS: the graph collection every iterator's handle (an
+// Output of its IteratorV2 node) joins when the iterator is made, as in TF 1.x. The default
+// saver of MonitoredTrainingSession finds the input pipelines to save through it.
+inline constexpr char kGlobalIterators[] = "iterators";
+
 class Iterator;
 
 struct MapOptions {
@@ -107,6 +112,10 @@ class Iterator {
   // these types and shapes.
   static Iterator FromStructure(std::vector<DataType> types, std::vector<PartialTensorShape> shapes,
                                 const std::string& shared_name = "", std::string_view name = "Iterator");
+  // The iterator behind an existing handle (an IteratorV2 output, e.g. from the
+  // kGlobalIterators collection of an imported graph), with its types and shapes from the
+  // node; it has no initializer(). InvalidArgument if `handle` is not an IteratorV2 output.
+  static Iterator FromHandle(Output handle);
 
   Output handle() const { return handle_; }
   Operation initializer() const { return initializer_; }

@@ -1,11 +1,16 @@
 #include "flowtrain/ops/random_ops.h"
 
+#include <set>
+#include <string_view>
+#include <vector>
+
 #include "flowtrain/core/error.h"
 #include "flowtrain/graph/node_builder.h"
 #include "flowtrain/graph/shape_inference.h"
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/gradients.h"
 #include "flowtrain/ops/math_ops.h"
+#include "flowtrain/ops/variables.h"
 
 namespace flowtrain {
 namespace {
@@ -248,6 +253,31 @@ std::shared_ptr<SaveableObject> MakeSaveableRandomOpStates(Graph* graph) {
     return NodeBuilder("RestoreRandomOpStates", "RestoreRandomOpStates").Input(restored[0]).Finalize();
   };
   return saveable;
+}
+
+bool DrawsRandomNumbersInSteps(Graph& graph) {
+  // The kernels whose generators live in the session's RandomOpStates.
+  static const std::set<std::string_view> kRandomOps = {
+      "RandomUniform", "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt", "RandomShuffle"};
+  std::set<const Node*> in_initializers;
+  std::vector<const Node*> stack;
+  std::vector<Variable> variables = GlobalVariables(&graph);
+  for (const Variable& v : LocalVariables(&graph)) variables.push_back(v);
+  for (const Variable& v : variables) {
+    if (v.initializer()) stack.push_back(v.initializer().node());
+  }
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    if (!in_initializers.insert(n).second) continue;
+    for (const Endpoint& in : n->inputs()) stack.push_back(in.node);
+    for (const Node* c : n->control_inputs()) stack.push_back(c);
+  }
+  for (int id = 0; id < graph.num_nodes(); ++id) {
+    const Node* n = graph.node(id);
+    if (n != nullptr && kRandomOps.contains(n->type()) && !in_initializers.contains(n)) return true;
+  }
+  return false;
 }
 
 }  // namespace ops

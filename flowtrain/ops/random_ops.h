@@ -88,6 +88,15 @@ Output Shuffle(Output value, std::optional<int64_t> seed = std::nullopt,
 //   graph.AddToCollection(GraphKeys::kSaveableObjects, ops::MakeSaveableRandomOpStates());
 std::shared_ptr<SaveableObject> MakeSaveableRandomOpStates(Graph* graph = nullptr);
 
+// Beyond TF: whether `graph` has a random op whose position RandomOpStates keeps outside the
+// variables' initializers, i.e. one that draws anew in training steps (dropout). Only those
+// make a resumed run differ without MakeSaveableRandomOpStates: initializers run once, and a
+// resumed run restores their results instead. MonitoredTrainingSession's default saver adds
+// the random ops' positions only then, so that graphs without such ops keep TF's ops.
+//
+//   if (ops::DrawsRandomNumbersInSteps(graph)) saveables.push_back(ops::MakeSaveableRandomOpStates(&graph));
+bool DrawsRandomNumbersInSteps(Graph& graph);
+
 }  // namespace flowtrain::ops
 
 #endif  // FLOWTRAIN_OPS_RANDOM_OPS_H_

@@ -32,8 +32,18 @@ DivergenceGuardHook::DivergenceGuardHook(Options options) : options_(std::move(o
 }
 
 void DivergenceGuardHook::Begin() {
-  // The same saver the scaffold and CheckpointSaverHook use, so the restore reads what they write.
-  if (options_.saver == nullptr) options_.saver = GetSaverOrDefault(*options_.loss.graph());
+  if (options_.saver != nullptr) return;
+  Graph& graph = *options_.loss.graph();
+  if (!graph.GetCollectionItems(GraphKeys::kSavers).empty()) {
+    // The user's saver, which the scaffold and CheckpointSaverHook use too.
+    options_.saver = GetSaverOrDefault(graph);
+    return;
+  }
+  // One of TF's default contents, kept out of the SAVERS collection: the scaffold's default
+  // saver, built later, may also save the input's position (exact_resume), and restoring that
+  // would replay the batch that blew up instead of skipping it.
+  options_.saver = std::make_shared<Saver>(
+      SaverOptions{.sharded = true, .name = "rollback", .allow_empty = true, .graph = &graph});
 }
 
 std::optional<SessionRunArgs> DivergenceGuardHook::BeforeRun(SessionRunContext&) {

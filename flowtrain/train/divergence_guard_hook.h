@@ -11,7 +11,8 @@
 //       }});
 //   options.chief_only_hooks.push_back(guard);   // before the CheckpointSaverHook: see below
 //
-// The input pipeline is not rewound (unless the Saver also saves the iterator), so training
+// The input pipeline is not rewound (unless the Saver also saves the iterator: the default
+// one does not, even when MonitoredTrainingSession's own saves it), so training
 // resumes from the restored weights on batches it has not seen: the batch that blew up is
 // skipped. The restore runs on the raw session inside AfterRun; a hook placed after this one
 // in the list sees the restored model. Place the guard before the CheckpointSaverHook (in
@@ -45,7 +46,9 @@ class DivergenceGuardHook : public SessionRunHook {
     std::string checkpoint_dir;      // where the run's checkpoints are
     int max_rollbacks = 3;           // then NanLossDuringTrainingError
     std::optional<double> max_loss;  // also diverged above this (NaN/Inf always are)
-    std::shared_ptr<Saver> saver;    // default: the graph's (SAVERS collection)
+    // Default: the graph's (SAVERS collection) if it has one when the hook begins; else a
+    // saver of TF's default contents (variables, SAVEABLE_OBJECTS) of the hook's own.
+    std::shared_ptr<Saver> saver;
     std::function<void(SessionInterface&, const Rollback&)> on_rollback;
   };
   explicit DivergenceGuardHook(Options options);

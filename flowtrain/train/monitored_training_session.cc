@@ -32,6 +32,7 @@ std::unique_ptr<MonitoredSession> MonitoredTrainingSession(MonitoredTrainingSess
     checkpoint_secs = options.save_checkpoint_secs.value_if_set();
   }
   if (options.scaffold == nullptr) options.scaffold = std::make_shared<Scaffold>();
+  options.scaffold->exact_resume = options.exact_resume;
   Graph* graph = options.graph != nullptr ? options.graph : &GetDefaultGraph();
   auto as_default = graph->AsDefault();  // hooks' Begin() builds into this graph
   MonitoredSessionOptions session_options;

@@ -83,6 +83,14 @@ struct MonitoredTrainingSessionOptions {
   // Beyond TF: the chief's CheckpointSaverHook writes checkpoints in the background
   // (CheckpointSaverHookOptions::async_save).
   bool async_checkpoint = false;
+  // Beyond TF: the default saver (when neither the scaffold nor the SAVERS collection has one)
+  // also saves every dataset iterator's position (shuffle and prefetch buffers included) and,
+  // if the graph draws random numbers in its steps (dropout), the random ops' positions, so
+  // that a run killed and resumed any number of times ends with the variables of an
+  // uninterrupted one. Checkpoints without these keys still restore: the iterators and random
+  // ops then start fresh. False gives TF's default saver, which saves only variables (and
+  // SAVEABLE_OBJECTS). Sets the scaffold's Scaffold::exact_resume.
+  bool exact_resume = true;
   RecoveryOptions recovery;  // beyond TF: bounded retries by default
   // Beyond TF: hooks are called only on the runs they are due (HookScheduling::kEveryRun is
   // TF's every hook around every run); see monitored_session.h.

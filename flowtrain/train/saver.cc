@@ -96,6 +96,10 @@ Saver::Saver(SaverOptions options) : options_(std::move(options)) {
       options_.saveable_objects.front() != nullptr) {
     graph_ = options_.saveable_objects.front()->op.graph();
   }
+  if (graph_ == nullptr && !options_.optional_saveable_objects.empty() &&
+      options_.optional_saveable_objects.front() != nullptr) {
+    graph_ = options_.optional_saveable_objects.front()->op.graph();
+  }
   if (graph_ == nullptr) graph_ = &GetDefaultGraph();
   next_checkpoint_time_ = NowSeconds() + options_.keep_checkpoint_every_n_hours * 3600;
   if (!options_.defer_build) Build();
@@ -174,22 +178,27 @@ void Saver::CollectSaveables() {
     }
     add(VariableSaveable(key, v));
   }
-  for (const std::shared_ptr<SaveableObject>& object : objects) {
-    if (object == nullptr || object->specs.empty() || !object->restore) {
-      InvalidArgument("Saver: a SaveableObject needs at least one spec and a restore function");
-    }
-    Saveable s{.name = object->name,
-               .specs = object->specs,
-               .device = object->op.device(),
-               .restore = object->restore};
-    for (const SaveableObject::SaveSpec& spec : object->specs) {
-      if (spec.tensor.graph() != graph_) {
-        InvalidArgument("Saver: saveable ", object->name, " is not in the saver's graph");
+  auto add_objects = [&](const std::vector<std::shared_ptr<SaveableObject>>& list, bool optional) {
+    for (const std::shared_ptr<SaveableObject>& object : list) {
+      if (object == nullptr || object->specs.empty() || !object->restore) {
+        InvalidArgument("Saver: a SaveableObject needs at least one spec and a restore function");
       }
-      s.dtypes.push_back(BaseType(spec.tensor.dtype()));
+      Saveable s{.name = object->name,
+                 .specs = object->specs,
+                 .device = object->op.device(),
+                 .restore = object->restore,
+                 .optional = optional};
+      for (const SaveableObject::SaveSpec& spec : object->specs) {
+        if (spec.tensor.graph() != graph_) {
+          InvalidArgument("Saver: saveable ", object->name, " is not in the saver's graph");
+        }
+        s.dtypes.push_back(BaseType(spec.tensor.dtype()));
+      }
+      add(std::move(s));
     }
-    add(std::move(s));
-  }
+  };
+  add_objects(objects, /*optional=*/false);
+  add_objects(options_.optional_saveable_objects, /*optional=*/true);
   // Sorted by name, as TF's op_list_to_dict orders them.
   std::stable_sort(saveables_.begin(), saveables_.end(),
                    [](const Saveable& a, const Saveable& b) { return a.name < b.name; });
@@ -242,6 +251,7 @@ void Saver::Build() {
     save_tensor = AddSaveOps(filename_tensor, saveables_);
     restore_op = AddRestoreOps(filename_tensor, saveables_, "restore_all");
   }
+  BuildPartialRestores(filename_tensor);
 
   saver_def_.set_filename_tensor_name(filename_tensor.name());
   saver_def_.set_save_tensor_name(save_tensor.name());
@@ -341,6 +351,39 @@ Operation Saver::AddRestoreOps(Output filename, const std::vector<Saveable>& sav
     assigns.push_back(s.restore(mine));
   }
   return ops::Group(assigns, name);
+}
+
+void Saver::BuildPartialRestores(Output filename) {
+  std::vector<Saveable> required;
+  std::vector<const Saveable*> optional;
+  for (const Saveable& s : saveables_) {
+    if (s.optional) {
+      optional.push_back(&s);
+    } else {
+      required.push_back(s);
+    }
+  }
+  if (optional.empty()) return;
+  // Beside restore_all (TF's restore op, which needs every key): the same restores split so
+  // that those of a checkpoint's keys can run alone, on the devices restore_all uses.
+  Graph& g = *graph_;
+  if (!required.empty()) {
+    std::map<std::string, std::vector<Saveable>> by_device;
+    for (const Saveable& s : required) by_device[options_.sharded ? SaveDevice(s.device) : ""].push_back(s);
+    std::vector<Operation> parts;
+    for (const auto& [device, list] : by_device) {
+      auto on_device = g.Device(device);
+      parts.push_back(AddRestoreOps(filename, list, "restore_required_shard"));
+    }
+    required_restore_op_ = ops::Group(parts, "restore_required").name();
+  }
+  for (const Saveable* s : optional) {
+    auto on_device = g.Device(options_.sharded ? SaveDevice(s->device) : "");
+    OptionalRestore restore{.name = s->name};
+    for (const SaveableObject::SaveSpec& spec : s->specs) restore.keys.push_back(spec.name);
+    restore.restore_op = AddRestoreOps(filename, {*s}, "restore_optional").name();
+    optional_restores_.push_back(std::move(restore));
+  }
 }
 
 // Walks restore_op's control inputs down to the Assign nodes fed by RestoreV2 outputs, and
@@ -556,9 +599,10 @@ void Saver::RestoreLocked(SessionInterface& session, const std::string& save_pat
   RunRestore(session, save_path, options);
 }
 
-void Saver::CheckAgainstIndex(const std::string& save_path) const {
+void Saver::CheckAgainstIndex(const std::string& save_path, const std::set<std::string>& skipped) const {
   io::BundleReader reader(save_path);
   for (const RestoreTarget& t : restore_targets_) {
+    if (skipped.contains(t.key)) continue;
     if (!reader.Contains(t.key)) {
       NotFound(kMissingKeyHelp, "Key ", t.key, " not found in checkpoint '", save_path,
                "' (needed to restore variable '", t.variable, "')");
@@ -585,14 +629,41 @@ void Saver::CheckAgainstIndex(const std::string& save_path) const {
 
 void Saver::RunRestore(SessionInterface& session, const std::string& save_path,
                        const RestoreOptions& options) {
-  CheckAgainstIndex(save_path);
-  // One RestoreV2 reads and checks every tensor before its Assigns run; several would assign
-  // shard by shard, so they are verified up front.
-  if (options.verify_checksums && num_restore_ops_ > 1) io::BundleReader(save_path).VerifyAll();
+  // restore_all, or, when the checkpoint lacks the keys of optional saveables, the restores of
+  // everything else.
+  std::vector<Operation> restore_ops;
+  std::set<std::string> skipped;
+  if (!optional_restores_.empty()) {
+    io::BundleReader reader(save_path);
+    std::vector<Operation> present;
+    for (const OptionalRestore& r : optional_restores_) {
+      const bool complete = std::all_of(r.keys.begin(), r.keys.end(),
+                                        [&](const std::string& key) { return reader.Contains(key); });
+      if (complete) {
+        present.push_back(graph_->GetOperationByName(r.restore_op));
+        continue;
+      }
+      skipped.insert(r.keys.begin(), r.keys.end());
+      FT_LOG(INFO) << "Checkpoint " << save_path << " has no " << StrJoin(r.keys, ", ") << ": " << r.name
+                   << " is not restored and starts fresh";
+    }
+    if (!skipped.empty()) {
+      if (!required_restore_op_.empty())
+        restore_ops.push_back(graph_->GetOperationByName(required_restore_op_));
+      restore_ops.insert(restore_ops.end(), present.begin(), present.end());
+    }
+  }
+  CheckAgainstIndex(save_path, skipped);
+  // One RestoreV2 reads and checks every tensor before its Assigns run; several (shards, or
+  // the split restores) would assign one by one, so they are verified up front.
+  if (options.verify_checksums && (num_restore_ops_ > 1 || !skipped.empty())) {
+    io::BundleReader(save_path).VerifyAll();
+  }
   Output filename = graph_->GetTensorByName(saver_def_.filename_tensor_name());
-  Operation restore_op = graph_->GetOperationByName(saver_def_.restore_op_name());
+  if (skipped.empty()) restore_ops = {graph_->GetOperationByName(saver_def_.restore_op_name())};
   try {
-    session.Run({{filename, Tensor::Scalar<std::string>(save_path)}}, {}, {restore_op});
+    if (!restore_ops.empty())
+      session.Run({{filename, Tensor::Scalar<std::string>(save_path)}}, {}, restore_ops);
   } catch (const NotFoundError& e) {
     RethrowWithContext(e, kMissingKeyHelp);
   } catch (const InvalidArgumentError& e) {
@@ -724,7 +795,8 @@ void Saver::SetLastCheckpointsWithTime(const std::vector<std::pair<std::string, 
   last_checkpoints_ = checkpoints;
 }
 
-std::shared_ptr<Saver> GetSaverOrDefault(Graph& graph) {
+std::shared_ptr<Saver> GetSaverOrDefault(
+    Graph& graph, const std::function<std::vector<std::shared_ptr<SaveableObject>>()>& make_optional) {
   std::vector<std::shared_ptr<Saver>> savers =
       graph.GetCollection<std::shared_ptr<Saver>>(GraphKeys::kSavers);
   if (savers.size() > 1) {
@@ -732,7 +804,12 @@ std::shared_ptr<Saver> GetSaverOrDefault(Graph& graph) {
                        ". Please indicate which one to use by passing it to the constructor.");
   }
   if (savers.size() == 1) return savers.front();
-  auto saver = std::make_shared<Saver>(SaverOptions{.sharded = true, .allow_empty = true, .graph = &graph});
+  auto saver = std::make_shared<Saver>(
+      SaverOptions{.optional_saveable_objects =
+                       make_optional ? make_optional() : std::vector<std::shared_ptr<SaveableObject>>{},
+                   .sharded = true,
+                   .allow_empty = true,
+                   .graph = &graph});
   graph.AddToCollection(GraphKeys::kSavers, saver);
   return saver;
 }

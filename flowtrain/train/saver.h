@@ -31,9 +31,11 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <variant>
@@ -64,6 +66,13 @@ struct SaverOptions {
   // State other than variables, saved under its specs' keys (TF's var_list entries that are
   // SaveableObjects), e.g. data::MakeSaveableFromIterator(iterator).
   std::vector<std::shared_ptr<SaveableObject>> saveable_objects = {};
+  // Beyond TF: state saved like saveable_objects, but which a checkpoint may lack (one TF
+  // wrote, or flowtrain without it): Restore then restores everything else and leaves each
+  // object whose keys are missing as it is (an iterator starts from its beginning), with an
+  // INFO log line naming the keys, instead of NotFound. These come on top of the contents
+  // above: with var_list, var_map and saveable_objects empty, the saver still saves every
+  // global variable and the SAVEABLE_OBJECTS collection.
+  std::vector<std::shared_ptr<SaveableObject>> optional_saveable_objects = {};
   // One SaveV2 per device, merged into one checkpoint by MergeV2Checkpoints (TF's sharded
   // saves; with one device it still takes the sharded path, as TF does).
   bool sharded = false;
@@ -112,7 +121,8 @@ struct RestoreOptions {
   // damaged checkpoint fails with DataLoss and leaves every variable as it was. (With one
   // RestoreV2 op — unsharded savers and single-device sharded ones — the op itself reads and
   // checks all tensors before the first Assign runs, so this costs no second pass; with several
-  // shards, BundleReader::VerifyAll runs first.) Shapes and dtypes are always checked against
+  // shards, or optional saveables missing from the checkpoint, BundleReader::VerifyAll runs
+  // first.) Shapes and dtypes are always checked against
   // the checkpoint's index before anything is assigned. False gives TF's behaviour: tensors are
   // checked as they are read and assigned, shard by shard.
   bool verify_checksums = true;
@@ -237,6 +247,13 @@ class Saver {
     std::vector<DataType> dtypes;  // of the specs' tensors
     std::string device;
     SaveableObject::RestoreFn restore;
+    bool optional = false;  // from optional_saveable_objects
+  };
+  // What restores one optional saveable on its own, for checkpoints that lack others.
+  struct OptionalRestore {
+    std::string name;
+    std::vector<std::string> keys;
+    std::string restore_op;
   };
   // One variable (or other object) a restore op writes, found by walking the restore
   // subgraph (which works for TF-built subgraphs too).
@@ -254,6 +271,8 @@ class Saver {
   Output AddShardedSaveOps(Output filename,
                            const std::vector<std::pair<std::string, std::vector<Saveable>>>& shards);
   Operation AddRestoreOps(Output filename, const std::vector<Saveable>& saveables, std::string_view name);
+  // For savers with optional saveables: the ops restoring the others, and each optional one.
+  void BuildPartialRestores(Output filename);
   void AnalyzeRestoreGraph();
   void BuildForSave();
   // The prefix Save writes for these arguments, after checking them.
@@ -264,7 +283,8 @@ class Saver {
                         const std::string& latest_filename, const std::string& meta_graph_suffix);
   void RestoreLocked(SessionInterface& session, const std::string& save_path, const RestoreOptions& options)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void CheckAgainstIndex(const std::string& save_path) const;
+  // Checks every restored key but those in `skipped` against the checkpoint's index.
+  void CheckAgainstIndex(const std::string& save_path, const std::set<std::string>& skipped = {}) const;
   void RunRestore(SessionInterface& session, const std::string& save_path, const RestoreOptions& options);
   std::vector<std::string> last_checkpoints_paths() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RecordLastCheckpoint(const std::string& path) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -278,6 +298,9 @@ class Saver {
   bool is_empty_ = false;
   std::vector<RestoreTarget> restore_targets_;
   int num_restore_ops_ = 0;
+  // Set when there are optional saveables: restores all but those (empty: nothing to restore).
+  std::string required_restore_op_;
+  std::vector<OptionalRestore> optional_restores_;
 
   // Guards the retention state below and serialises checkpoint commits (state file,
   // deletions) with restores.
@@ -289,9 +312,12 @@ class Saver {
 
 // TF's _get_saver_or_default (used by Scaffold): the one Saver in the graph's "savers"
 // collection (items of type std::shared_ptr<Saver>); if there is none, a new
-// Saver({.sharded = true, .allow_empty = true}) added to the collection. FailedPrecondition
-// if the collection holds more than one.
-std::shared_ptr<Saver> GetSaverOrDefault(Graph& graph);
+// Saver({.sharded = true, .allow_empty = true}) added to the collection, with the optional
+// saveables `make_optional` returns (beyond TF; called only when a new saver is built).
+// FailedPrecondition if the collection holds more than one.
+std::shared_ptr<Saver> GetSaverOrDefault(
+    Graph& graph,
+    const std::function<std::vector<std::shared_ptr<SaveableObject>>()>& make_optional = nullptr);
 
 }  // namespace flowtrain::train
 

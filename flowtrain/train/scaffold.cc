@@ -1,10 +1,14 @@
 #include "flowtrain/train/scaffold.h"
 
+#include <algorithm>
+
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/logging.h"
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/control_flow_ops.h"
+#include "flowtrain/ops/dataset_ops.h"
+#include "flowtrain/ops/random_ops.h"
 #include "flowtrain/ops/variables.h"
 #include "flowtrain/summary/summary.h"
 #include "flowtrain/train/saver.h"
@@ -25,6 +29,29 @@ T GetOrDefault(Graph& graph, std::string_view arg_name, std::string_view key,
   T value = make();
   if (value) graph.AddToCollection(key, value);
   return value;
+}
+
+// What exact_resume adds to the default saver: the iterators and random op states that
+// SAVEABLE_OBJECTS does not already hold.
+std::vector<std::shared_ptr<SaveableObject>> InputAndRandomStates(Graph& graph) {
+  const std::vector<std::shared_ptr<SaveableObject>> registered =
+      graph.GetCollection<std::shared_ptr<SaveableObject>>(GraphKeys::kSaveableObjects);
+  auto is_registered = [&](const std::function<bool(const SaveableObject&)>& matches) {
+    return std::any_of(registered.begin(), registered.end(),
+                       [&](const std::shared_ptr<SaveableObject>& s) { return s != nullptr && matches(*s); });
+  };
+  std::vector<std::shared_ptr<SaveableObject>> states;
+  for (const Output& handle : graph.GetCollection<Output>(data::kGlobalIterators)) {
+    if (!is_registered([&](const SaveableObject& s) { return s.op == handle.op(); })) {
+      states.push_back(data::MakeSaveableFromIterator(data::Iterator::FromHandle(handle)));
+    }
+  }
+  if (ops::DrawsRandomNumbersInSteps(graph) && !is_registered([](const SaveableObject& s) {
+        return s.op && s.op.node()->type() == "RandomOpStates";
+      })) {
+    states.push_back(ops::MakeSaveableRandomOpStates(&graph));
+  }
+  return states;
 }
 
 }  // namespace
@@ -68,7 +95,10 @@ void Scaffold::Finalize(Graph& graph) {
     summary_op = GetOrDefault<Output>(graph, "summary_op", GraphKeys::kSummaryOp,
                                       [&] { return summary::MergeAll(GraphKeys::kSummaries, &graph); });
   }
-  if (saver == nullptr) saver = GetSaverOrDefault(graph);
+  if (saver == nullptr) {
+    saver = exact_resume ? GetSaverOrDefault(graph, [&] { return InputAndRandomStates(graph); })
+                         : GetSaverOrDefault(graph);
+  }
   graph.Finalize();
   FT_LOG(INFO) << "Graph was finalized.";
   finalized_ = true;

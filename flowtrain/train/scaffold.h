@@ -10,7 +10,9 @@
 // uninitialized global and local variables; ready_for_local_init_op = uninitialized global
 // variables; local_init_op = group(local variables initializer, table initializers);
 // summary_op = merge of the SUMMARIES collection (none when empty); saver = the one Saver in
-// the SAVERS collection, else a new sharded Saver (max_to_keep 5) added to it.
+// the SAVERS collection, else a new sharded Saver (max_to_keep 5) added to it — which, with
+// exact_resume (MonitoredTrainingSession's default, beyond TF), also saves the input
+// pipelines' and random ops' positions.
 #ifndef FLOWTRAIN_TRAIN_SCAFFOLD_H_
 #define FLOWTRAIN_TRAIN_SCAFFOLD_H_
 
@@ -37,6 +39,14 @@ struct Scaffold {
   FeedList local_init_feed_dict;
   Output summary_op;
   std::shared_ptr<Saver> saver;
+  // Beyond TF: the default saver built by Finalize also saves, as optional saveables (see
+  // SaverOptions::optional_saveable_objects), the position of every iterator in the graph's
+  // data::kGlobalIterators collection and, when ops::DrawsRandomNumbersInSteps(graph), the
+  // random ops' positions — those not already in SAVEABLE_OBJECTS. False (a plain
+  // MonitoredSession's default, e.g. an evaluator, whose iterators must not continue a
+  // trainer's position) builds TF's default saver. MonitoredTrainingSession sets it from
+  // MonitoredTrainingSessionOptions::exact_resume.
+  bool exact_resume = false;
 
   // Fills the missing pieces from `graph`'s collections or TF's defaults (adding what it
   // builds to the collections), then finalizes the graph. Idempotent.

@@ -2,6 +2,7 @@
 // directory, records what flowtrain computed (values, names, steps) in expected.json, and runs a
 // checker under tests/tf/interop/ that loads the files with real TensorFlow or TensorBoard and
 // compares; the checker exits non-zero naming the first mismatch.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -23,6 +24,7 @@
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/clip_ops.h"
 #include "flowtrain/ops/control_flow_ops.h"
+#include "flowtrain/ops/dataset_ops.h"
 #include "flowtrain/ops/layers.h"
 #include "flowtrain/ops/math_ops.h"
 #include "flowtrain/ops/nn_ops.h"
@@ -50,6 +52,7 @@
 #include "flowtrain/train/proximal_adagrad.h"
 #include "flowtrain/train/proximal_gradient_descent.h"
 #include "flowtrain/train/saver.h"
+#include "flowtrain/train/scaffold.h"
 #include "tests/test_util.h"
 #include "tests/tf/tf_test_util.h"
 
@@ -255,6 +258,51 @@ void CheckpointRoundTrip(const std::string& optimizer, bool sharded) {
 }
 
 TEST(InteropTest, AdamCheckpointLoadsAndRestoresInTensorFlow) { CheckpointRoundTrip("adam", false); }
+
+// The same model trained by MonitoredTrainingSession on a shuffled dataset, with dropout: its
+// default saver (exact_resume) also keeps the pipeline's and the random ops' positions. TF
+// must list the two extra string tensors, and its Saver restore the variables beside them.
+TEST(InteropTest, ExactResumeCheckpointLoadsAndRestoresInTensorFlow) {
+  const std::string dir = MakeTempDir("interop_exact_resume");
+  const Batch batch = MakeBatch(16);
+  {
+    Graph g;
+    auto as_default = g.AsDefault();
+    g.set_seed(7);
+    data::Iterator it = data::Dataset::FromTensorSlices({batch.x, batch.y})
+                            .Shuffle(16)
+                            .Repeat()
+                            .Batch(4)
+                            .MakeInitializableIterator();
+    std::vector<Output> next = it.GetNext();
+    Output h = layers::Dropout(layers::Dense(next[0], 4, ops::Relu), 0.25, /*training=*/true);
+    Output loss = ops::ReduceMean(ops::SquaredDifference(layers::Dense(h, 1), next[1]));
+    Variable step = train::GetOrCreateGlobalStep();
+    Operation train_op = train::AdamOptimizer(0.05).Minimize(loss, step);
+    auto scaffold = std::make_shared<train::Scaffold>();
+    scaffold->local_init_op = ops::Group({train::Scaffold::DefaultLocalInitOp(g), it.initializer()});
+    train::MonitoredTrainingSessionOptions options;
+    options.checkpoint_dir = dir;
+    options.scaffold = scaffold;
+    options.save_summaries_steps = std::nullopt;
+    options.log_step_count_steps = std::nullopt;
+    options.hooks = {std::make_shared<train::StopAtStepHook>(train::LastStep{5})};
+    auto sess = train::MonitoredTrainingSession(options);
+    while (!sess->ShouldStop()) sess->Run({train_op});
+  }
+  const std::string prefix = dir + "/model.ckpt-5";
+  io::CheckpointReader reader(prefix);
+  const std::vector<std::string> extra = {"Iterator:0-state", "RandomOpStates"};
+  std::vector<std::pair<std::string, Tensor>> variables;
+  for (const auto& [name, shape] : reader.GetVariableToShapeMap()) {
+    if (std::find(extra.begin(), extra.end(), name) == extra.end())
+      variables.emplace_back(name, reader.GetTensor(name));
+  }
+  ASSERT_EQ(variables.size() + extra.size(), reader.GetVariableToShapeMap().size());
+  WriteFile(dir + "/expected.json", TensorListJson(variables));
+  RunChecker("check_checkpoint.py", {"--prefix", prefix, "--expected", dir + "/expected.json", "--optimizer",
+                                     "adam", "--extra", "Iterator:0-state,RandomOpStates"});
+}
 
 // ---- Resource variables (use_resource=True) ----
 

@@ -158,9 +158,15 @@ struct SerializeIteratorOp : OpKernel {
     auto resource = LookupIterator(ctx, 0);
     IteratorState state;
     {
+      // Beyond TF, which fails here: an iterator not initialized yet saves the position a
+      // restore left waiting for it, or none (an empty state), so that a default saver that
+      // saves every iterator of the graph works before the user initializes one.
       absl::MutexLock lock(&resource->mu);
-      if (resource->iterator == nullptr) NotInitialized();
-      resource->iterator->Save(state);
+      if (resource->iterator != nullptr) {
+        resource->iterator->Save(state);
+      } else if (resource->pending_state) {
+        state = *resource->pending_state;
+      }
     }
     ctx->set_output(0, Tensor::Scalar<std::string>(state.Serialize()));
   }
@@ -175,11 +181,17 @@ struct DeserializeIteratorOp : OpKernel {
     std::unique_ptr<IteratorBase> old;
     absl::MutexLock lock(&resource->mu);
     if (resource->dataset == nullptr) {
-      resource->pending_state = std::move(state);
+      // An empty state (saved before any initialization) leaves nothing to continue from.
+      if (state.empty()) {
+        resource->pending_state.reset();
+      } else {
+        resource->pending_state = std::move(state);
+      }
       return;
     }
+    // An empty state restarts the dataset from its beginning, as the save had no position.
     std::unique_ptr<IteratorBase> restored = resource->dataset->MakeIterator(kIteratorPrefix);
-    restored->Restore(state);
+    if (!state.empty()) restored->Restore(state);
     old = std::move(resource->iterator);
     resource->iterator = std::move(restored);
   }

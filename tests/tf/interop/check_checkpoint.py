@@ -1,7 +1,8 @@
 """A checkpoint flowtrain trained and saved: tf.train.load_checkpoint must list the same keys,
 dtypes, shapes and values as flowtrain's variables had, and the same model built in TF (same
 variable names, same optimizer's slots) must restore from it through tf.compat.v1.train.Saver
-with equal values.
+with equal values. --extra names keys beside the variables (comma-separated string scalars
+such as an input pipeline's position, "Iterator:0-state") that TF must list and ignore.
 
   check_checkpoint.py --prefix DIR/model.ckpt-5 --expected DIR/expected.json --optimizer adam
 """
@@ -26,11 +27,12 @@ def build_model(optimizer):
 
 
 def main():
-    args = ic.parse_flags("prefix", "expected", "optimizer")
+    args = ic.parse_flags("prefix", "expected", "optimizer", optional=["extra"])
     expected = ic.load_tensors(args.expected)
+    extra = [key for key in args.extra.split(",") if key]
 
     # 1. The checkpoint as tf.train.load_checkpoint lists it.
-    reader = ic.expect_checkpoint_holds(args.prefix, expected)
+    reader = ic.expect_checkpoint_holds(args.prefix, expected, extra)
     shapes = reader.get_variable_to_shape_map()
     slot = "dense/kernel/Adam" if args.optimizer == "adam" else "dense/kernel/Momentum"
     for key in [slot, "global_step"]:

@@ -33,11 +33,14 @@ def run(main):
     print("OK")
 
 
-def parse_flags(*flags):
-    """The checker's command line: each of `flags` ("prefix", ...) is a required --flag."""
+def parse_flags(*flags, optional=()):
+    """The checker's command line: each of `flags` ("prefix", ...) is a required --flag, each of
+    `optional` a --flag that defaults to ""."""
     parser = argparse.ArgumentParser()
     for flag in flags:
         parser.add_argument("--" + flag, required=True)
+    for flag in optional:
+        parser.add_argument("--" + flag, default="")
     return parser.parse_args()
 
 
@@ -119,15 +122,20 @@ def tf_dtype(value):
     return tf.string if value.dtype == object else tf.as_dtype(value.dtype)
 
 
-def expect_checkpoint_holds(prefix, expected):
+def expect_checkpoint_holds(prefix, expected, extra=()):
     """tf.train.load_checkpoint(prefix) lists exactly the keys of `expected` ({name: array}), each
-    with the array's dtype, shape and exact bits; returns the reader."""
+    with the array's dtype, shape and exact bits, and those of `extra` as string scalars;
+    returns the reader."""
     import tensorflow as tf
     reader = tf.train.load_checkpoint(prefix)
     shapes = reader.get_variable_to_shape_map()
     dtypes = reader.get_variable_to_dtype_map()
-    if set(shapes) != set(expected):
-        fail("checkpoint keys %s, flowtrain's variables %s" % (sorted(shapes), sorted(expected)))
+    if set(shapes) != set(expected) | set(extra):
+        fail("checkpoint keys %s, flowtrain's variables %s and %s" % (sorted(shapes), sorted(expected),
+                                                                     sorted(extra)))
+    for name in extra:
+        if dtypes[name] != tf.string or list(shapes[name]) != [] or not reader.get_tensor(name):
+            fail("%s: TF reads %s %s, not a string scalar" % (name, dtypes[name].name, shapes[name]))
     for name, value in expected.items():
         want = tf_dtype(value)
         if dtypes[name] != want:
