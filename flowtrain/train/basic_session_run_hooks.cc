@@ -13,6 +13,7 @@
 #include "flowtrain/ops/math_ops.h"
 #include "flowtrain/ops/variables.h"
 #include "flowtrain/summary/file_writer_cache.h"
+#include "flowtrain/train/checkpoint_management.h"
 #include "flowtrain/train/saver.h"
 
 namespace flowtrain::train {
@@ -141,7 +142,15 @@ void CheckpointSaverHook::AfterCreateSession(SessionInterface& session, Coordina
     writer_->AddGraph(graph_def);
     writer_->AddMetaGraph(GetSaver().ExportMetaGraph());
   }
-  Save(session, step);
+  // TF saves this step again even when the session was just restored from its checkpoint.
+  // Rewriting the files a restore read is the one save a kill can leave half old and half new
+  // (the data file is renamed into place before the index), and the state restored equals
+  // what they hold, so flowtrain keeps the checkpoint that exists.
+  if (CheckpointExists(StrCat(save_path_, "-", step))) {
+    FT_LOG(INFO) << "Checkpoint for " << step << " exists in " << checkpoint_dir_ << ": not saved again.";
+  } else {
+    Save(session, step);
+  }
   timer_.UpdateLastTriggeredStep(step);
 }
 

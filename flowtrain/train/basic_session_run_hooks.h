@@ -112,7 +112,8 @@ struct CheckpointSaverHookOptions {
   bool async_save = false;
 };
 
-// Saves checkpoints every N steps or seconds, at session creation and at the end; writes
+// Saves checkpoints every N steps or seconds, at session creation (unless the checkpoint of
+// that step exists: TF writes it again, see AfterCreateSession) and at the end; writes
 // graph.pbtxt, the graph and meta graph to the event file, and a CHECKPOINT session log.
 // With `async_save`, writes them in the background (see CheckpointSaverHookOptions).
 class CheckpointSaverHook : public SessionRunHook {

@@ -1,4 +1,6 @@
 // Tests of the standard hooks and the beyond-TF ones, each through a MonitoredSession.
+#include <sys/stat.h>
+
 #include <chrono>
 #include <cmath>
 #include <thread>
@@ -340,6 +342,40 @@ TEST(CheckpointSaverHook, SavesAtCreationEveryNStepsAndAtEndWithListeners) {
   EXPECT_TRUE(FileExists(JoinPath(dir, "graph.pbtxt")));
   EXPECT_THROW(CheckpointSaverHook(dir, CheckpointSaverHookOptions{.every_n_steps = 1, .every_n_secs = 1.0}),
                InvalidArgumentError);
+}
+
+// A session restored from the checkpoint of its step does not write that checkpoint again
+// (TF does): its files keep their bytes and times, and the listeners hear of no save.
+TEST(CheckpointSaverHook, ARestoredStepIsNotSavedAgainAtCreation) {
+  Model m;
+  const std::string dir = testing::MakeTempDir("ckpt_resave");
+  {
+    auto sess = m.Session(
+        {std::make_shared<CheckpointSaverHook>(dir, CheckpointSaverHookOptions{.every_n_steps = 100}),
+         std::make_shared<StopAtStepHook>(LastStep{4})});
+    EXPECT_EQ(m.RunUntilStop(*sess), 4);
+    sess->Close();
+  }
+  const std::string index = JoinPath(dir, "model.ckpt-4.index");
+  const std::string before = ReadFileToString(index);
+  struct stat first {};
+  ASSERT_EQ(::stat(index.c_str(), &first), 0);
+  auto listener = std::make_shared<CountingListener>();
+  ChiefSessionCreatorOptions chief = m.Chief();
+  chief.checkpoint_dir = dir;
+  MonitoredSessionOptions options;
+  auto as_default = m.graph.AsDefault();
+  MonitoredSession sess(std::make_shared<ChiefSessionCreator>(chief),
+                        {std::make_shared<CheckpointSaverHook>(
+                            dir, CheckpointSaverHookOptions{.every_n_steps = 100, .listeners = {listener}})},
+                        options);
+  EXPECT_EQ(sess.Run({}, {m.step.value()})[0].scalar<int64_t>(), 4);
+  EXPECT_TRUE(listener->before.empty());
+  struct stat second {};
+  ASSERT_EQ(::stat(index.c_str(), &second), 0);
+  EXPECT_EQ(first.st_mtim.tv_nsec, second.st_mtim.tv_nsec);
+  EXPECT_EQ(first.st_mtim.tv_sec, second.st_mtim.tv_sec);
+  EXPECT_EQ(ReadFileToString(index), before);
 }
 
 TEST(CheckpointSaverHook, AsyncSavesReportEachCheckpointOnceWrittenAndEndWaits) {

@@ -308,16 +308,17 @@ TEST(FaultKit, SigkillAtRandomInstants) {
   }
 }
 
-// Killed at the rename that completes a save's index: the save's temporaries stay behind; the
-// next run (once they are old) deletes them.
+// Killed at the rename that completes a save's index (the final save of a run of 5 steps
+// from step 20): the save's temporaries stay behind; the next run (once they are old)
+// deletes them.
 TEST(FaultKit, SigkillInsideASaveLeavesNoDebrisBehind) {
   RunCase(
       "sigkill_in_save", "SIGKILL at the rename of a save's index",
       [](const std::string& dir) {
-        Result r = RunExample(dir, 100000,
+        Result r = RunExample(dir, 5,
                               {{"FT_FAULT_ACTION", "kill"},
                                {"FT_FAULT_OPS", "rename"},
-                               {"FT_FAULT_PATH", dir + "/model.ckpt-20.index"}});
+                               {"FT_FAULT_PATH", dir + "/model.ckpt-25.index"}});
         EXPECT_FALSE(Debris(dir).empty()) << "the kill left no temporaries to clean up";
         AgeDirectory(dir);
         return r;
@@ -387,7 +388,7 @@ TEST(FaultKit, SigtermWhoseFinalSaveFails) {
                         {{"FT_FAULT_ERRNO", "ENOSPC"},
                          {"FT_FAULT_TRIGGER", trigger},
                          {"FT_FAULT_PATH", dir + "/model.ckpt"}});
-        WaitForLog(c, "Saving checkpoints for 20");
+        WaitForLog(c, "Restoring parameters from " + dir + "/model.ckpt-20");
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
         WriteFileAtomically(trigger, "");
         kill(c.pid, SIGTERM);
@@ -403,7 +404,7 @@ TEST(FaultKit, SigtermSavesAndSaysWhat) {
       "sigterm", "SIGTERM mid-run",
       [](const std::string& dir) {
         Child c = Start(dir, 100000);
-        WaitForLog(c, "Saving checkpoints for 20");
+        WaitForLog(c, "Restoring parameters from " + dir + "/model.ckpt-20");
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
         kill(c.pid, SIGTERM);
         Result r = Wait(c);
