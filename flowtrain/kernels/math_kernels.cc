@@ -117,20 +117,39 @@ struct RealDivFn {
     }
   }
 };
-// Rounds toward zero: integers as C does (min / -1 wraps), floats through trunc(x / y).
-struct TruncateDivFn {
+// A dividing functor (its kernel rejects integer zero divisors first) applying `Op()(x, y)`
+// element by element.
+template <typename Op>
+struct ElementwiseDivisionFn {
   static constexpr bool kDivides = true;
   template <typename A, typename B>
   static auto Apply(const A& a, const B& b) {
-    return ApplyElementwise(a, b, [](auto x, auto y) {
-      using T = decltype(x);
-      if constexpr (std::is_integral_v<T>) {
-        return WrappingDivide<T>(x, y);
-      } else {
-        using F = std::conditional_t<std::is_same_v<T, double>, double, float>;
-        return static_cast<T>(std::trunc(static_cast<F>(x) / static_cast<F>(y)));
-      }
-    });
+    return ApplyElementwise(a, b, [](auto x, auto y) { return Op()(x, y); });
+  }
+};
+// The float type an element computes in (half and bfloat16 in float).
+template <typename T>
+using ComputeFloat = std::conditional_t<std::is_same_v<T, double>, double, float>;
+// Rounds toward zero: integers as C does (min / -1 wraps), floats through trunc(x / y).
+struct TruncateDivide {
+  template <typename T>
+  T operator()(T x, T y) const {
+    if constexpr (std::is_integral_v<T>) {
+      return WrappingDivide<T>(x, y);
+    } else {
+      return static_cast<T>(std::trunc(static_cast<ComputeFloat<T>>(x) / static_cast<ComputeFloat<T>>(y)));
+    }
+  }
+};
+// The remainder of TruncateDiv: its sign is x's (C's % and fmod).
+struct TruncateModulo {
+  template <typename T>
+  T operator()(T x, T y) const {
+    if constexpr (std::is_integral_v<T>) {
+      return WrappingRemainder<T>(x, y);
+    } else {
+      return static_cast<T>(std::fmod(static_cast<ComputeFloat<T>>(x), static_cast<ComputeFloat<T>>(y)));
+    }
   }
 };
 struct MaximumFn {
@@ -193,45 +212,27 @@ struct FloorDivFn {
   }
 };
 // x - floor(x / y) * y: the remainder takes y's sign, as TF's FloorMod (and Python's %).
-template <typename T>
-T FloorModulo(T x, T y) {
-  if constexpr (std::is_integral_v<T>) {
-    T r = WrappingRemainder(x, y);
-    if constexpr (std::is_signed_v<T>) {
-      if (r != 0 && ((r < 0) != (y < 0))) r += y;
-    }
-    return r;
-  } else {
-    using F = std::conditional_t<std::is_same_v<T, double>, double, float>;
-    const F fx = static_cast<F>(x), fy = static_cast<F>(y);
-    F r = std::fmod(fx, fy);
-    if (r != 0 && ((r < 0) != (fy < 0))) r += fy;
-    return static_cast<T>(r);
-  }
-}
-// The remainder of TruncateDiv: its sign is x's (C's % and fmod).
-struct TruncateModFn {
-  static constexpr bool kDivides = true;
-  template <typename A, typename B>
-  static auto Apply(const A& a, const B& b) {
-    return ApplyElementwise(a, b, [](auto x, auto y) {
-      using T = decltype(x);
-      if constexpr (std::is_integral_v<T>) {
-        return WrappingRemainder<T>(x, y);
-      } else {
-        using F = std::conditional_t<std::is_same_v<T, double>, double, float>;
-        return static_cast<T>(std::fmod(static_cast<F>(x), static_cast<F>(y)));
+struct FloorModulo {
+  template <typename T>
+  T operator()(T x, T y) const {
+    if constexpr (std::is_integral_v<T>) {
+      T r = WrappingRemainder(x, y);
+      if constexpr (std::is_signed_v<T>) {
+        if (r != 0 && ((r < 0) != (y < 0))) r += y;
       }
-    });
+      return r;
+    } else {
+      using F = ComputeFloat<T>;
+      const F fx = static_cast<F>(x), fy = static_cast<F>(y);
+      F r = std::fmod(fx, fy);
+      if (r != 0 && ((r < 0) != (fy < 0))) r += fy;
+      return static_cast<T>(r);
+    }
   }
 };
-struct FloorModFn {
-  static constexpr bool kDivides = true;
-  template <typename A, typename B>
-  static auto Apply(const A& a, const B& b) {
-    return ApplyElementwise(a, b, [](auto x, auto y) { return FloorModulo<decltype(x)>(x, y); });
-  }
-};
+using TruncateDivFn = ElementwiseDivisionFn<TruncateDivide>;
+using TruncateModFn = ElementwiseDivisionFn<TruncateModulo>;
+using FloorModFn = ElementwiseDivisionFn<FloorModulo>;
 struct DivNoNanFn {
   static constexpr bool kDivides = false;
   template <typename A, typename B>
