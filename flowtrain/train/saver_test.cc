@@ -528,18 +528,23 @@ TEST(SaverTest, DamagedShardIsVerifiedBeforeAnyAssign) {
   EXPECT_EQ(fresh.Run({}, {m.a.value()}, {})[0].scalar<float>(), 9.f);
 }
 
-TEST(SaverTest, RestoreLatestFallsBackToNewestIntact) {
-  const std::string dir = testing::MakeTempDir("saver");
-  Graph g;
-  Model m(g);
-  Saver saver({.graph = &g});
-  Session sess(g);
+// Saves dir/model.ckpt-1..3 of `m` (its values set to the step) and damages ckpt-3's data.
+void SaveThreeWithTheNewestDamaged(Model& m, Saver& saver, Session& sess, const std::string& dir) {
   m.Init(sess);
   for (int step = 1; step <= 3; ++step) {
     m.Set(sess, step);
     saver.Save(sess, dir + "/model.ckpt", step);
   }
   FlipByte(dir + "/model.ckpt-3.data-00000-of-00001", 4);
+}
+
+TEST(SaverTest, RestoreLatestFallsBackToNewestIntact) {
+  const std::string dir = testing::MakeTempDir("saver");
+  Graph g;
+  Model m(g);
+  Saver saver({.graph = &g});
+  Session sess(g);
+  SaveThreeWithTheNewestDamaged(m, saver, sess, dir);
   std::filesystem::remove(dir + "/model.ckpt-2.index");
 
   Session fresh(g);
@@ -575,12 +580,7 @@ TEST(SaverTest, RestoreLatestFallsBackToTheDirectoryWhenTheStateFileIsUnusable) 
   Model m(g);
   Saver saver({.graph = &g});
   Session sess(g);
-  m.Init(sess);
-  for (int step = 1; step <= 3; ++step) {
-    m.Set(sess, step);
-    saver.Save(sess, dir + "/model.ckpt", step);
-  }
-  FlipByte(dir + "/model.ckpt-3.data-00000-of-00001", 4);
+  SaveThreeWithTheNewestDamaged(m, saver, sess, dir);
   for (const std::string& state : {std::string("\x89garbage{{{"), std::string(""),
                                    std::string("model_checkpoint_path: \"model.ckpt-77\"\n"
                                                "all_model_checkpoint_paths: \"model.ckpt-77\"\n")}) {
