@@ -131,6 +131,13 @@ bool InjectOnFd(Op op, const char* call, int fd) {
 
 bool OpensForWriting(int flags) { return (flags & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC)) != 0; }
 
+// open and open64 (`name`) after their variadic mode is read: fails by the rules for an open
+// for writing, else calls the real one.
+int InjectedOpen(const char* name, const char* path, int flags, mode_t mode) {
+  if (OpensForWriting(flags) && Inject(kOpen, name, path)) return -1;
+  return Real<int (*)(const char*, int, ...)>(name)(path, flags, mode);
+}
+
 }  // namespace
 
 extern "C" {
@@ -143,8 +150,7 @@ int open(const char* path, int flags, ...) {
     mode = va_arg(args, mode_t);
     va_end(args);
   }
-  if (OpensForWriting(flags) && Inject(kOpen, "open", path)) return -1;
-  return Real<int (*)(const char*, int, ...)>("open")(path, flags, mode);
+  return InjectedOpen("open", path, flags, mode);
 }
 
 int open64(const char* path, int flags, ...) {
@@ -155,8 +161,7 @@ int open64(const char* path, int flags, ...) {
     mode = va_arg(args, mode_t);
     va_end(args);
   }
-  if (OpensForWriting(flags) && Inject(kOpen, "open64", path)) return -1;
-  return Real<int (*)(const char*, int, ...)>("open64")(path, flags, mode);
+  return InjectedOpen("open64", path, flags, mode);
 }
 
 int openat(int dirfd, const char* path, int flags, ...) {
