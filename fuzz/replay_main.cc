@@ -1,12 +1,12 @@
-// The harnesses without libFuzzer: calls LLVMFuzzerTestOneInput on every file named on the
-// command line and every file in the directories named there, so that the inputs of
-// fuzz/regressions/ (and the seeds) run in the ordinary test builds.
+// The harnesses without libFuzzer, all in one program: runs the harness named by the first
+// argument on every file named after it and every file in the directories named there, so
+// that the inputs of fuzz/regressions/ (and the seeds) run in the ordinary test builds.
 //
-//   record_replay fuzz/regressions/record build/fuzz-seeds/record
+//   fuzz_replay record fuzz/regressions/record build/fuzz-seeds/record
 //
-// Prints how many inputs it ran. Exits 1 if an argument is neither a file nor a directory or
-// a directory holds no file; an input that trips the harness crashes the process, as it would
-// under libFuzzer.
+// Prints how many inputs it ran. Exits 1 if the harness is unknown, an argument is neither a
+// file nor a directory or a directory holds no file; an input that trips the harness crashes
+// the process, as it would under libFuzzer.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -14,27 +14,51 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <string_view>
 #include <vector>
-
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
 namespace {
 
-void RunOne(const std::filesystem::path& path) {
+struct Harness {
+  std::string_view name;
+  int (*test_one_input)(const uint8_t* data, size_t size);
+};
+
+}  // namespace
+
+// kHarnesses, one entry per fuzz/<name>_fuzz.cc (fuzz/CMakeLists.txt writes it).
+#include "replay_harnesses.inc"
+
+namespace {
+
+using TestOneInput = int (*)(const uint8_t* data, size_t size);
+
+void RunOne(TestOneInput harness, const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::fprintf(stderr, "replay: %s (%zu bytes)\n", path.c_str(), bytes.size());
-  LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  harness(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  TestOneInput harness = nullptr;
+  for (const Harness& known : kHarnesses) {
+    if (argc > 1 && known.name == argv[1]) harness = known.test_one_input;
+  }
+  if (harness == nullptr) {
+    std::fprintf(stderr, "usage: fuzz_replay HARNESS INPUT...; HARNESS is one of:");
+    for (const Harness& known : kHarnesses)
+      std::fprintf(stderr, " %.*s", static_cast<int>(known.name.size()), known.name.data());
+    std::fprintf(stderr, "\n");
+    return 1;
+  }
   int runs = 0;
-  for (int i = 1; i < argc; ++i) {
+  for (int i = 2; i < argc; ++i) {
     const std::filesystem::path arg(argv[i]);
     if (std::filesystem::is_regular_file(arg)) {
-      RunOne(arg);
+      RunOne(harness, arg);
       ++runs;
     } else if (std::filesystem::is_directory(arg)) {
       std::vector<std::filesystem::path> files;
@@ -46,7 +70,7 @@ int main(int argc, char** argv) {
         return 1;
       }
       std::sort(files.begin(), files.end());  // the same order on every run
-      for (const auto& file : files) RunOne(file);
+      for (const auto& file : files) RunOne(harness, file);
       runs += static_cast<int>(files.size());
     } else {
       std::fprintf(stderr, "replay: %s is neither a file nor a directory\n", argv[i]);
