@@ -112,6 +112,11 @@ RnnState RnnCell::ZeroState(Output batch_size, DataType dtype) const {
   Graph& graph = *batch_size.graph();
   auto as_default = graph.AsDefault();
   auto scope = graph.NameScope(StrCat(class_name(), "ZeroState"));
+  // The batch size when it is a constant, for the zeros' static shape (TF's constant_value).
+  const Tensor* known_batch = batch_size.node()->constant_value();
+  const int64_t static_batch = known_batch && known_batch->dtype() == DT_INT32 && known_batch->dims() == 0
+                                   ? known_batch->scalar<int32_t>()
+                                   : -1;
   std::vector<Output> zeros;
   int index = 0;
   for (int64_t size : flat_state_size()) {
@@ -121,6 +126,7 @@ RnnState RnnCell::ZeroState(Output batch_size, DataType dtype) const {
         Concat({ExpandDims(batch_size, 0), Const({static_cast<int32_t>(size)})}, 0, StrCat("concat", suffix));
     Output zero = ScalarConst(0.0, dtype, StrCat("zeros", suffix, "/Const"));
     Output z = Fill(shape, zero, StrCat("zeros", suffix));
+    graph.SetOutputShape(z.op(), 0, PartialTensorShape({static_batch, size}));
     zeros.push_back(z);
   }
   return StateStructure(zeros);
@@ -162,14 +168,16 @@ std::pair<Output, RnnState> RnnCell::operator()(Output inputs, const RnnState& s
   Graph& graph = *inputs.graph();
   auto as_default = graph.AsDefault();
   if (!OpensScope()) return Call(inputs, state);
+  // The first call builds the variables, and those of the cells inside (MultiRNNCell's),
+  // in the cell's variable scope; later calls use them wherever they are made.
+  std::optional<VariableScope> var_scope;
   if (!built_) {
     scope_name_ = ScopeName(graph);
-    VariableScope var_scope(scope_name_, {.auxiliary_name_scope = false});
+    var_scope.emplace(scope_name_, VariableScopeOptions{.auxiliary_name_scope = false});
     Build(shape.dim_size(1), inputs.dtype());
     built_ = true;
   }
-  const size_t slash = scope_name_.rfind('/');
-  auto name_scope = graph.NameScope(slash == std::string::npos ? scope_name_ : scope_name_.substr(slash + 1));
+  auto name_scope = graph.NameScope(scope_name_);
   return Call(inputs, state);
 }
 

@@ -109,7 +109,7 @@ class RnnCell {
   std::string ScopeName(Graph& graph) const;
   std::string name_;
   bool built_ = false;
-  std::string scope_name_;  // the variable scope's full name, once built
+  std::string scope_name_;  // the variable scope's name in its enclosing scope, once built
 };
 
 // tf.nn.rnn_cell.BasicRNNCell: output = new_state = activation(W [x, h] + b).

@@ -111,8 +111,11 @@ TEST(RnnCellTest, SequenceLengthZeroesOutputsAndCopiesStatesThrough) {
     for (int t = 0; t < 4; ++t) {
       for (int k = 0; k < 3; ++k) {
         const double v = all_short_out[(b * 4 + t) * 3 + k];
-        if (t >= 2 - b) EXPECT_EQ(v, 0.0) << b << " " << t;
-        if (b == 0 && t < 2) EXPECT_DOUBLE_EQ(v, r[0].flat<double>()[t * 3 + k]);
+        if (t >= 2 - b) {
+          EXPECT_EQ(v, 0.0) << b << " " << t;
+        } else if (b == 0) {
+          EXPECT_DOUBLE_EQ(v, r[0].flat<double>()[t * 3 + k]);
+        }
       }
     }
   }
@@ -121,7 +124,9 @@ TEST(RnnCellTest, SequenceLengthZeroesOutputsAndCopiesStatesThrough) {
   auto short_state = r[2].flat<double>();
   for (int t = 0; t < 4; ++t) {
     for (int k = 0; k < 3; ++k) {
-      if (t >= 2) EXPECT_EQ(out[(1 * 4 + t) * 3 + k], 0.0) << t;
+      if (t >= 2) {
+        EXPECT_EQ(out[(1 * 4 + t) * 3 + k], 0.0) << t;
+      }
       EXPECT_EQ(out[(2 * 4 + t) * 3 + k], 0.0) << t;
       EXPECT_NE(out[(0 * 4 + t) * 3 + k], 0.0) << t;
     }
@@ -180,7 +185,8 @@ TEST(RnnCellTest, DropoutWrapperDropsInputsOutputsAndOnlyTheHOfTheState) {
   EXPECT_EQ(zero_c, 0);
   // A keep probability of 1 builds no dropout.
   int input_dropouts = 0, output_dropouts = 0;
-  for (const auto& node : g.ToGraphDef().node()) {
+  const auto graph_def = g.ToGraphDef();
+  for (const auto& node : graph_def.node()) {
     input_dropouts += node.name().find("input_dropout") != std::string::npos;
     output_dropouts += node.name().find("output_dropout") != std::string::npos;
   }
@@ -207,7 +213,7 @@ TEST(RnnCellTest, BadInputIsInvalidArgument) {
   ExpectInvalidArgument(
       [&] {
         ops::DynamicRnn(cell, x,
-                        {.sequence_length = ops::Const({1, 2}, TensorShape({1, 2})), .dtype = DT_FLOAT});
+                        {.sequence_length = ops::Const(std::vector<int32_t>{1, 2}, TensorShape({1, 2})), .dtype = DT_FLOAT});
       },
       "sequence_length must be a vector");
   ExpectInvalidArgument(

@@ -37,6 +37,7 @@ using testing::PythonRun;
 using testing::RunTfPython;
 using testing::TfScript;
 using Cells = std::shared_ptr<ops::RnnCell>;
+using io::CheckpointReader;
 
 constexpr double kTolerance = 1e-5;
 
