@@ -23,6 +23,7 @@ namespace flowtrain {
 namespace {
 
 using testing::ExpectInvalidArgument;
+using testing::Values;
 
 std::vector<std::pair<std::string, std::string>> VariableNamesAndShapes() {
   std::vector<std::pair<std::string, std::string>> out;
@@ -85,6 +86,24 @@ TEST(RnnCellTest, BuildsTheWhileLoopAndStatesTensorFlowBuilds) {
   EXPECT_NE(g.FindNode("rnn/while/basic_lstm_cell/MatMul"), nullptr);
   EXPECT_NE(g.FindNode("rnn/BasicLSTMCellZeroState/zeros"), nullptr);
   EXPECT_EQ(g.FindNode("rnn/while/Enter")->GetAttr<int64_t>("parallel_iterations"), 7);
+}
+
+// A batch size known only at run time: read from the inputs' shape; time-major inputs too.
+TEST(RnnCellTest, RunsOverBatchesOfAnySizeAndTimeMajorInputs) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output x = ops::Placeholder(DT_DOUBLE, PartialTensorShape({-1, 5, 4}), "x");
+  auto cell = std::make_shared<ops::BasicRNNCell>(3);
+  ops::RnnOutputs rnn = ops::DynamicRnn(cell, x, {.dtype = DT_DOUBLE});
+  EXPECT_EQ(rnn.outputs.shape().DebugString(), "[?,5,3]");
+  ops::RnnOutputs time_major = ops::DynamicRnn(cell, ops::Transpose(x, {1, 0, 2}),
+                                               {.dtype = DT_DOUBLE, .time_major = true, .scope = "tm"});
+  Session s(g);
+  s.Run({}, {}, {ops::GlobalVariablesInitializer()});
+  std::vector<Tensor> r = s.Run({{x, RandomDoubles({2, 5, 4}, 4)}},
+                                {rnn.outputs, ops::Transpose(time_major.outputs, {1, 0, 2})}, {});
+  EXPECT_EQ(r[0].shape().DebugString(), "[2,5,3]");
+  EXPECT_EQ(Values<double>(r[0]), Values<double>(r[1]));
 }
 
 // Entry 1 ends after 2 steps, entry 2 has none: their outputs after that are zeros and their
@@ -213,7 +232,8 @@ TEST(RnnCellTest, BadInputIsInvalidArgument) {
   ExpectInvalidArgument(
       [&] {
         ops::DynamicRnn(cell, x,
-                        {.sequence_length = ops::Const(std::vector<int32_t>{1, 2}, TensorShape({1, 2})), .dtype = DT_FLOAT});
+                        {.sequence_length = ops::Const(std::vector<int32_t>{1, 2}, TensorShape({1, 2})),
+                         .dtype = DT_FLOAT});
       },
       "sequence_length must be a vector");
   ExpectInvalidArgument(

@@ -15,6 +15,9 @@ variable after the last step ("final/<variable>").
 """
 import os
 
+# tf.compat.v1.nn.rnn_cell lives in TF's legacy Keras (tf_keras).
+os.environ["TF_USE_LEGACY_KERAS"] = "1"
+
 import numpy as np
 import tensorflow as tf
 
@@ -23,6 +26,8 @@ import interop_common as ic
 v1 = tf.compat.v1
 rc = v1.nn.rnn_cell
 
+# Runs two of its cells: outputs are the forward and backward ones concatenated along depth.
+BIDIRECTIONAL = "bidirectional"
 CELLS = {
     "basic_rnn": lambda: rc.BasicRNNCell(6),
     "gru": lambda: rc.GRUCell(6),
@@ -33,8 +38,6 @@ CELLS = {
                                          state_keep_prob=1.0),
     BIDIRECTIONAL: lambda: rc.BasicLSTMCell(5),
 }
-# Runs both cells: outputs are the forward and backward ones concatenated along depth.
-BIDIRECTIONAL = "bidirectional"
 SEQUENCE_LENGTH = [5, 3, 0]
 STEPS = 10
 
