@@ -106,6 +106,29 @@ TEST(RnnCellTest, RunsOverBatchesOfAnySizeAndTimeMajorInputs) {
   EXPECT_EQ(Values<double>(r[0]), Values<double>(r[1]));
 }
 
+// Without a sequence_length the backward cell runs over the whole reversed time dimension: the
+// same as full lengths. Variables in bidirectional_rnn/fw/ and bidirectional_rnn/bw/.
+TEST(RnnCellTest, BidirectionalWithoutLengthsReversesTheWholeSequence) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output x = ops::Const(RandomDoubles({2, 4, 3}, 8));
+  auto fw = std::make_shared<ops::GRUCell>(2);
+  auto bw = std::make_shared<ops::GRUCell>(2);
+  ops::BidirectionalRnnOutputs all = ops::BidirectionalDynamicRnn(fw, bw, x, {.dtype = DT_DOUBLE});
+  ops::BidirectionalRnnOutputs full = ops::BidirectionalDynamicRnn(
+      fw, bw, x, {.sequence_length = ops::Const<int64_t>({4, 4}), .dtype = DT_DOUBLE, .scope = "full"});
+  EXPECT_EQ(VariableNamesAndShapes()[0].first, "bidirectional_rnn/fw/gru_cell/gates/kernel");
+  EXPECT_EQ(VariableNamesAndShapes()[4].first, "bidirectional_rnn/bw/gru_cell/gates/kernel");
+  Session s(g);
+  s.Run({}, {}, {ops::GlobalVariablesInitializer()});
+  std::vector<Tensor> r =
+      s.Run({}, {all.output_bw, full.output_bw, all.state_bw.tensor(), full.state_bw.tensor()}, {});
+  EXPECT_EQ(Values<double>(r[0]), Values<double>(r[1]));
+  EXPECT_EQ(Values<double>(r[2]), Values<double>(r[3]));
+  // The backward state has seen the first step last: it is the output at time 0.
+  EXPECT_DOUBLE_EQ(r[2].flat<double>()[0], r[0].flat<double>()[0]);
+}
+
 // Entry 1 ends after 2 steps, entry 2 has none: their outputs after that are zeros and their
 // final states are the states at their last steps (zeros for entry 2).
 TEST(RnnCellTest, SequenceLengthZeroesOutputsAndCopiesStatesThrough) {
