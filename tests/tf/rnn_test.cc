@@ -1,6 +1,6 @@
 // The recurrent cells and ops::DynamicRnn against TF 1.15's tf.nn.rnn_cell and
-// tf.nn.dynamic_rnn (interop/write_rnn.py): TF sets each model's variables to random values
-// and writes them to a checkpoint, which flowtrain restores by TF's variable names (so the
+// tf.nn.dynamic_rnn (interop/write_rnn.py, run by the ctest fixture tf_rnn): TF sets each model's variables
+// to random values and writes them to a checkpoint, which flowtrain restores by TF's variable names (so the
 // names, shapes and kernel layouts must be TF's); over inputs [3, 5, 4] with sequence_length
 // [5, 3, 0] the outputs, the final states and the gradients of a loss w.r.t. every variable
 // must match TF's within 1e-5. An LSTM + dense model trained 10 SGD steps from TF's start
@@ -26,35 +26,22 @@
 #include "flowtrain/runtime/session.h"
 #include "flowtrain/train/gradient_descent.h"
 #include "flowtrain/train/saver.h"
-#include "tests/test_util.h"
-#include "tests/tf/tf_test_util.h"
 
 namespace flowtrain {
 namespace {
 
-using testing::MakeTempDir;
-using testing::PythonRun;
-using testing::RunTfPython;
-using testing::TfScript;
 using Cells = std::shared_ptr<ops::RnnCell>;
 using io::CheckpointReader;
 
 constexpr double kTolerance = 1e-5;
 
+// Where the ctest fixture tf_rnn (interop/write_rnn.py) wrote this run's models.
 class RnnTfTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new std::string(MakeTempDir("rnn_tf"));
-    const PythonRun run = RunTfPython({TfScript("interop/write_rnn.py"), "--dir", *dir_});
-    ASSERT_EQ(run.exit_code, 0) << "write_rnn.py failed:\n" << run.output;
-  }
-  static void TearDownTestSuite() { delete dir_; }
   static std::string Path(const std::string& model, const std::string& file) {
-    return *dir_ + "/" + model + "/" + file;
+    return std::string(FLOWTRAIN_TF_RNN_DIR) + "/" + model + "/" + file;
   }
-  static std::string* dir_;
 };
-std::string* RnnTfTest::dir_ = nullptr;
 
 // The largest |a - b| over the elements (the shapes must agree).
 double MaxDiff(const Tensor& a, const Tensor& b) {
