@@ -129,6 +129,25 @@ TEST(RnnCellTest, BidirectionalWithoutLengthsReversesTheWholeSequence) {
   EXPECT_DOUBLE_EQ(r[2].flat<double>()[0], r[0].flat<double>()[0]);
 }
 
+// A length past the time dimension is the ReverseSequence kernel's InvalidArgument, as in TF.
+TEST(RnnCellTest, BidirectionalLengthPastTheInputsIsInvalidArgument) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output x = ops::Const(RandomDoubles({2, 4, 3}, 8));
+  Output lengths = ops::Placeholder(DT_INT32, PartialTensorShape({2}), "lengths");
+  ops::BidirectionalRnnOutputs bi = ops::BidirectionalDynamicRnn(
+      std::make_shared<ops::BasicRNNCell>(2), std::make_shared<ops::BasicRNNCell>(2), x,
+      {.sequence_length = lengths, .dtype = DT_DOUBLE});
+  Session s(g);
+  s.Run({}, {}, {ops::GlobalVariablesInitializer()});
+  EXPECT_EQ(s.Run({{lengths, Tensor::FromVector<int32_t>({4, 1})}}, {bi.output_bw}, {})[0].NumElements(), 16);
+  ExpectInvalidArgument(
+      [&] {
+        s.Run({{lengths, Tensor::FromVector<int32_t>({5, 1})}}, {bi.output_bw}, {});
+      },
+      "seq_lens(0) > input.dims(1) (5 vs. 4)");
+}
+
 // Entry 1 ends after 2 steps, entry 2 has none: their outputs after that are zeros and their
 // final states are the states at their last steps (zeros for entry 2).
 TEST(RnnCellTest, SequenceLengthZeroesOutputsAndCopiesStatesThrough) {
