@@ -33,6 +33,8 @@
 #include "flowtrain/ops/parsing_ops.h"
 #include "flowtrain/ops/random_ops.h"
 #include "flowtrain/ops/reader_ops.h"
+#include "flowtrain/ops/rnn.h"
+#include "flowtrain/ops/rnn_cell.h"
 #include "flowtrain/ops/state_ops.h"
 #include "flowtrain/ops/summary_ops.h"
 #include "flowtrain/ops/training_ops.h"

@@ -31,7 +31,7 @@ class TensorArray : public ResourceBase {
     PartialTensorShape element_shape = PartialTensorShape::Unknown();
     bool identical_element_shapes = false;
     bool dynamic_size = false;
-    // A gradient array: writes to one index add up, unwritten elements read as zeros.
+    // A gradient array: writes to one index add up.
     bool is_grad = false;
     bool clear_after_read = true;
   };
@@ -181,11 +181,9 @@ class TensorArray : public ResourceBase {
     Tensor value;
     if (element.written) {
       value = element.value;
-    } else if (!options_.is_grad) {
-      InvalidArgument("TensorArray ", name_, ": Could not read from TensorArray index ", index,
-                      " because it has not yet been written to.");
     } else if (!element_shape_.IsFullyDefined()) {
-      // A forward element nothing downstream used has no gradient written.
+      // An unwritten element reads as zeros of the element shape, as in TF (what
+      // dynamic_rnn's outputs past the longest sequence are); without a full shape it fails.
       InvalidArgument(
           "TensorArray ", name_, ": Could not read from TensorArray index ", index,
           ".  Furthermore, the element shape is not fully defined: ", element_shape_.DebugString(),

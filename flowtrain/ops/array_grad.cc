@@ -1,4 +1,5 @@
 // Gradients of the array ops of array_ops.cc.
+#include "flowtrain/graph/node_builder.h"
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/gradients.h"
 #include "flowtrain/ops/math_ops.h"
@@ -239,6 +240,16 @@ FT_REGISTER_GRADIENT("Unpack", [](const Operation& op, const Grads& dy) {
 });
 FT_REGISTER_GRADIENT("Select", SelectGrad);
 FT_REGISTER_GRADIENT("SelectV2", SelectV2Grad);
+// Reversing the same prefixes again puts each gradient back where its input came from.
+FT_REGISTER_GRADIENT("ReverseSequence", [](const Operation& op, const Grads& dy) {
+  Output dx = NodeBuilder("ReverseSequence", "ReverseSequence")
+                  .Input(dy[0])
+                  .Input(op.input(1))
+                  .Attr("seq_dim", op.GetAttr<int64_t>("seq_dim"))
+                  .Attr("batch_dim", op.GetAttr<int64_t>("batch_dim"))
+                  .Finalize();
+  return Grads{dx, Output()};
+});
 FT_REGISTER_GRADIENT("GatherV2", GatherV2Grad);
 FT_REGISTER_GRADIENT("UnsortedSegmentSum", UnsortedSegmentSumGrad);
 // TF's _DynamicStitchGrads: each data input gets the rows of the gradient its indices name

@@ -759,6 +759,16 @@ FT_REGISTER_OP("Select")
     .Attr("T: type")
     .SetShapeFn(SelectShape);
 
+FT_REGISTER_OP("ReverseSequence")
+    .Input("input: T")
+    .Input("seq_lengths: Tlen")
+    .Output("output: T")
+    .Attr("seq_dim: int")
+    .Attr("batch_dim: int = 0")
+    .Attr("T: type")
+    .Attr("Tlen: {int32, int64} = DT_INT64")
+    .SetShapeFn(shape_fns::UnchangedShape);
+
 FT_REGISTER_OP("SelectV2")
     .Input("condition: bool")
     .Input("t: T")

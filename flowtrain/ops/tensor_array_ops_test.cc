@@ -1,5 +1,5 @@
 // TensorArray: TF's node names, the kernels' values and rules (write once, read once unless
-// clear_after_read is off, gradient arrays aggregate and read unwritten elements as zeros),
+// clear_after_read is off, gradient arrays aggregate, unwritten elements read as zeros),
 // errors naming the array, per-run lifetime, and gradients against finite differences.
 #include "flowtrain/ops/tensor_array_ops.h"
 
@@ -155,7 +155,9 @@ TEST_F(TensorArrayTest, RunTimeErrorsNameTheArray) {
   ops::TensorArray once = ta.Write(0, ops::Const({1.0f, 2.0f}));
   Output twice = once.Write(0, ops::Const({1.0f, 2.0f})).flow();
   Output out_of_range = ta.Write(i, v).flow();
-  Output unwritten = ta.Read(1);
+  // An unwritten element reads as zeros when the element shape is known, else fails (TF's rule).
+  Output zeros = ta.Read(1);
+  Output unwritten = ops::TensorArray(DT_FLOAT, {.size = 2, .infer_shape = false}).Read(1);
   Output read_twice = ops::Add(once.Read(0), ops::Identity(once.Read(0, "second")));
   Output bad_shape = ta.Write(1, v).flow();
   Operation close = once.Close();
@@ -173,7 +175,10 @@ TEST_F(TensorArrayTest, RunTimeErrorsNameTheArray) {
         sess.Run({{v, pair}, {i, Tensor::Scalar<int32_t>(-1)}}, {out_of_range}, {});
       },
       "Writing to negative indices (index -1) is not allowed.");
-  ExpectInvalidArgument([&] { sess.Run({}, {unwritten}, {}); }, "because it has not yet been written to.");
+  EXPECT_EQ(Values<float>(sess.Run({}, {zeros}, {})[0]), (std::vector<float>{0, 0}));
+  ExpectInvalidArgument(
+      [&] { sess.Run({}, {unwritten}, {}); },
+      "Could not read from TensorArray index 1.  Furthermore, the element shape is not fully defined");
   ExpectInvalidArgument([&] { sess.Run({}, {read_twice}, {}); },
                         "twice because it was cleared after a previous read");
   ExpectInvalidArgument(
