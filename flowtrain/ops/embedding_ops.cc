@@ -2,9 +2,9 @@
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
+#include "flowtrain/graph/node_builder.h"
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/math_ops.h"
-#include "flowtrain/ops/resource_variable_ops.h"
 
 namespace flowtrain::ops {
 namespace {
@@ -44,11 +44,14 @@ EmbeddingParam::EmbeddingParam(const Output& tensor) : tensor_(tensor) {
   if (!tensor) InvalidArgument("embedding_lookup: an empty Output as params");
 }
 
-Output EmbeddingParam::Gather(const Output& ids, std::string_view name) const {
-  if (variable_ && variable_->is_resource()) {
-    return ResourceGather(variable_->ref(), ids, variable_->dtype(), name);
-  }
-  return GatherV2(variable_ ? variable_->value() : tensor_, ids, Const(int32_t{0}, "axis"), name);
+Output EmbeddingParam::Gather(const Output& ids, std::string_view name, bool exact_name) const {
+  const bool resource = variable_ && variable_->is_resource();
+  NodeBuilder b(resource ? "ResourceGather" : "GatherV2", name);
+  if (exact_name) b.ExactName();
+  if (resource)
+    return b.Input(variable_->ref()).Input(ids).Attr("dtype", variable_->dtype()).Finalize().output(0);
+  Output axis = Const(int32_t{0}, "axis");
+  return b.Input(variable_ ? variable_->value() : tensor_).Input(ids).Input(axis).Finalize().output(0);
 }
 
 const PartialTensorShape& EmbeddingParam::shape() const {
@@ -87,8 +90,7 @@ Output EmbeddingLookup(const std::vector<EmbeddingParam>& params, const Output& 
     {
       auto colocate = graph.ColocateWith(params[0].op());
       // The gather is named as the scope itself: "embedding_lookup".
-      auto outer = graph.NameScope("");
-      result = Clip(params[0].Gather(ids, scope.op_name()), ids, options.max_norm);
+      result = Clip(params[0].Gather(ids, scope.op_name(), /*exact_name=*/true), ids, options.max_norm);
     }
     return Identity(result, "Identity");
   }
@@ -131,13 +133,14 @@ Output EmbeddingLookup(const std::vector<EmbeddingParam>& params, const Output& 
   std::vector<Output> partitioned;
   for (int p = 0; p < np; ++p) {
     auto colocate = graph.ColocateWith(params[p].op());
-    partitioned.push_back(params[p].Gather(gather_ids[p], "Gather"));
+    partitioned.push_back(params[p].Gather(gather_ids[p], "GatherV2", /*exact_name=*/false));
   }
-  Output stitched;
-  {
-    auto outer = graph.NameScope("");
-    stitched = ParallelDynamicStitch(pindices, partitioned, scope.op_name());
-  }
+  Output stitched = NodeBuilder("ParallelDynamicStitch", scope.op_name())
+                        .ExactName()
+                        .Input(pindices)
+                        .Input(partitioned)
+                        .Finalize()
+                        .output(0);
   // The row shape, which the partitions must have statically (TF falls back to the first
   // partition's dynamic shape; flowtrain's variables always know theirs).
   const PartialTensorShape& first = params[0].shape();

@@ -37,8 +37,9 @@ class EmbeddingParam {
   EmbeddingParam(const Variable& variable);  // NOLINT(google-explicit-constructor)
   EmbeddingParam(const Output& tensor);      // NOLINT(google-explicit-constructor)
 
-  // The rows `ids` of this table, by an op named `name`.
-  Output Gather(const Output& ids, std::string_view name) const;
+  // The rows `ids` of this table, by an op named `name` (exactly `name`, a full name, when
+  // `exact_name`; else made unique in the current scope).
+  Output Gather(const Output& ids, std::string_view name, bool exact_name) const;
   const PartialTensorShape& shape() const;
   DataType dtype() const;
   Operation op() const;  // what the gather is colocated with

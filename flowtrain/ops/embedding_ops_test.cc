@@ -63,11 +63,17 @@ TEST_F(EmbeddingOpsTest, GatherGradientIsIndexedSlices) {
 TEST_F(EmbeddingOpsTest, SparseGradientsAddUpByConcatenationAndMatchFiniteDifferences) {
   Output params = ops::Placeholder(DT_DOUBLE, PartialTensorShape({5, 2}), "params");
   Output a = ops::Gather(params, ops::Const<int32_t>({1, 3}));
-  Output b = ops::Gather(ops::Cast(ops::Cast(params, DT_FLOAT), DT_DOUBLE), ops::Const<int64_t>({3}));
+  Output b = ops::Gather(ops::Identity(params), ops::Const<int64_t>({3}));
   Output y = ops::ReduceSum(a * a) + ops::ReduceSum(b) * ops::Const(3.0) + ops::ReduceSum(params);
   std::vector<ops::GradientValue> g = ops::GradientsWithIndexedSlices({y}, {params});
   ASSERT_TRUE(g[0].is_sparse());  // two gathers and a dense term concatenated
   EXPECT_EQ(g[0].slices().values.op().type(), "ConcatV2");
+  // Through a Cast the gradient stays sparse, its values cast back.
+  Output through_cast = ops::Gather(ops::Cast(params, DT_FLOAT), ops::Const<int32_t>({0}));
+  std::vector<ops::GradientValue> cast_g = ops::GradientsWithIndexedSlices({through_cast}, {params});
+  ASSERT_TRUE(cast_g[0].is_sparse());
+  EXPECT_EQ(cast_g[0].slices().values.op().type(), "Cast");
+  EXPECT_EQ(cast_g[0].dtype(), DT_DOUBLE);
   EXPECT_LT(ComputeGradientError({params}, {RandomDoubles({5, 2}, 7)}, y), 1e-8);
   // ClipByGlobalNorm takes the sparse gradient: the norm is that of its values.
   auto [clipped, norm] = ops::ClipByGlobalNorm(g, 1.0f);
