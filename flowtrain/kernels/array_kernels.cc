@@ -288,6 +288,48 @@ class DynamicStitchOp : public OpKernel {
   }
 };
 FT_REGISTER_KERNEL("DynamicStitch", DynamicStitchOp);
+FT_REGISTER_KERNEL("ParallelDynamicStitch", DynamicStitchOp);
+
+class DynamicPartitionOp : public OpKernel {
+ public:
+  explicit DynamicPartitionOp(OpKernelConstruction& c)
+      : OpKernel(c), num_partitions_(c.GetAttr<int64_t>("num_partitions")) {}
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& data = ctx->input(0);
+    const Tensor& partitions = ctx->input(1);
+    bool prefix = partitions.dims() <= data.dims();
+    for (int d = 0; prefix && d < partitions.dims(); ++d) prefix = data.dim_size(d) == partitions.dim_size(d);
+    if (!prefix) {
+      InvalidArgument("DynamicPartition: data.shape must start with partitions.shape, got data.shape = ",
+                      data.shape().DebugString(), ", partitions.shape = ", partitions.shape().DebugString());
+    }
+    const int64_t n = partitions.NumElements();
+    std::vector<int64_t> counts(static_cast<size_t>(num_partitions_), 0);
+    for (int64_t i = 0; i < n; ++i) {
+      const int32_t p = partitions.flat<int32_t>()[i];
+      if (p < 0 || p >= num_partitions_) {
+        InvalidArgument("partitions[", i, "] = ", p, " is not in [0, ", num_partitions_, ")");
+      }
+      ++counts[p];
+    }
+    const int64_t slice = n == 0 ? 0 : data.NumElements() / n;
+    std::vector<Tensor*> outs;
+    for (int64_t p = 0; p < num_partitions_; ++p) {
+      DimVector dims = {counts[p]};
+      for (int d = partitions.dims(); d < data.dims(); ++d) dims.push_back(data.dim_size(d));
+      outs.push_back(ctx->allocate_output(static_cast<int>(p), TensorShape(std::move(dims))));
+    }
+    std::vector<int64_t> filled(static_cast<size_t>(num_partitions_), 0);
+    for (int64_t i = 0; i < n; ++i) {
+      const int32_t p = partitions.flat<int32_t>()[i];
+      CopyElements(data, i * slice, *outs[p], filled[p]++ * slice, slice);
+    }
+  }
+
+ private:
+  int64_t num_partitions_;
+};
+FT_REGISTER_KERNEL("DynamicPartition", DynamicPartitionOp);
 
 class RangeOp : public OpKernel {
  public:

@@ -105,6 +105,17 @@ class AssignUpdateVariableOp : public OpKernel {
 FT_REGISTER_KERNEL("AssignAddVariableOp", AssignUpdateVariableOp<true>);
 FT_REGISTER_KERNEL("AssignSubVariableOp", AssignUpdateVariableOp<false>);
 
+class ResourceScatterAddOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    std::shared_ptr<Var> var = LookupResourceVar(ctx, 0);
+    absl::MutexLock lock(&var->mu);
+    ScatterAddToVar(*var, ctx->input(1), ctx->input(2), /*add=*/true, type_string());
+  }
+};
+FT_REGISTER_KERNEL("ResourceScatterAdd", ResourceScatterAddOp);
+
 class VarIsInitializedOp : public OpKernel {
  public:
   using OpKernel::OpKernel;

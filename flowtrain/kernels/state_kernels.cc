@@ -113,6 +113,22 @@ class CountUpToOp : public OpKernel {
 FT_REGISTER_KERNEL("CountUpTo", CountUpToOp);
 FT_REGISTER_KERNEL("AssignSub", AssignUpdateOp<false>);
 
+template <bool kAdd>
+class ScatterUpdateOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    Var* var = ctx->input_ref(0);
+    {
+      absl::MutexLock lock(&var->mu);
+      ScatterAddToVar(*var, ctx->input(1), ctx->input(2), kAdd, type_string());
+    }
+    ctx->set_output_ref(0, var);
+  }
+};
+FT_REGISTER_KERNEL("ScatterAdd", ScatterUpdateOp<true>);
+FT_REGISTER_KERNEL("ScatterSub", ScatterUpdateOp<false>);
+
 class IsVariableInitializedOp : public OpKernel {
  public:
   using OpKernel::OpKernel;

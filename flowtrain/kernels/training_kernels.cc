@@ -345,6 +345,8 @@ class ApplyMomentumOp : public ApplyKernel<ApplyMomentumOp, 2, 2> {
 };
 FT_REGISTER_KERNEL("ApplyMomentum", ApplyMomentumOp);
 FT_REGISTER_KERNEL("ResourceApplyMomentum", ApplyMomentumOp);
+FT_REGISTER_KERNEL("SparseApplyMomentum", SparseApplyOp<ApplyMomentumOp>);
+FT_REGISTER_KERNEL("ResourceSparseApplyMomentum", SparseApplyOp<ApplyMomentumOp>);
 
 class ApplyAdamOp : public ApplyKernel<ApplyAdamOp, 3, 6> {
  public:
@@ -419,6 +421,8 @@ class ApplyRMSPropOp : public ApplyKernel<ApplyRMSPropOp, 3, 4> {
 };
 FT_REGISTER_KERNEL("ApplyRMSProp", ApplyRMSPropOp);
 FT_REGISTER_KERNEL("ResourceApplyRMSProp", ApplyRMSPropOp);
+FT_REGISTER_KERNEL("SparseApplyRMSProp", SparseApplyOp<ApplyRMSPropOp>);
+FT_REGISTER_KERNEL("ResourceSparseApplyRMSProp", SparseApplyOp<ApplyRMSPropOp>);
 
 class ApplyCenteredRMSPropOp : public ApplyKernel<ApplyCenteredRMSPropOp, 4, 4> {
  public:
@@ -441,6 +445,8 @@ class ApplyCenteredRMSPropOp : public ApplyKernel<ApplyCenteredRMSPropOp, 4, 4> 
 };
 FT_REGISTER_KERNEL("ApplyCenteredRMSProp", ApplyCenteredRMSPropOp);
 FT_REGISTER_KERNEL("ResourceApplyCenteredRMSProp", ApplyCenteredRMSPropOp);
+FT_REGISTER_KERNEL("SparseApplyCenteredRMSProp", SparseApplyOp<ApplyCenteredRMSPropOp>);
+FT_REGISTER_KERNEL("ResourceSparseApplyCenteredRMSProp", SparseApplyOp<ApplyCenteredRMSPropOp>);
 
 class ApplyAdadeltaOp : public ApplyKernel<ApplyAdadeltaOp, 3, 3> {
  public:

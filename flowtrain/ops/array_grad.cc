@@ -31,6 +31,10 @@ Grads FillGrad(const Operation&, const Grads& dy) { return {Output(), ops::Reduc
 }  // namespace
 
 FT_REGISTER_GRADIENT("Identity", Passthrough);
+// Identity passes a sparse gradient on as it is (the read of a reference variable is one).
+FT_REGISTER_SPARSE_GRADIENT("Identity", [](const Operation&, const std::vector<ops::GradientValue>& dy) {
+  return std::vector<ops::GradientValue>{dy[0]};
+});
 FT_REGISTER_GRADIENT("PlaceholderWithDefault", Passthrough);
 FT_REGISTER_GRADIENT("Reshape", ReshapeGrad);
 FT_REGISTER_GRADIENT("Squeeze", SqueezeGrad);
@@ -157,23 +161,21 @@ Grads SelectV2Grad(const Operation& op, const Grads& dy) {
           SumToShapeOf(ops::SelectV2(op.input(0), zeros, dy[0]), op.input(2), out)};
 }
 
-// GatherV2: a dense gradient — the rows of dy summed into the gathered positions.
-Grads GatherV2Grad(const Operation& op, const Grads& dy) {
+// GatherV2: sparse along axis 0 (ops::GatherRowsGradient); along another axis, dense: the rows of dy
+// summed into the gathered positions.
+std::vector<ops::GradientValue> GatherV2Grad(const Operation& op,
+                                             const std::vector<ops::GradientValue>& grads) {
   const Output params = op.input(0);
   const Output indices = op.input(1);
+  const Output dy = ops::ToDense(grads[0]);
   const Tensor* axis_tensor = op.input(2).node()->constant_value();
   if (axis_tensor == nullptr) Unimplemented("Gradient of GatherV2 '", op.name(), "' needs a constant axis");
   int64_t axis =
       axis_tensor->dtype() == DT_INT32 ? axis_tensor->scalar<int32_t>() : axis_tensor->scalar<int64_t>();
   Output params_shape = ops::Shape(params);
+  if (axis == 0) return {ops::GatherRowsGradient(params_shape, indices, dy), Output(), Output()};
   Output flat_indices = ops::Reshape(indices, {-1});
   Output minus_one = ops::Const(Tensor::FromVector<int32_t>({-1}));
-  if (axis == 0) {
-    Output inner = ops::StridedSlice(params_shape, {1}, {0}, {1}, {.end_mask = 1});
-    Output values = ops::Reshape(dy[0], ops::ConcatV2({minus_one, inner}, ops::Const(int32_t{0})));
-    Output rows = ops::StridedSlice(params_shape, {0}, {1}, {1}, {.shrink_axis_mask = 1});
-    return {ops::UnsortedSegmentSum(values, flat_indices, rows), Output(), Output()};
-  }
   const int rp = params.shape().dims();
   const int ri = indices.shape().dims();
   if (params.shape().unknown_rank() || indices.shape().unknown_rank()) {
@@ -186,7 +188,7 @@ Grads GatherV2Grad(const Operation& op, const Grads& dy) {
   for (int d = 0; d < ri; ++d) perm.push_back(axis + d);
   for (int d = 0; d < axis; ++d) perm.push_back(d);
   for (int d = static_cast<int>(axis) + ri; d < rp - 1 + ri; ++d) perm.push_back(d);
-  Output moved = ops::Transpose(dy[0], perm);
+  Output moved = ops::Transpose(dy, perm);
   Output outer = ops::StridedSlice(params_shape, {0}, {axis}, {1});
   Output inner = ops::StridedSlice(params_shape, {axis + 1}, {0}, {1}, {.end_mask = 1});
   Output values = ops::Reshape(moved, ops::ConcatV2({minus_one, outer, inner}, ops::Const(int32_t{0})));
@@ -250,18 +252,21 @@ FT_REGISTER_GRADIENT("ReverseSequence", [](const Operation& op, const Grads& dy)
                   .Finalize();
   return Grads{dx, Output()};
 });
-FT_REGISTER_GRADIENT("GatherV2", GatherV2Grad);
+FT_REGISTER_SPARSE_GRADIENT("GatherV2", GatherV2Grad);
 FT_REGISTER_GRADIENT("UnsortedSegmentSum", UnsortedSegmentSumGrad);
 // TF's _DynamicStitchGrads: each data input gets the rows of the gradient its indices name
 // (a row later inputs overwrote gets the gradient too, as in TF); indices get none.
-FT_REGISTER_GRADIENT("DynamicStitch", [](const Operation& op, const Grads& dy) {
+Grads DynamicStitchGrad(const Operation& op, const Grads& dy) {
   const int n = op.num_inputs() / 2;
   Grads grads(static_cast<size_t>(2 * n));
   for (int i = 0; i < n; ++i) {
     grads[n + i] = ops::GatherV2(dy[0], op.input(i), ops::Const(int32_t{0}));
   }
   return grads;
-});
+}
+FT_REGISTER_GRADIENT("DynamicStitch", DynamicStitchGrad);
+FT_REGISTER_GRADIENT("ParallelDynamicStitch", DynamicStitchGrad);
+FT_REGISTER_NO_GRADIENT("DynamicPartition");
 FT_REGISTER_NO_GRADIENT("StopGradient");
 FT_REGISTER_NO_GRADIENT("Size");
 FT_REGISTER_NO_GRADIENT("Rank");

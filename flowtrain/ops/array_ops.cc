@@ -425,6 +425,34 @@ FT_REGISTER_OP("DynamicStitch")
     .Attr("N: int >= 1")
     .Attr("T: type")
     .SetShapeFn(DynamicStitchShape);
+// The same, TF's variant that may run in parallel (embedding_lookup stitches with it).
+FT_REGISTER_OP("ParallelDynamicStitch")
+    .Input("indices: N * int32")
+    .Input("data: N * T")
+    .Output("merged: T")
+    .Attr("N: int >= 1")
+    .Attr("T: type")
+    .SetShapeFn(DynamicStitchShape);
+
+// outputs[p] = the slices data[i, ...] whose partitions[i] is p, in order (TF's
+// DynamicPartition); partitions' shape is a prefix of data's.
+FT_REGISTER_OP("DynamicPartition")
+    .Input("data: T")
+    .Input("partitions: int32")
+    .Output("outputs: num_partitions * T")
+    .Attr("num_partitions: int >= 1")
+    .Attr("T: type")
+    .SetShapeFn([](InferenceContext& c) {
+      const PartialTensorShape& data = c.input(0);
+      const PartialTensorShape& partitions = c.input(1);
+      PartialTensorShape out = PartialTensorShape::Unknown();
+      if (!data.unknown_rank() && !partitions.unknown_rank()) {
+        std::vector<int64_t> dims = {-1};
+        for (int d = partitions.dims(); d < data.dims(); ++d) dims.push_back(data.dim_size(d));
+        out = PartialTensorShape(std::span<const int64_t>(dims));
+      }
+      for (int i = 0; i < c.num_outputs(); ++i) c.set_output(i, out);
+    });
 
 // TF's Range: [start, start + delta, ...) up to (not including) limit.
 FT_REGISTER_OP("Range")
@@ -493,6 +521,28 @@ Output DynamicStitch(const std::vector<Output>& indices, const std::vector<Outpu
                     indices.size(), " and ", data.size());
   }
   return NodeBuilder("DynamicStitch", name).Input(indices).Input(data).Finalize();
+}
+Output ParallelDynamicStitch(const std::vector<Output>& indices, const std::vector<Output>& data,
+                             std::string_view name) {
+  if (indices.size() != data.size() || indices.empty()) {
+    InvalidArgument("ParallelDynamicStitch '", name,
+                    "' needs as many data as indices tensors (at least one), got ", indices.size(), " and ",
+                    data.size());
+  }
+  return NodeBuilder("ParallelDynamicStitch", name).Input(indices).Input(data).Finalize();
+}
+std::vector<Output> DynamicPartition(Output data, Output partitions, int num_partitions,
+                                     std::string_view name) {
+  if (num_partitions < 1)
+    InvalidArgument("DynamicPartition '", name, "': num_partitions must be >= 1, got ", num_partitions);
+  Operation op = NodeBuilder("DynamicPartition", name)
+                     .Input(data)
+                     .Input(partitions)
+                     .Attr("num_partitions", int64_t{num_partitions})
+                     .Finalize();
+  std::vector<Output> outputs;
+  for (int i = 0; i < num_partitions; ++i) outputs.push_back(op.output(i));
+  return outputs;
 }
 Output Range(Output start, Output limit, Output delta, std::string_view name) {
   return NodeBuilder("Range", name).Input(start).Input(limit).Input(delta).Finalize();

@@ -65,6 +65,13 @@ std::pair<Output, Output> Unique(Output x, DataType out_idx = DT_INT32, std::str
 // merged[indices[m][i], ...] = data[m][i, ...], TF's DynamicStitch.
 Output DynamicStitch(const std::vector<Output>& indices, const std::vector<Output>& data,
                      std::string_view name = "DynamicStitch");
+// The same as TF's ParallelDynamicStitch (what tf.nn.embedding_lookup stitches with).
+Output ParallelDynamicStitch(const std::vector<Output>& indices, const std::vector<Output>& data,
+                             std::string_view name = "ParallelDynamicStitch");
+// TF's DynamicPartition: output p holds the slices data[i, ...] with partitions[i] == p, in
+// order. A partition outside [0, num_partitions) fails the run with InvalidArgument.
+std::vector<Output> DynamicPartition(Output data, Output partitions, int num_partitions,
+                                     std::string_view name = "DynamicPartition");
 // [start, start + delta, ...) below `limit` (above it for a negative delta); TF's Range.
 Output Range(Output start, Output limit, Output delta, std::string_view name = "Range");
 // The shape of each input, as one op (TF's ShapeN).

@@ -74,4 +74,40 @@ std::pair<std::vector<Output>, Output> ClipByGlobalNorm(const std::vector<Output
   return ClipByGlobalNorm(tensors, Const(clip_norm, "clip_norm"), name);
 }
 
+namespace {
+
+// `grads` as the tensors clip_by_global_norm works on: the values of the sparse ones.
+std::vector<Output> ValuesOf(const std::vector<GradientValue>& grads) {
+  std::vector<Output> values;
+  for (const GradientValue& g : grads) values.push_back(g.is_sparse() ? g.slices().values : g.dense());
+  return values;
+}
+
+std::vector<GradientValue> WithValues(const std::vector<GradientValue>& grads,
+                                      const std::vector<Output>& values) {
+  std::vector<GradientValue> out;
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (grads[i].is_sparse()) {
+      out.emplace_back(IndexedSlices{values[i], grads[i].slices().indices, grads[i].slices().dense_shape});
+    } else {
+      out.emplace_back(values[i]);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::pair<std::vector<GradientValue>, Output> ClipByGlobalNorm(const std::vector<GradientValue>& grads,
+                                                               Output clip_norm, std::string_view name) {
+  auto [clipped, norm] = ClipByGlobalNorm(ValuesOf(grads), std::move(clip_norm), name);
+  return {WithValues(grads, clipped), norm};
+}
+
+std::pair<std::vector<GradientValue>, Output> ClipByGlobalNorm(const std::vector<GradientValue>& grads,
+                                                               float clip_norm, std::string_view name) {
+  auto [clipped, norm] = ClipByGlobalNorm(ValuesOf(grads), clip_norm, name);
+  return {WithValues(grads, clipped), norm};
+}
+
 }  // namespace flowtrain::ops

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "flowtrain/graph/graph.h"
+#include "flowtrain/ops/indexed_slices.h"
 
 namespace flowtrain::ops {
 
@@ -25,6 +26,18 @@ std::pair<std::vector<Output>, Output> ClipByGlobalNorm(const std::vector<Output
                                                         std::string_view name = "clip_by_global_norm");
 std::pair<std::vector<Output>, Output> ClipByGlobalNorm(const std::vector<Output>& tensors, float clip_norm,
                                                         std::string_view name = "clip_by_global_norm");
+// The same over gradients as ComputeGradients gives them: a sparse one counts with its values
+// (repeated indices are not summed first, as in TF) and comes back as IndexedSlices of the
+// scaled values.
+//
+//   std::vector<ops::GradientValue> grads;                // the .first of each GradAndVar
+//   auto [clipped, norm] = ops::ClipByGlobalNorm(grads, 5.0f);
+std::pair<std::vector<GradientValue>, Output> ClipByGlobalNorm(const std::vector<GradientValue>& grads,
+                                                               Output clip_norm,
+                                                               std::string_view name = "clip_by_global_norm");
+std::pair<std::vector<GradientValue>, Output> ClipByGlobalNorm(const std::vector<GradientValue>& grads,
+                                                               float clip_norm,
+                                                               std::string_view name = "clip_by_global_norm");
 
 }  // namespace flowtrain::ops
 

@@ -24,14 +24,35 @@ GradientRegistry* GradientRegistry::Global() {
 
 void GradientRegistry::Register(std::string op_type, GradientFunction fn) {
   absl::MutexLock lock(&mu_);
-  if (!entries_.emplace(op_type, Entry{true, std::move(fn)}).second) {
+  Entry& entry = entries_[op_type];
+  if (entry.dense_registered || !entry.differentiable) {
     AlreadyExists("A gradient for op type '", op_type, "' is registered twice");
+  }
+  entry.dense_registered = true;
+  entry.fn = std::move(fn);
+}
+
+void GradientRegistry::RegisterSparse(std::string op_type, SparseGradientFunction fn) {
+  absl::MutexLock lock(&mu_);
+  Entry& entry = entries_[op_type];
+  if (entry.sparse_fn || !entry.differentiable) {
+    AlreadyExists("A sparse gradient for op type '", op_type, "' is registered twice");
+  }
+  entry.sparse_fn = std::move(fn);
+  if (!entry.dense_registered) {
+    entry.fn = [sparse = entry.sparse_fn](const Operation& op, const std::vector<Output>& dy) {
+      std::vector<ops::GradientValue> in_grads =
+          sparse(op, std::vector<ops::GradientValue>(dy.begin(), dy.end()));
+      std::vector<Output> dense;
+      for (const ops::GradientValue& g : in_grads) dense.push_back(ops::ToDense(g));
+      return dense;
+    };
   }
 }
 
 void GradientRegistry::RegisterNoGradient(std::string op_type) {
   absl::MutexLock lock(&mu_);
-  if (!entries_.emplace(op_type, Entry{false, nullptr}).second) {
+  if (!entries_.emplace(op_type, Entry{.differentiable = false}).second) {
     AlreadyExists("A gradient for op type '", op_type, "' is registered twice");
   }
 }
@@ -45,22 +66,53 @@ const GradientFunction* GradientRegistry::Lookup(const Operation& op) const {
   return it->second.differentiable ? &it->second.fn : nullptr;
 }
 
+const SparseGradientFunction* GradientRegistry::LookupSparse(const Operation& op) const {
+  absl::MutexLock lock(&mu_);
+  auto it = entries_.find(op.type());
+  if (it == entries_.end() || !it->second.sparse_fn) return nullptr;
+  return &it->second.sparse_fn;
+}
+
 namespace ops {
 namespace {
 
 bool IsDifferentiable(DataType dtype) { return IsFloatingType(BaseType(dtype)); }
 
-Output Aggregate(std::vector<Output>& grads) {
-  if (grads.empty()) return Output();
-  if (grads.size() == 1) return grads[0];
-  return ops::AddN(grads);
+// `grads` through ops::Tuple when more than one is set (dense ones and the values and indices
+// of sparse ones), so that none is used before all are computed.
+std::vector<GradientValue> GateGradients(const std::vector<GradientValue>& grads) {
+  std::vector<Output> parts;
+  for (const GradientValue& g : grads) {
+    if (!g) continue;
+    if (g.is_sparse()) {
+      parts.push_back(g.slices().values);
+      parts.push_back(g.slices().indices);
+    } else {
+      parts.push_back(g.dense());
+    }
+  }
+  if (parts.size() < 2) return grads;
+  std::vector<Output> gated = ops::Tuple(parts);
+  std::vector<GradientValue> out;
+  size_t k = 0;
+  for (const GradientValue& g : grads) {
+    if (!g) {
+      out.emplace_back();
+    } else if (g.is_sparse()) {
+      out.emplace_back(IndexedSlices{gated[k], gated[k + 1], g.slices().dense_shape});
+      k += 2;
+    } else {
+      out.emplace_back(gated[k++]);
+    }
+  }
+  return out;
 }
 
-}  // namespace
-
-std::vector<Output> Gradients(const std::vector<Output>& ys, const std::vector<Output>& xs,
-                              const std::vector<Output>& grad_ys, std::string_view name,
-                              bool gate_gradients) {
+// The gradients of ys with respect to xs; with `to_dense`, sparse results are made dense in
+// the gradients' name scope.
+std::vector<GradientValue> ComputeGradients(const std::vector<Output>& ys, const std::vector<Output>& xs,
+                                            const std::vector<Output>& grad_ys, std::string_view name,
+                                            bool gate_gradients, bool to_dense) {
   if (ys.empty()) InvalidArgument("Gradients needs at least one y");
   if (!grad_ys.empty() && grad_ys.size() != ys.size()) {
     InvalidArgument("Passed ", grad_ys.size(), " grad_ys for ", ys.size(), " ys");
@@ -116,7 +168,7 @@ std::vector<Output> Gradients(const std::vector<Output>& ys, const std::vector<O
       return std::hash<const void*>()(e.node) * 31 + static_cast<size_t>(e.index);
     }
   };
-  std::unordered_map<Endpoint, std::vector<Output>, EndpointHash> grads;
+  std::unordered_map<Endpoint, std::vector<GradientValue>, EndpointHash> grads;
   for (size_t i = 0; i < ys.size(); ++i) {
     const Output& y = ys[i];
     Output g;
@@ -203,23 +255,25 @@ std::vector<Output> Gradients(const std::vector<Output>& ys, const std::vector<O
   while (!ready.empty()) {
     const Node* node = pop_ready();
     Operation op(const_cast<Node*>(node));
-    std::vector<Output> out_grads(node->num_outputs());
+    std::vector<GradientValue> out_values(node->num_outputs());
     bool any = false;
+    control_flow_internal::GradLoopState* in_state = loop_state.GetGradState(op, /*before=*/true);
     {
       // Gradients of an op in a loop add up inside the gradient loop (an Exit's outside it).
-      control_flow_internal::GradLoopState* state = loop_state.GetGradState(op, /*before=*/true);
       std::optional<control_flow_internal::ContextScope> in_loop;
-      if (state != nullptr) in_loop.emplace(graph, state->grad_context());
+      if (in_state != nullptr) in_loop.emplace(graph, in_state->grad_context());
       for (int i = 0; i < node->num_outputs(); ++i) {
         auto it = grads.find(Endpoint{const_cast<Node*>(node), i});
         // A resource handle's gradient is its variable's (ReadVariableOp's gradient): it
         // passes through the Enters and Switches that bring the handle into loops and conds.
         if (it != grads.end() &&
             (IsDifferentiable(node->output_type(i)) || BaseType(node->output_type(i)) == DT_RESOURCE)) {
-          out_grads[i] = Aggregate(it->second);
+          out_values[i] = AggregateGradients(it->second);
+          // Inside loops gradients stay dense (TF's loops handle IndexedSlices specially).
+          if (in_state != nullptr && out_values[i].is_sparse()) out_values[i] = ToDense(out_values[i]);
           // A loop Switch is visited twice: the second visit reuses the sum.
-          if (out_grads[i]) it->second = {out_grads[i]};
-          any = any || static_cast<bool>(out_grads[i]);
+          if (out_values[i]) it->second = {out_values[i]};
+          any = any || static_cast<bool>(out_values[i]);
         }
       }
     }
@@ -227,33 +281,46 @@ std::vector<Output> Gradients(const std::vector<Output>& ys, const std::vector<O
     for (const Endpoint& in : node->inputs()) inputs_between = inputs_between || between.count(in.node);
     if (any && inputs_between) {
       const GradientFunction* fn = GradientRegistry::Global()->Lookup(op);
+      const SparseGradientFunction* sparse_fn = GradientRegistry::Global()->LookupSparse(op);
       if (fn != nullptr) {
         control_flow_internal::GradLoopState* state = loop_state.GetGradState(op, /*before=*/false);
+        if (state != nullptr || in_state != nullptr) sparse_fn = nullptr;
         std::optional<control_flow_internal::ContextScope> in_loop;
-        if (state != nullptr) {
-          in_loop.emplace(graph, state->grad_context());
-          for (int i = 0; i < node->num_outputs(); ++i) {
-            if (!out_grads[i] && IsDifferentiable(node->output_type(i)) &&
-                (op.type() == "Switch" || op.type() == "RefSwitch"))
-              out_grads[i] = loop_state.ZerosLike(op, i);
+        // Every gradient function but the sparse-aware ones sees dense gradients (TF's ops
+        // convert IndexedSlices they are given).
+        std::vector<Output> out_grads;
+        if (sparse_fn == nullptr) {
+          for (const GradientValue& g : out_values) out_grads.push_back(ToDense(g));
+          if (state != nullptr) {
+            in_loop.emplace(graph, state->grad_context());
+            for (int i = 0; i < node->num_outputs(); ++i) {
+              if (!out_grads[i] && IsDifferentiable(node->output_type(i)) &&
+                  (op.type() == "Switch" || op.type() == "RefSwitch"))
+                out_grads[i] = loop_state.ZerosLike(op, i);
+            }
+          } else {
+            control_flow_internal::FillMissingCondSwitchGradients(op, out_grads);
           }
-        } else {
-          control_flow_internal::FillMissingCondSwitchGradients(op, out_grads);
         }
-        std::vector<Output> in_grads;
+        std::vector<GradientValue> in_grads;
         {
           auto op_scope = graph.NameScope(StrCat(node->name(), "_grad"));
-          in_grads = (*fn)(op, out_grads);
+          if (sparse_fn != nullptr) {
+            in_grads = (*sparse_fn)(op, out_values);
+          } else {
+            std::vector<Output> dense = (*fn)(op, out_grads);
+            in_grads.assign(dense.begin(), dense.end());
+          }
           if (gate_gradients && in_grads.size() == static_cast<size_t>(node->num_inputs())) {
             // Unlike TF, only the gradients that are used are gated, so that the gate does not
             // make a run compute one nobody needs (a first layer's gradient of its input).
-            std::vector<Output> used(in_grads.size());
+            std::vector<GradientValue> used(in_grads.size());
             for (size_t i = 0; i < in_grads.size(); ++i) {
               if (between.count(node->input(static_cast<int>(i)).node)) used[i] = in_grads[i];
             }
             if (std::count_if(used.begin(), used.end(),
-                              [](const Output& g) { return static_cast<bool>(g); }) > 1) {
-              in_grads = ops::Tuple(used);
+                              [](const GradientValue& g) { return static_cast<bool>(g); }) > 1) {
+              in_grads = GateGradients(used);
             }
           }
         }
@@ -283,12 +350,32 @@ std::vector<Output> Gradients(const std::vector<Output>& ys, const std::vector<O
   }
   loop_state.PostProcessing();
 
-  std::vector<Output> result;
+  std::vector<GradientValue> result;
   for (const Output& x : xs) {
     auto it = grads.find(Endpoint{x.node(), x.index()});
-    result.push_back(it == grads.end() ? Output() : Aggregate(it->second));
+    result.push_back(it == grads.end() ? GradientValue() : AggregateGradients(it->second));
+    if (to_dense && result.back().is_sparse()) result.back() = ToDense(result.back());
   }
   return result;
+}
+
+}  // namespace
+
+std::vector<Output> Gradients(const std::vector<Output>& ys, const std::vector<Output>& xs,
+                              const std::vector<Output>& grad_ys, std::string_view name,
+                              bool gate_gradients) {
+  std::vector<Output> result;
+  for (const GradientValue& g : ComputeGradients(ys, xs, grad_ys, name, gate_gradients, /*to_dense=*/true)) {
+    result.push_back(g.dense());
+  }
+  return result;
+}
+
+std::vector<GradientValue> GradientsWithIndexedSlices(const std::vector<Output>& ys,
+                                                      const std::vector<Output>& xs,
+                                                      const std::vector<Output>& grad_ys,
+                                                      std::string_view name, bool gate_gradients) {
+  return ComputeGradients(ys, xs, grad_ys, name, gate_gradients, /*to_dense=*/false);
 }
 
 std::pair<Output, Output> ReduceBroadcastGradients(const Output& x, const Output& y, const Output& grad_x,

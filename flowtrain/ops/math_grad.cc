@@ -112,6 +112,19 @@ FT_REGISTER_GRADIENT("AddN", AddNGrad);
 FT_REGISTER_GRADIENT("Sum", SumGrad);
 FT_REGISTER_GRADIENT("Mean", MeanGrad);
 FT_REGISTER_GRADIENT("Cast", CastGrad);
+// A sparse gradient stays sparse through Cast: its values are cast back (TF's _CastGrad).
+FT_REGISTER_SPARSE_GRADIENT("Cast", [](const Operation& op, const std::vector<ops::GradientValue>& dy) {
+  if (!dy[0].is_sparse()) {
+    const Grads dense = CastGrad(op, {dy[0].dense()});
+    return std::vector<ops::GradientValue>(dense.begin(), dense.end());
+  }
+  const DataType src = op.input(0).dtype();
+  if (!IsFloatingType(src) || !IsFloatingType(op.output(0).dtype()))
+    return std::vector<ops::GradientValue>(1);
+  const ops::IndexedSlices& s = dy[0].slices();
+  return std::vector<ops::GradientValue>{
+      ops::IndexedSlices{ops::Cast(s.values, src), s.indices, s.dense_shape}};
+});
 FT_REGISTER_GRADIENT("Neg", [](const Operation&, const Grads& dy) { return Grads{ops::Neg(dy[0])}; });
 FT_REGISTER_GRADIENT("RealDiv", [](const Operation& op, const Grads& dy) {
   const Output x = op.input(0);

@@ -79,6 +79,14 @@ FT_REGISTER_OP("AssignSubVariableOp")
     .SetIsStateful()
     .SetShapeFn(AssignShape);
 
+FT_REGISTER_OP("ResourceScatterAdd")
+    .Input("resource: resource")
+    .Input("indices: Tindices")
+    .Input("updates: dtype")
+    .Attr("dtype: {bfloat16, half, float, double, uint8, int8, int16, int32, int64}")
+    .Attr("Tindices: {int32, int64}")
+    .SetIsStateful();
+
 FT_REGISTER_OP("VarIsInitializedOp")
     .Input("resource: resource")
     .Output("is_initialized: bool")
@@ -135,23 +143,23 @@ FT_REGISTER_GRADIENT("ReadVariableOp",
                      [](const Operation&, const std::vector<Output>& dy) -> std::vector<Output> {
                        return {dy[0]};
                      });
+FT_REGISTER_SPARSE_GRADIENT("ReadVariableOp",
+                            [](const Operation&, const std::vector<ops::GradientValue>& dy) {
+                              return std::vector<ops::GradientValue>{dy[0]};
+                            });
 
-// ResourceGather: a dense gradient (as flowtrain's GatherV2 gives): the rows of dy summed
-// into the gathered rows of a zero tensor of the variable's shape.
-FT_REGISTER_GRADIENT(
-    "ResourceGather", [](const Operation& op, const std::vector<Output>& dy) -> std::vector<Output> {
-      Output shape = ops::VariableShape(op.input(0));
-      Output minus_one = ops::Const(Tensor::FromVector<int32_t>({-1}));
-      Output inner = ops::StridedSlice(shape, {1}, {0}, {1}, {.end_mask = 1});
-      Output values = ops::Reshape(dy[0], ops::ConcatV2({minus_one, inner}, ops::Const(int32_t{0})));
-      Output rows = ops::StridedSlice(shape, {0}, {1}, {1}, {.shrink_axis_mask = 1});
-      return {ops::UnsortedSegmentSum(values, ops::Reshape(op.input(1), {-1}), rows), Output()};
-    });
+// ResourceGather: IndexedSlices of the variable's shape naming the rows read.
+FT_REGISTER_SPARSE_GRADIENT("ResourceGather", [](const Operation& op,
+                                                 const std::vector<ops::GradientValue>& dy) {
+  return std::vector<ops::GradientValue>{
+      ops::GatherRowsGradient(ops::VariableShape(op.input(0)), op.input(1), ops::ToDense(dy[0])), Output()};
+});
 
 FT_REGISTER_NO_GRADIENT("VarHandleOp");
 FT_REGISTER_NO_GRADIENT("AssignVariableOp");
 FT_REGISTER_NO_GRADIENT("AssignAddVariableOp");
 FT_REGISTER_NO_GRADIENT("AssignSubVariableOp");
+FT_REGISTER_NO_GRADIENT("ResourceScatterAdd");
 FT_REGISTER_NO_GRADIENT("VarIsInitializedOp");
 FT_REGISTER_NO_GRADIENT("DestroyResourceOp");
 FT_REGISTER_NO_GRADIENT("VariableShape");
@@ -187,6 +195,11 @@ Operation AssignAddVariableOp(Output handle, Output value, std::string_view name
 Operation AssignSubVariableOp(Output handle, Output value, std::string_view name) {
   RequireHandle(handle, "AssignSubVariableOp");
   return NodeBuilder("AssignSubVariableOp", name).Input(handle).Input(value).Finalize();
+}
+
+Operation ResourceScatterAdd(Output handle, Output indices, Output updates, std::string_view name) {
+  RequireHandle(handle, "ResourceScatterAdd");
+  return NodeBuilder("ResourceScatterAdd", name).Input(handle).Input(indices).Input(updates).Finalize();
 }
 
 Output VarIsInitializedOp(Output handle, std::string_view name) {

@@ -41,6 +41,10 @@ Output VariableShape(Output handle, DataType out_type = DT_INT32, std::string_vi
 // Rows `indices` of the variable (tf.gather on a resource variable, axis 0).
 Output ResourceGather(Output handle, Output indices, DataType dtype,
                       std::string_view name = "ResourceGather");
+// Adds the rows of `updates` to the rows `indices` of the variable (a row named twice gets
+// both), as ScatterAdd (state_ops.h) does on reference variables.
+Operation ResourceScatterAdd(Output handle, Output indices, Output updates,
+                             std::string_view name = "ResourceScatterAdd");
 
 }  // namespace ops
 }  // namespace flowtrain

@@ -62,6 +62,20 @@ FT_REGISTER_OP("Assign")
       .SetShapeFn(AssignUpdateShape)
 FT_ASSIGN_UPDATE_OP("AssignAdd");
 FT_ASSIGN_UPDATE_OP("AssignSub");
+
+// ScatterAdd and ScatterSub: the rows `indices` of `ref` plus (minus) the rows of `updates`.
+#define FT_SCATTER_UPDATE_OP(Name)                                                  \
+  FT_REGISTER_OP(Name)                                                              \
+      .Input("ref: Ref(T)")                                                         \
+      .Input("indices: Tindices")                                                   \
+      .Input("updates: T")                                                          \
+      .Output("output_ref: Ref(T)")                                                 \
+      .Attr("T: {bfloat16, half, float, double, uint8, int8, int16, int32, int64}") \
+      .Attr("Tindices: {int32, int64}")                                             \
+      .Attr("use_locking: bool = false")                                            \
+      .SetShapeFn([](InferenceContext& c) { c.set_output(0, c.input(0)); })
+FT_SCATTER_UPDATE_OP("ScatterAdd");
+FT_SCATTER_UPDATE_OP("ScatterSub");
 #undef FT_ASSIGN_UPDATE_OP
 
 FT_REGISTER_OP("IsVariableInitialized")
@@ -106,6 +120,26 @@ Output CountUpTo(Output ref, int64_t limit, std::string_view name) {
 Output AssignSub(Output ref, Output value, bool use_locking, std::string_view name) {
   RequireRef(ref, "AssignSub");
   return NodeBuilder("AssignSub", name).Input(ref).Input(value).Attr("use_locking", use_locking).Finalize();
+}
+
+Output ScatterAdd(Output ref, Output indices, Output updates, bool use_locking, std::string_view name) {
+  RequireRef(ref, "ScatterAdd");
+  return NodeBuilder("ScatterAdd", name)
+      .Input(ref)
+      .Input(indices)
+      .Input(updates)
+      .Attr("use_locking", use_locking)
+      .Finalize();
+}
+
+Output ScatterSub(Output ref, Output indices, Output updates, bool use_locking, std::string_view name) {
+  RequireRef(ref, "ScatterSub");
+  return NodeBuilder("ScatterSub", name)
+      .Input(ref)
+      .Input(indices)
+      .Input(updates)
+      .Attr("use_locking", use_locking)
+      .Finalize();
 }
 
 Output IsVariableInitialized(Output ref, std::string_view name) {

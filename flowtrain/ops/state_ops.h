@@ -19,6 +19,13 @@ Output Assign(Output ref, Output value, bool validate_shape = true, bool use_loc
               std::string_view name = "Assign");
 Output AssignAdd(Output ref, Output value, bool use_locking = false, std::string_view name = "AssignAdd");
 Output AssignSub(Output ref, Output value, bool use_locking = false, std::string_view name = "AssignSub");
+// ref[indices[i], ...] += updates[i, ...] (ScatterAdd) or -= (ScatterSub) for every i, a row
+// named twice updated twice; outputs ref. `updates` has shape indices.shape + ref.shape[1:].
+// An index out of [0, rows) fails the run with InvalidArgument and writes nothing.
+Output ScatterAdd(Output ref, Output indices, Output updates, bool use_locking = false,
+                  std::string_view name = "ScatterAdd");
+Output ScatterSub(Output ref, Output indices, Output updates, bool use_locking = false,
+                  std::string_view name = "ScatterSub");
 Output IsVariableInitialized(Output ref, std::string_view name = "IsVariableInitialized");
 // tf.count_up_to: increments the int32/int64 scalar variable `ref` and returns its value from
 // before; OutOfRange("Reached limit of <limit>") once it has reached `limit`.

@@ -120,6 +120,21 @@ const bool kApplyOpsRegistered [[maybe_unused]] = [] {
                     {"lr: T", "rho: T", "momentum: T", "epsilon: T", "grad: T"},
                     {},
                     ApplyShape(4)});
+  RegisterApplyOps({"SparseApplyMomentum",
+                    {"var", "accum"},
+                    {"lr: T", "grad: T", "indices: Tindices", "momentum: T"},
+                    {"Tindices: {int32, int64}", "use_nesterov: bool = false"},
+                    SparseApplyShape(2, 3)});
+  RegisterApplyOps({"SparseApplyRMSProp",
+                    {"var", "ms", "mom"},
+                    {"lr: T", "rho: T", "momentum: T", "epsilon: T", "grad: T", "indices: Tindices"},
+                    {"Tindices: {int32, int64}"},
+                    SparseApplyShape(3, 7)});
+  RegisterApplyOps({"SparseApplyCenteredRMSProp",
+                    {"var", "mg", "ms", "mom"},
+                    {"lr: T", "rho: T", "momentum: T", "epsilon: T", "grad: T", "indices: Tindices"},
+                    {"Tindices: {int32, int64}"},
+                    SparseApplyShape(4, 8)});
   RegisterApplyOps({"ApplyAdadelta",
                     {"var", "accum", "accum_update"},
                     {"lr: T", "rho: T", "epsilon: T", "grad: T"},
@@ -191,6 +206,12 @@ FT_REGISTER_NO_GRADIENT("ApplyAdagrad");
 FT_REGISTER_NO_GRADIENT("SparseApplyAdagrad");
 FT_REGISTER_NO_GRADIENT("ApplyRMSProp");
 FT_REGISTER_NO_GRADIENT("ApplyCenteredRMSProp");
+FT_REGISTER_NO_GRADIENT("SparseApplyMomentum");
+FT_REGISTER_NO_GRADIENT("SparseApplyRMSProp");
+FT_REGISTER_NO_GRADIENT("SparseApplyCenteredRMSProp");
+FT_REGISTER_NO_GRADIENT("ResourceSparseApplyMomentum");
+FT_REGISTER_NO_GRADIENT("ResourceSparseApplyRMSProp");
+FT_REGISTER_NO_GRADIENT("ResourceSparseApplyCenteredRMSProp");
 FT_REGISTER_NO_GRADIENT("ResourceApplyGradientDescent");
 FT_REGISTER_NO_GRADIENT("ResourceApplyMomentum");
 FT_REGISTER_NO_GRADIENT("ResourceApplyAdam");
@@ -308,6 +329,46 @@ Operation ResourceSparseApplyAdagrad(Output var, Output accum, Output lr, Output
                                      bool use_locking, bool update_slots, std::string_view name) {
   return BuildApply("ResourceSparseApplyAdagrad", name, {var, accum}, {lr, grad, indices},
                     {{"use_locking", use_locking}, {"update_slots", update_slots}});
+}
+
+Output SparseApplyMomentum(Output var, Output accum, Output lr, Output grad, Output indices, Output momentum,
+                           bool use_locking, bool use_nesterov, std::string_view name) {
+  return BuildApply("SparseApplyMomentum", name, {var, accum}, {lr, grad, indices, momentum},
+                    {{"use_locking", use_locking}, {"use_nesterov", use_nesterov}})
+      .output(0);
+}
+Operation ResourceSparseApplyMomentum(Output var, Output accum, Output lr, Output grad, Output indices,
+                                      Output momentum, bool use_locking, bool use_nesterov,
+                                      std::string_view name) {
+  return BuildApply("ResourceSparseApplyMomentum", name, {var, accum}, {lr, grad, indices, momentum},
+                    {{"use_locking", use_locking}, {"use_nesterov", use_nesterov}});
+}
+
+Output SparseApplyRMSProp(Output var, Output ms, Output mom, Output lr, Output rho, Output momentum,
+                          Output epsilon, Output grad, Output indices, bool use_locking,
+                          std::string_view name) {
+  return BuildApply("SparseApplyRMSProp", name, {var, ms, mom}, {lr, rho, momentum, epsilon, grad, indices},
+                    {{"use_locking", use_locking}})
+      .output(0);
+}
+Operation ResourceSparseApplyRMSProp(Output var, Output ms, Output mom, Output lr, Output rho,
+                                     Output momentum, Output epsilon, Output grad, Output indices,
+                                     bool use_locking, std::string_view name) {
+  return BuildApply("ResourceSparseApplyRMSProp", name, {var, ms, mom},
+                    {lr, rho, momentum, epsilon, grad, indices}, {{"use_locking", use_locking}});
+}
+Output SparseApplyCenteredRMSProp(Output var, Output mg, Output ms, Output mom, Output lr, Output rho,
+                                  Output momentum, Output epsilon, Output grad, Output indices,
+                                  bool use_locking, std::string_view name) {
+  return BuildApply("SparseApplyCenteredRMSProp", name, {var, mg, ms, mom},
+                    {lr, rho, momentum, epsilon, grad, indices}, {{"use_locking", use_locking}})
+      .output(0);
+}
+Operation ResourceSparseApplyCenteredRMSProp(Output var, Output mg, Output ms, Output mom, Output lr,
+                                             Output rho, Output momentum, Output epsilon, Output grad,
+                                             Output indices, bool use_locking, std::string_view name) {
+  return BuildApply("ResourceSparseApplyCenteredRMSProp", name, {var, mg, ms, mom},
+                    {lr, rho, momentum, epsilon, grad, indices}, {{"use_locking", use_locking}});
 }
 
 Output ApplyRMSProp(Output var, Output ms, Output mom, Output lr, Output rho, Output momentum, Output epsilon,

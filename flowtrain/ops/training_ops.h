@@ -68,6 +68,16 @@ Output ApplyAdagrad(Output var, Output accum, Output lr, Output grad, bool use_l
 Output SparseApplyAdagrad(Output var, Output accum, Output lr, Output grad, Output indices,
                           bool use_locking = false, bool update_slots = true,
                           std::string_view name = "SparseApplyAdagrad");
+Output SparseApplyMomentum(Output var, Output accum, Output lr, Output grad, Output indices, Output momentum,
+                           bool use_locking = false, bool use_nesterov = false,
+                           std::string_view name = "SparseApplyMomentum");
+Output SparseApplyRMSProp(Output var, Output ms, Output mom, Output lr, Output rho, Output momentum,
+                          Output epsilon, Output grad, Output indices, bool use_locking = false,
+                          std::string_view name = "SparseApplyRMSProp");
+Output SparseApplyCenteredRMSProp(Output var, Output mg, Output ms, Output mom, Output lr, Output rho,
+                                  Output momentum, Output epsilon, Output grad, Output indices,
+                                  bool use_locking = false,
+                                  std::string_view name = "SparseApplyCenteredRMSProp");
 Output ApplyRMSProp(Output var, Output ms, Output mom, Output lr, Output rho, Output momentum, Output epsilon,
                     Output grad, bool use_locking = false, std::string_view name = "ApplyRMSProp");
 Output ApplyCenteredRMSProp(Output var, Output mg, Output ms, Output mom, Output lr, Output rho,
@@ -124,6 +134,17 @@ Operation ResourceApplyAdagrad(Output var, Output accum, Output lr, Output grad,
 Operation ResourceSparseApplyAdagrad(Output var, Output accum, Output lr, Output grad, Output indices,
                                      bool use_locking = false, bool update_slots = true,
                                      std::string_view name = "ResourceSparseApplyAdagrad");
+Operation ResourceSparseApplyMomentum(Output var, Output accum, Output lr, Output grad, Output indices,
+                                      Output momentum, bool use_locking = false, bool use_nesterov = false,
+                                      std::string_view name = "ResourceSparseApplyMomentum");
+Operation ResourceSparseApplyRMSProp(Output var, Output ms, Output mom, Output lr, Output rho,
+                                     Output momentum, Output epsilon, Output grad, Output indices,
+                                     bool use_locking = false,
+                                     std::string_view name = "ResourceSparseApplyRMSProp");
+Operation ResourceSparseApplyCenteredRMSProp(Output var, Output mg, Output ms, Output mom, Output lr,
+                                             Output rho, Output momentum, Output epsilon, Output grad,
+                                             Output indices, bool use_locking = false,
+                                             std::string_view name = "ResourceSparseApplyCenteredRMSProp");
 Operation ResourceApplyRMSProp(Output var, Output ms, Output mom, Output lr, Output rho, Output momentum,
                                Output epsilon, Output grad, bool use_locking = false,
                                std::string_view name = "ResourceApplyRMSProp");

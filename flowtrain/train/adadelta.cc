@@ -38,4 +38,20 @@ Operation AdadeltaOptimizer::ApplyDense(const Output& grad, const Variable& var)
       .op();
 }
 
+Operation AdadeltaOptimizer::ApplySparse(const ops::IndexedSlices& grad, const Variable& var) {
+  const DataType dtype = var.dtype();
+  Variable accum = GetSlotOrDie(var, "accum");
+  Variable accum_update = GetSlotOrDie(var, "accum_update");
+  const Output lr = CastTo(learning_rate_t_, dtype);
+  const Output rho = CastTo(rho_t_, dtype);
+  const Output epsilon = CastTo(epsilon_t_, dtype);
+  if (var.is_resource()) {
+    return ops::ResourceSparseApplyAdadelta(var.ref(), accum.ref(), accum_update.ref(), lr, rho, epsilon,
+                                            grad.values, grad.indices, use_locking());
+  }
+  return ops::SparseApplyAdadelta(var.ref(), accum.ref(), accum_update.ref(), lr, rho, epsilon, grad.values,
+                                  grad.indices, use_locking())
+      .op();
+}
+
 }  // namespace flowtrain::train

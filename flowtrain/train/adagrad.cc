@@ -30,4 +30,14 @@ Operation AdagradOptimizer::ApplyDense(const Output& grad, const Variable& var) 
   return ops::ApplyAdagrad(var.ref(), accum.ref(), lr, grad, use_locking()).op();
 }
 
+Operation AdagradOptimizer::ApplySparse(const ops::IndexedSlices& grad, const Variable& var) {
+  Variable accum = GetSlotOrDie(var, "accumulator");
+  const Output lr = CastTo(learning_rate_t_, var.dtype());
+  if (var.is_resource()) {
+    return ops::ResourceSparseApplyAdagrad(var.ref(), accum.ref(), lr, grad.values, grad.indices,
+                                           use_locking());
+  }
+  return ops::SparseApplyAdagrad(var.ref(), accum.ref(), lr, grad.values, grad.indices, use_locking()).op();
+}
+
 }  // namespace flowtrain::train

@@ -62,4 +62,25 @@ Operation AdagradDAOptimizer::ApplyDense(const Output& grad, const Variable& var
       .op();
 }
 
+Operation AdagradDAOptimizer::ApplySparse(const ops::IndexedSlices& grad, const Variable& var) {
+  const DataType dtype = var.dtype();
+  Variable g_acc = GetSlotOrDie(var, "gradient_accumulator");
+  Variable gg_acc = GetSlotOrDie(var, "gradient_squared_accumulator");
+  const Output lr = CastTo(learning_rate_t_, dtype);
+  const Output l1 = CastTo(
+      ops::Const(static_cast<float>(options_.l1_regularization_strength), "l1_regularization_strength"),
+      dtype);
+  const Output l2 = CastTo(
+      ops::Const(static_cast<float>(options_.l2_regularization_strength), "l2_regularization_strength"),
+      dtype);
+  const Output step = ops::Identity(global_step_on_worker_);
+  if (var.is_resource()) {
+    return ops::ResourceSparseApplyAdagradDA(var.ref(), g_acc.ref(), gg_acc.ref(), grad.values, grad.indices,
+                                             lr, l1, l2, step, use_locking());
+  }
+  return ops::SparseApplyAdagradDA(var.ref(), g_acc.ref(), gg_acc.ref(), grad.values, grad.indices, lr, l1,
+                                   l2, step, use_locking())
+      .op();
+}
+
 }  // namespace flowtrain::train

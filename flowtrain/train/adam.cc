@@ -4,6 +4,7 @@
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/graph/node_builder.h"
+#include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/control_flow_ops.h"
 #include "flowtrain/ops/math_ops.h"
 #include "flowtrain/ops/state_ops.h"
@@ -85,6 +86,44 @@ Operation AdamOptimizer::Finish(const std::vector<Operation>& update_ops, std::s
   all.push_back(update_beta1);
   all.push_back(update_beta2);
   return Optimizer::Finish(all, name_scope);
+}
+
+// TF1's non-lazy sparse Adam (_apply_sparse_shared): m and v decay in every row, the named
+// rows get (1 - beta) times the gradient (ScatterAdd), and the whole variable moves by
+// lr_t * m / (sqrt(v) + epsilon).
+Operation AdamOptimizer::ApplySparse(const ops::IndexedSlices& grad, const Variable& var) {
+  const DataType dtype = var.dtype();
+  Graph& graph = *var.graph();
+  auto [beta1_power, beta2_power] = *GetBetaAccumulators(var.graph());
+  Variable m = GetSlotOrDie(var, "m");
+  Variable v = GetSlotOrDie(var, "v");
+  const Output b1p = CastTo(beta1_power.value(), dtype);
+  const Output b2p = CastTo(beta2_power.value(), dtype);
+  const Output lr_t = CastTo(learning_rate_t_, dtype);
+  const Output beta1 = CastTo(beta1_t_, dtype);
+  const Output beta2 = CastTo(beta2_t_, dtype);
+  const Output epsilon = CastTo(epsilon_t_, dtype);
+  auto one = [&] { return CastTo(ops::Const(1.0f), dtype); };
+  const Output lr = lr_t * ops::Sqrt(one() - b2p) / (one() - b1p);
+  // Decays `slot` by `beta`, then adds `scaled` into the rows; returns the slot's new value.
+  auto decay_and_scatter = [&](const Variable& slot, const Output& beta, const Output& scaled) -> Output {
+    if (var.is_resource()) {
+      Operation decayed = ops::AssignVariableOp(slot.ref(), slot.value() * beta);
+      auto deps = graph.ControlDependencies({decayed});
+      Operation added = ops::ResourceScatterAdd(slot.ref(), grad.indices, scaled);
+      auto after = graph.ControlDependencies({added});
+      return ops::ReadVariableOp(slot.ref(), dtype);
+    }
+    Output decayed = ops::Assign(slot.ref(), slot.value() * beta, true, use_locking());
+    auto deps = graph.ControlDependencies({decayed.op()});
+    return ops::ScatterAdd(slot.ref(), grad.indices, scaled, use_locking());
+  };
+  const Output m_t = decay_and_scatter(m, beta1, grad.values * (one() - beta1));
+  const Output v_t = decay_and_scatter(v, beta2, grad.values * grad.values * (one() - beta2));
+  const Output step = lr * m_t / (ops::Sqrt(v_t) + epsilon);
+  Operation var_update = var.is_resource() ? ops::AssignSubVariableOp(var.ref(), step)
+                                           : ops::AssignSub(var.ref(), step, use_locking()).op();
+  return ops::Group({var_update, m_t.op(), v_t.op()});
 }
 
 }  // namespace flowtrain::train

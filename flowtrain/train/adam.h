@@ -31,6 +31,7 @@ class AdamOptimizer : public Optimizer {
   void CreateSlots(const std::vector<Variable>& var_list) override;
   void Prepare() override;
   Operation ApplyDense(const Output& grad, const Variable& var) override;
+  Operation ApplySparse(const ops::IndexedSlices& grad, const Variable& var) override;
   Operation Finish(const std::vector<Operation>& update_ops, std::string_view name_scope) override;
 
  private:

@@ -75,4 +75,33 @@ Operation FtrlOptimizer::ApplyDense(const Output& grad, const Variable& var) {
       .op();
 }
 
+Operation FtrlOptimizer::ApplySparse(const ops::IndexedSlices& grad, const Variable& var) {
+  const DataType dtype = var.dtype();
+  Variable accum = GetSlotOrDie(var, "accum");
+  Variable linear = GetSlotOrDie(var, "linear");
+  const Output lr = CastTo(learning_rate_t_, dtype);
+  const Output l1 = CastTo(l1_t_, dtype);
+  const Output l2 = CastTo(l2_t_, dtype);
+  const Output lr_power = CastTo(learning_rate_power_t_, dtype);
+  const Output& g = grad.values;
+  const Output& i = grad.indices;
+  if (options_.l2_shrinkage_regularization_strength <= 0.0) {
+    if (var.is_resource()) {
+      return ops::ResourceSparseApplyFtrl(var.ref(), accum.ref(), linear.ref(), g, i, lr, l1, l2, lr_power,
+                                          use_locking());
+    }
+    return ops::SparseApplyFtrl(var.ref(), accum.ref(), linear.ref(), g, i, lr, l1, l2, lr_power,
+                                use_locking())
+        .op();
+  }
+  const Output l2_shrinkage = CastTo(l2_shrinkage_t_, dtype);
+  if (var.is_resource()) {
+    return ops::ResourceSparseApplyFtrlV2(var.ref(), accum.ref(), linear.ref(), g, i, lr, l1, l2,
+                                          l2_shrinkage, lr_power, use_locking());
+  }
+  return ops::SparseApplyFtrlV2(var.ref(), accum.ref(), linear.ref(), g, i, lr, l1, l2, l2_shrinkage,
+                                lr_power, use_locking())
+      .op();
+}
+
 }  // namespace flowtrain::train

@@ -1,5 +1,8 @@
 #include "flowtrain/train/gradient_descent.h"
 
+#include "flowtrain/ops/math_ops.h"
+#include "flowtrain/ops/resource_variable_ops.h"
+#include "flowtrain/ops/state_ops.h"
 #include "flowtrain/ops/training_ops.h"
 
 namespace flowtrain::train {
@@ -16,6 +19,15 @@ Operation GradientDescentOptimizer::ApplyDense(const Output& grad, const Variabl
   const Output lr = CastTo(learning_rate_t_, var.dtype());
   if (var.is_resource()) return ops::ResourceApplyGradientDescent(var.ref(), lr, grad, use_locking());
   return ops::ApplyGradientDescent(var.ref(), lr, grad, use_locking()).op();
+}
+
+// TF's GradientDescent scatters into the rows as they come, a repeated row once per
+// occurrence (no deduplication).
+Operation GradientDescentOptimizer::ApplySparseDuplicateIndices(const ops::IndexedSlices& grad,
+                                                                const Variable& var) {
+  const Output lr = CastTo(learning_rate_t_, var.dtype());
+  if (var.is_resource()) return ops::ResourceScatterAdd(var.ref(), grad.indices, ops::Neg(grad.values) * lr);
+  return ops::ScatterSub(var.ref(), grad.indices, grad.values * lr, use_locking()).op();
 }
 
 }  // namespace flowtrain::train

@@ -17,6 +17,7 @@ class GradientDescentOptimizer : public Optimizer {
  protected:
   void Prepare() override;
   Operation ApplyDense(const Output& grad, const Variable& var) override;
+  Operation ApplySparseDuplicateIndices(const ops::IndexedSlices& grad, const Variable& var) override;
 
  private:
   HyperParameter learning_rate_;

@@ -31,4 +31,17 @@ Operation MomentumOptimizer::ApplyDense(const Output& grad, const Variable& var)
   return ops::ApplyMomentum(var.ref(), accum.ref(), lr, grad, momentum, use_locking(), use_nesterov_).op();
 }
 
+Operation MomentumOptimizer::ApplySparse(const ops::IndexedSlices& grad, const Variable& var) {
+  Variable accum = GetSlotOrDie(var, "momentum");
+  const Output lr = CastTo(learning_rate_t_, var.dtype());
+  const Output momentum = CastTo(momentum_t_, var.dtype());
+  if (var.is_resource()) {
+    return ops::ResourceSparseApplyMomentum(var.ref(), accum.ref(), lr, grad.values, grad.indices, momentum,
+                                            use_locking(), use_nesterov_);
+  }
+  return ops::SparseApplyMomentum(var.ref(), accum.ref(), lr, grad.values, grad.indices, momentum,
+                                  use_locking(), use_nesterov_)
+      .op();
+}
+
 }  // namespace flowtrain::train

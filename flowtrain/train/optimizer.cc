@@ -43,7 +43,8 @@ std::vector<GradAndVar> Optimizer::ComputeGradients(const Output& loss, std::vec
     refs.push_back(v.ref());
   }
   // TF's default gate_gradients=GATE_OP.
-  std::vector<Output> grads = ops::Gradients({loss}, refs, {}, "gradients", /*gate_gradients=*/true);
+  std::vector<ops::GradientValue> grads =
+      ops::GradientsWithIndexedSlices({loss}, refs, {}, "gradients", /*gate_gradients=*/true);
   std::vector<GradAndVar> out;
   for (size_t i = 0; i < var_list.size(); ++i) out.emplace_back(grads[i], var_list[i]);
   return out;
@@ -78,7 +79,8 @@ Operation Optimizer::ApplyGradients(const std::vector<GradAndVar>& grads_and_var
     if (!grad) continue;
     auto update_scope = graph.NameScope(StrCat("update_", var.op().name()));
     auto colocate = graph.ColocateWith(var.op());
-    update_ops.push_back(ApplyDense(grad, var));
+    update_ops.push_back(grad.is_sparse() ? ApplySparseDuplicateIndices(grad.slices(), var)
+                                          : ApplyDense(grad.dense(), var));
   }
   Operation apply_updates;
   if (!global_step.has_value()) {
@@ -117,6 +119,14 @@ Operation Optimizer::Minimize(const Output& loss, std::optional<Variable> global
         VarNames(grads_and_vars), "] and loss ", loss.name(), ".");
   }
   return ApplyGradients(grads_and_vars, std::move(global_step), name);
+}
+
+Operation Optimizer::ApplySparseDuplicateIndices(const ops::IndexedSlices& grad, const Variable& var) {
+  return ApplySparse(ops::DeduplicateIndexedSlices(grad), var);
+}
+
+Operation Optimizer::ApplySparse(const ops::IndexedSlices& grad, const Variable& var) {
+  return ApplyDense(ops::IndexedSlicesToDense(grad), var);
 }
 
 Operation Optimizer::Finish(const std::vector<Operation>& update_ops, std::string_view name_scope) {

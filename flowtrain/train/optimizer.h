@@ -15,6 +15,14 @@
 // "<OptimizerName>/learning_rate", and the returned op named "<OptimizerName>" (an AssignAdd of
 // the global step when one is given, else the group of the updates).
 //
+// Sparse gradients (ops/indexed_slices.h): a variable read by a gather (an embedding table)
+// gets IndexedSlices from ComputeGradients, and ApplyGradients updates only the rows they
+// name with the optimizer's SparseApply* kernel, as TF's _apply_sparse: GradientDescent
+// scatters -lr * g into the rows (ScatterSub, ResourceScatterAdd) without merging repeated
+// rows; the others first sum the rows of a repeated index (Unique + UnsortedSegmentSum, TF's
+// _deduplicate_indexed_slices). Adam is TF1's non-lazy Adam: m and v decay everywhere, the
+// named rows get the gradient, and every row of the variable moves.
+//
 // An optimizer object may be used for several Minimize calls (its slots are per variable); it
 // must outlive none of the graph objects it created, and it is not thread-safe.
 #ifndef FLOWTRAIN_TRAIN_OPTIMIZER_H_
@@ -29,13 +37,16 @@
 #include <vector>
 
 #include "flowtrain/graph/graph.h"
+#include "flowtrain/ops/indexed_slices.h"
 #include "flowtrain/ops/init_ops.h"
 #include "flowtrain/ops/variables.h"
 
 namespace flowtrain::train {
 
-// A gradient and the variable it is for; an empty gradient means "no gradient" (skipped).
-using GradAndVar = std::pair<Output, Variable>;
+// A gradient (dense or IndexedSlices) and the variable it is for; an empty gradient means "no
+// gradient" (skipped). A dense gradient converts to `const Output&` as before; a sparse one
+// refuses to (see ops::GradientValue).
+using GradAndVar = std::pair<ops::GradientValue, Variable>;
 
 // A hyper-parameter given as a number (becomes a Const "<Optimizer>/<name>") or as a tensor
 // (e.g. a learning-rate schedule of the global step).
@@ -81,6 +92,13 @@ class Optimizer {
   virtual void Prepare() {}
   // The update of one variable, built inside "<name>/update_<var>/".
   virtual Operation ApplyDense(const Output& grad, const Variable& var) = 0;
+  // The update of one variable by a sparse gradient, also inside "<name>/update_<var>/".
+  // Indices may repeat; by default they are summed first (ops::DeduplicateIndexedSlices) and
+  // ApplySparse runs, as TF's _apply_sparse_duplicate_indices.
+  virtual Operation ApplySparseDuplicateIndices(const ops::IndexedSlices& grad, const Variable& var);
+  // The update by slices whose indices are unique. By default ApplyDense of the slices made
+  // dense, for an optimizer without a sparse update.
+  virtual Operation ApplySparse(const ops::IndexedSlices& grad, const Variable& var);
   // Groups the updates (and adds the optimizer's own per-step ops) under `name_scope`.
   virtual Operation Finish(const std::vector<Operation>& update_ops, std::string_view name_scope);
 

@@ -40,4 +40,19 @@ Operation ProximalAdagradOptimizer::ApplyDense(const Output& grad, const Variabl
   return ops::ApplyProximalAdagrad(var.ref(), accum.ref(), lr, l1, l2, grad, use_locking()).op();
 }
 
+Operation ProximalAdagradOptimizer::ApplySparse(const ops::IndexedSlices& grad, const Variable& var) {
+  const DataType dtype = var.dtype();
+  Variable accum = GetSlotOrDie(var, "accumulator");
+  const Output lr = CastTo(learning_rate_t_, dtype);
+  const Output l1 = CastTo(l1_t_, dtype);
+  const Output l2 = CastTo(l2_t_, dtype);
+  if (var.is_resource()) {
+    return ops::ResourceSparseApplyProximalAdagrad(var.ref(), accum.ref(), lr, l1, l2, grad.values,
+                                                   grad.indices, use_locking());
+  }
+  return ops::SparseApplyProximalAdagrad(var.ref(), accum.ref(), lr, l1, l2, grad.values, grad.indices,
+                                         use_locking())
+      .op();
+}
+
 }  // namespace flowtrain::train

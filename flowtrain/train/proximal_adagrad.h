@@ -29,6 +29,7 @@ class ProximalAdagradOptimizer : public Optimizer {
   void CreateSlots(const std::vector<Variable>& var_list) override;
   void Prepare() override;
   Operation ApplyDense(const Output& grad, const Variable& var) override;
+  Operation ApplySparse(const ops::IndexedSlices& grad, const Variable& var) override;
 
  private:
   HyperParameter learning_rate_;

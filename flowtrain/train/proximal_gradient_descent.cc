@@ -27,4 +27,18 @@ Operation ProximalGradientDescentOptimizer::ApplyDense(const Output& grad, const
   return ops::ApplyProximalGradientDescent(var.ref(), lr, l1, l2, grad, use_locking()).op();
 }
 
+Operation ProximalGradientDescentOptimizer::ApplySparse(const ops::IndexedSlices& grad, const Variable& var) {
+  const DataType dtype = var.dtype();
+  const Output lr = CastTo(learning_rate_t_, dtype);
+  const Output l1 = CastTo(l1_t_, dtype);
+  const Output l2 = CastTo(l2_t_, dtype);
+  if (var.is_resource()) {
+    return ops::ResourceSparseApplyProximalGradientDescent(var.ref(), lr, l1, l2, grad.values, grad.indices,
+                                                           use_locking());
+  }
+  return ops::SparseApplyProximalGradientDescent(var.ref(), lr, l1, l2, grad.values, grad.indices,
+                                                 use_locking())
+      .op();
+}
+
 }  // namespace flowtrain::train

@@ -27,6 +27,7 @@ class ProximalGradientDescentOptimizer : public Optimizer {
  protected:
   void Prepare() override;
   Operation ApplyDense(const Output& grad, const Variable& var) override;
+  Operation ApplySparse(const ops::IndexedSlices& grad, const Variable& var) override;
 
  private:
   HyperParameter learning_rate_;

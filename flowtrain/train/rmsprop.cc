@@ -51,4 +51,33 @@ Operation RMSPropOptimizer::ApplyDense(const Output& grad, const Variable& var) 
       .op();
 }
 
+Operation RMSPropOptimizer::ApplySparse(const ops::IndexedSlices& grad, const Variable& var) {
+  const DataType dtype = var.dtype();
+  Variable rms = GetSlotOrDie(var, "rms");
+  Variable mom = GetSlotOrDie(var, "momentum");
+  const Output lr = CastTo(learning_rate_t_, dtype);
+  const Output decay = CastTo(decay_t_, dtype);
+  const Output momentum = CastTo(momentum_t_, dtype);
+  const Output epsilon = CastTo(epsilon_t_, dtype);
+  const Output& g = grad.values;
+  const Output& i = grad.indices;
+  if (options_.centered) {
+    Variable mg = GetSlotOrDie(var, "mg");
+    if (var.is_resource()) {
+      return ops::ResourceSparseApplyCenteredRMSProp(var.ref(), mg.ref(), rms.ref(), mom.ref(), lr, decay,
+                                                     momentum, epsilon, g, i, use_locking());
+    }
+    return ops::SparseApplyCenteredRMSProp(var.ref(), mg.ref(), rms.ref(), mom.ref(), lr, decay, momentum,
+                                           epsilon, g, i, use_locking())
+        .op();
+  }
+  if (var.is_resource()) {
+    return ops::ResourceSparseApplyRMSProp(var.ref(), rms.ref(), mom.ref(), lr, decay, momentum, epsilon, g,
+                                           i, use_locking());
+  }
+  return ops::SparseApplyRMSProp(var.ref(), rms.ref(), mom.ref(), lr, decay, momentum, epsilon, g, i,
+                                 use_locking())
+      .op();
+}
+
 }  // namespace flowtrain::train

@@ -1,5 +1,7 @@
 #include "flowtrain/kernels/internal/variable_util.h"
 
+#include <vector>
+
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/resource_handle.h"
 #include "flowtrain/core/str_util.h"
@@ -72,6 +74,50 @@ void AddToVar(Var& var, const Tensor& delta, bool add, std::string_view op) {
     const T* d = delta.data<T>();
     const int64_t n = delta.NumElements();
     for (int64_t i = 0; i < n; ++i) out[i] = add ? T(out[i] + d[i]) : T(out[i] - d[i]);
+  });
+}
+
+void ScatterAddToVar(Var& var, const Tensor& indices, const Tensor& updates, bool add, std::string_view op) {
+  if (!var.initialized) FailedPrecondition("Attempting to use uninitialized value ", var.name);
+  if (var.tensor.dtype() != updates.dtype()) {
+    InvalidArgument(op, ": variable ", var.name, " holds ", DataTypeString(var.tensor.dtype()),
+                    ", the updates are ", DataTypeString(updates.dtype()));
+  }
+  if (indices.dtype() != DT_INT32 && indices.dtype() != DT_INT64) {
+    InvalidArgument(op, ": indices must be int32 or int64, got ", DataTypeString(indices.dtype()));
+  }
+  const TensorShape& shape = var.tensor.shape();
+  if (shape.dims() < 1) InvalidArgument(op, ": variable ", var.name, " must be at least 1-D, got a scalar");
+  std::vector<int64_t> want;
+  for (int d = 0; d < indices.dims(); ++d) want.push_back(indices.dim_size(d));
+  for (int d = 1; d < shape.dims(); ++d) want.push_back(shape.dim_size(d));
+  if (updates.shape() != TensorShape(want)) {
+    InvalidArgument(op, " requires updates.shape = indices.shape + params.shape[1:], got updates.shape ",
+                    updates.shape().DebugString(), ", indices.shape ", indices.shape().DebugString(),
+                    ", params.shape ", shape.DebugString());
+  }
+  const int64_t rows = shape.dim_size(0);
+  const int64_t n = indices.NumElements();
+  std::vector<int64_t> row_of(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    row_of[i] = indices.dtype() == DT_INT32 ? indices.flat<int32_t>()[i] : indices.flat<int64_t>()[i];
+    if (row_of[i] < 0 || row_of[i] >= rows) {
+      InvalidArgument(op, ": indices[", i, "] = ", row_of[i], " is not in [0, ", rows, ") (variable ",
+                      var.name, ")");
+    }
+  }
+  const int64_t row_size = rows == 0 ? 0 : shape.num_elements() / rows;
+  var.PrepareForInPlaceUpdate();
+  // As in AddToVar, the lambda writes through a pointer taken under the caller's lock.
+  Tensor* const target = &var.tensor;
+  DispatchNumericType(updates.dtype(), op, [&]<typename T>() {
+    T* out = target->data<T>();
+    const T* u = updates.data<T>();
+    for (int64_t i = 0; i < n; ++i) {
+      T* row = out + row_of[i] * row_size;
+      const T* src = u + i * row_size;
+      for (int64_t j = 0; j < row_size; ++j) row[j] = add ? T(row[j] + src[j]) : T(row[j] - src[j]);
+    }
   });
 }
 

@@ -37,6 +37,13 @@ void AssignToVar(Var& var, const Tensor& value) ABSL_EXCLUSIVE_LOCKS_REQUIRED(va
 // naming `op` on a shape or dtype mismatch.
 void AddToVar(Var& var, const Tensor& delta, bool add, std::string_view op)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(var.mu);
+// var[indices[i], ...] += updates[i, ...] (add) or -= for every i, in order (a row named twice
+// is updated twice): TF's ScatterAdd / ScatterSub / ResourceScatterAdd. `updates` must have
+// shape indices.shape + var.shape[1:]. Every index is checked before anything is written, so
+// an index out of [0, rows) is InvalidArgument naming `op`, the index and the variable, and
+// leaves the variable as it was.
+void ScatterAddToVar(Var& var, const Tensor& indices, const Tensor& updates, bool add, std::string_view op)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(var.mu);
 
 }  // namespace flowtrain
 
