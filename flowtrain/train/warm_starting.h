@@ -14,7 +14,8 @@
 // resource variable) gets a RestoreV2 "checkpoint_initializer" on the CPU as its value input,
 // so every handle of the variable, and its collections' copies, see the change. (TF instead
 // builds a new Assign and makes it the variable's initializer; the init op does the same.)
-// The variable's initial_value() still names its old initial value.
+// The variable's initial_value() still names its old initial value, so an
+// ExponentialMovingAverage applied afterwards starts its shadows there (TF's: at the checkpoint's).
 //
 // Variables are found by op name among the graph's GLOBAL_VARIABLES and LOCAL_VARIABLES (TF
 // looks only at the variables tf.get_variable made; flowtrain also finds those made by
