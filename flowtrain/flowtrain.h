@@ -69,6 +69,7 @@
 #include "flowtrain/train/queue_runner.h"
 #include "flowtrain/train/rmsprop.h"
 #include "flowtrain/train/saver.h"
+#include "flowtrain/train/warm_starting.h"
 
 #include "flowtrain/train/basic_session_run_hooks.h"
 #include "flowtrain/train/divergence_guard_hook.h"
