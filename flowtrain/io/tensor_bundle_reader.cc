@@ -162,8 +162,8 @@ Tensor BundleReader::LookupSlice(std::string_view key, const TensorSlice& slice)
   }
   const TensorShape full_shape = ShapeFromProto(entry.shape());
   if (!slice.FitsIn(full_shape)) {
-    InvalidArgument("Slice ", slice.DebugString(), " requested of tensor '", key, "' in checkpoint '", prefix_,
-                    "' does not fit its shape ", full_shape.DebugString());
+    InvalidArgument("Slice ", slice.DebugString(), " requested of tensor '", key, "' in checkpoint '",
+                    prefix_, "' does not fit its shape ", full_shape.DebugString());
   }
   Tensor out(dtype, slice.ShapeIn(full_shape));
   ReadSliceInto(key, entry, slice, &out);
@@ -189,11 +189,12 @@ void BundleReader::ReadSliceInto(std::string_view key, const tensorflow::BundleE
     for (const TensorSlice& other : stored) {
       bool overlap = true;
       for (int d = 0; d < full_shape.dims() && overlap; ++d) {
-        overlap = std::max(s.start(d), other.start(d)) < std::min(s.end(d, full_shape), other.end(d, full_shape));
+        overlap =
+            std::max(s.start(d), other.start(d)) < std::min(s.end(d, full_shape), other.end(d, full_shape));
       }
       if (overlap && s.ShapeIn(full_shape).num_elements() > 0) {
-        DataLoss("Checkpoint '", prefix_, "' is damaged: slices ", s.DebugString(), " and ", other.DebugString(),
-                 " of tensor '", key, "' overlap");
+        DataLoss("Checkpoint '", prefix_, "' is damaged: slices ", s.DebugString(), " and ",
+                 other.DebugString(), " of tensor '", key, "' overlap");
       }
     }
     stored.push_back(std::move(s));
@@ -203,8 +204,8 @@ void BundleReader::ReadSliceInto(std::string_view key, const tensorflow::BundleE
     const std::string slice_key = EncodeTensorNameSlice(key, s);
     auto it = entries_.find(slice_key);
     if (it == entries_.end()) {
-      DataLoss("Checkpoint '", prefix_, "' is damaged: the entry of slice ", s.DebugString(), " of tensor '", key,
-               "' is missing");
+      DataLoss("Checkpoint '", prefix_, "' is damaged: the entry of slice ", s.DebugString(), " of tensor '",
+               key, "' is missing");
     }
     const tensorflow::BundleEntryProto& slice_entry = it->second;
     const TensorShape slice_shape = s.ShapeIn(full_shape);
@@ -217,7 +218,8 @@ void BundleReader::ReadSliceInto(std::string_view key, const tensorflow::BundleE
     }
     bool intersects = true;
     for (int d = 0; d < full_shape.dims() && intersects; ++d) {
-      intersects = std::max(s.start(d), slice.start(d)) < std::min(s.end(d, full_shape), slice.end(d, full_shape));
+      intersects =
+          std::max(s.start(d), slice.start(d)) < std::min(s.end(d, full_shape), slice.end(d, full_shape));
     }
     if (!intersects) continue;
     DataFile(slice_key, slice_entry);
@@ -226,8 +228,8 @@ void BundleReader::ReadSliceInto(std::string_view key, const tensorflow::BundleE
     copied += CopyIntersection(values, s, full_shape, slice, out);
   }
   if (copied != out->NumElements()) {
-    NotFound("Does not have sufficient slices for partitioned tensor ", key, " to restore in slice_spec: ",
-             slice.DebugString(), " (checkpoint '", prefix_, "')");
+    NotFound("Does not have sufficient slices for partitioned tensor ", key,
+             " to restore in slice_spec: ", slice.DebugString(), " (checkpoint '", prefix_, "')");
   }
 }
 

@@ -82,8 +82,8 @@ class BundleReader {
  private:
   const tensorflow::BundleEntryProto& EntryOrThrow(std::string_view key) const;
   // Fills `out` (of the slice's shape) with `slice` of the tensor `key`.
-  void ReadSliceInto(std::string_view key, const tensorflow::BundleEntryProto& entry, const TensorSlice& slice,
-                     Tensor* out) const;
+  void ReadSliceInto(std::string_view key, const tensorflow::BundleEntryProto& entry,
+                     const TensorSlice& slice, Tensor* out) const;
   void ReadValue(std::string_view key, const tensorflow::BundleEntryProto& entry, Tensor* out) const;
   void ReadStringValue(std::string_view key, const tensorflow::BundleEntryProto& entry, Tensor* out) const;
   // Reads [offset, offset + n) of the entry's shard into `dest` (or only checksums it when

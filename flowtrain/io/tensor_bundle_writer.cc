@@ -100,8 +100,8 @@ void BundleWriter::Add(std::string_view key, const Tensor& tensor) {
   entries_.emplace(std::string(key), std::move(entry));
 }
 
-void BundleWriter::AddSlice(std::string_view full_key, const TensorShape& full_shape, const TensorSlice& slice,
-                            const Tensor& slice_tensor) {
+void BundleWriter::AddSlice(std::string_view full_key, const TensorShape& full_shape,
+                            const TensorSlice& slice, const Tensor& slice_tensor) {
   CheckUsable();
   if (full_key == kHeaderEntryKey) {
     InvalidArgument("BundleWriter for '", prefix_, "': the empty key is reserved for the bundle header");
@@ -118,7 +118,8 @@ void BundleWriter::AddSlice(std::string_view full_key, const TensorShape& full_s
   auto it = entries_.find(full_key);
   if (it != entries_.end()) {
     const tensorflow::BundleEntryProto& existing = it->second;
-    if (existing.slices().empty() || existing.dtype() != static_cast<tensorflow::DataType>(slice_tensor.dtype()) ||
+    if (existing.slices().empty() ||
+        existing.dtype() != static_cast<tensorflow::DataType>(slice_tensor.dtype()) ||
         ShapeFromProto(existing.shape()) != full_shape) {
       InvalidArgument("Adding slice ", slice.DebugString(), " of '", full_key, "' (",
                       DataTypeString(slice_tensor.dtype()), " ", full_shape.DebugString(), ") to bundle '",

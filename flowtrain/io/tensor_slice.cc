@@ -43,8 +43,8 @@ void WriteString(std::string* dest, std::string_view s) {
 // Sign-extended big-endian bytes whose leading bits encode the length (1 to 10 bytes).
 void WriteSignedNumIncreasing(std::string* dest, int64_t value) {
   static constexpr unsigned char kLengthToHeaderBits[11][2] = {
-      {0, 0},       {0x80, 0},    {0xc0, 0},    {0xe0, 0},    {0xf0, 0},   {0xf8, 0},
-      {0xfc, 0},    {0xfe, 0},    {0xff, 0},    {0xff, 0x80}, {0xff, 0xc0}};
+      {0, 0},    {0x80, 0}, {0xc0, 0}, {0xe0, 0},    {0xf0, 0},   {0xf8, 0},
+      {0xfc, 0}, {0xfe, 0}, {0xff, 0}, {0xff, 0x80}, {0xff, 0xc0}};
   const uint64_t x = value < 0 ? ~static_cast<uint64_t>(value) : static_cast<uint64_t>(value);
   if (x < 64) {
     dest->push_back(static_cast<char>(kLengthToHeaderBits[1][0] ^ static_cast<unsigned char>(value)));
@@ -85,15 +85,17 @@ std::vector<std::string_view> Split(std::string_view text, char sep, bool skip_e
 
 }  // namespace
 
-TensorSlice::TensorSlice(int dims) : starts_(static_cast<size_t>(dims), 0), lengths_(static_cast<size_t>(dims), kFullExtent) {}
+TensorSlice::TensorSlice(int dims)
+    : starts_(static_cast<size_t>(dims), 0), lengths_(static_cast<size_t>(dims), kFullExtent) {}
 
 TensorSlice::TensorSlice(std::vector<int64_t> starts, std::vector<int64_t> lengths)
     : starts_(std::move(starts)), lengths_(std::move(lengths)) {
   FT_REQUIRE(starts_.size() == lengths_.size(), "TensorSlice: ", starts_.size(), " starts but ",
              lengths_.size(), " lengths");
   for (size_t d = 0; d < starts_.size(); ++d) {
-    FT_REQUIRE(starts_[d] >= 0 && lengths_[d] >= kFullExtent && (lengths_[d] != kFullExtent || starts_[d] == 0),
-               "TensorSlice: dimension ", d, " has start ", starts_[d], " and length ", lengths_[d]);
+    FT_REQUIRE(
+        starts_[d] >= 0 && lengths_[d] >= kFullExtent && (lengths_[d] != kFullExtent || starts_[d] == 0),
+        "TensorSlice: dimension ", d, " has start ", starts_[d], " and length ", lengths_[d]);
   }
 }
 
@@ -128,8 +130,8 @@ TensorSlice TensorSlice::Parse(std::string_view text) {
       int64_t length = 0;
       if (parts.size() != 2 || !ParseInt64(parts[0], &start) || !ParseInt64(parts[1], &length) || start < 0 ||
           length < 0) {
-        InvalidArgument("Expected a pair of non-negative integers or '-' in slice '", text, "', got '", extent,
-                        "'");
+        InvalidArgument("Expected a pair of non-negative integers or '-' in slice '", text, "', got '",
+                        extent, "'");
       }
       starts.push_back(start);
       lengths.push_back(length);
@@ -185,14 +187,15 @@ ShapeAndSlice ParseShapeAndSlice(std::string_view text) {
   for (size_t i = 0; i + 1 < pieces.size(); ++i) {
     int64_t dim = 0;
     if (!ParseInt64(pieces[i], &dim) || dim < 0) {
-      InvalidArgument("Expected a non-negative dimension in shape and slice '", text, "', got '", pieces[i], "'");
+      InvalidArgument("Expected a non-negative dimension in shape and slice '", text, "', got '", pieces[i],
+                      "'");
     }
     out.full_shape.AddDim(dim);
   }
   out.slice = TensorSlice::Parse(pieces.back());
   if (out.slice.dims() != out.full_shape.dims()) {
-    InvalidArgument("Shape and slice '", text, "': the slice has ", out.slice.dims(), " dimensions but the shape ",
-                    out.full_shape.dims());
+    InvalidArgument("Shape and slice '", text, "': the slice has ", out.slice.dims(),
+                    " dimensions but the shape ", out.full_shape.dims());
   }
   if (!out.slice.FitsIn(out.full_shape)) {
     InvalidArgument("Shape and slice '", text, "': the slice ", out.slice.DebugString(), " does not fit in ",

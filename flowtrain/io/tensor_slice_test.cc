@@ -64,9 +64,14 @@ TEST(TensorSlice, KeysAreTfsOrderedCode) {
   EXPECT_EQ(EncodeTensorNameSlice("w", ParseShapeAndSlice("10 4 0,4:0,4").slice),
             std::string("\x00w\x00\x01\x01\x02\x80\x84\x80\x84", 10));
   EXPECT_EQ(EncodeTensorNameSlice("a", TensorSlice({1000}, {1001})),
-            std::string("\x00" "a\x00\x01\x01\x01\xc3\xe8\xc3\xe9", 10));
+            std::string("\x00"
+                        "a\x00\x01\x01\x01\xc3\xe8\xc3\xe9",
+                        10));
   EXPECT_EQ(EncodeTensorNameSlice(std::string("a\0b", 3), TensorSlice(1)),
-            std::string("\x00" "a\x00\xff" "b\x00\x01\x01\x01\x80\x7f", 11));
+            std::string("\x00"
+                        "a\x00\xff"
+                        "b\x00\x01\x01\x01\x80\x7f",
+                        11));
 }
 
 TEST(TensorSlice, PartitionedTensorReadsWholeAndAsAnyOtherPartitioning) {
@@ -95,13 +100,24 @@ TEST(TensorSlice, PartitionedTensorReadsWholeAndAsAnyOtherPartitioning) {
 TEST(TensorSlice, WriterRejectsSlicesThatDoNotMatch) {
   BundleWriter writer(testing::MakeTempDir("slices") + "/ckpt");
   const TensorSlice rows = ParseShapeAndSlice("10 4 0,4:-").slice;
-  testing::ExpectInvalidArgument([&] { writer.AddSlice("w", {10, 4}, rows, Rows(0, 3)); }, {"'w'", "[4,4]", "[3,4]"});
+  testing::ExpectInvalidArgument(
+      [&] {
+        writer.AddSlice("w", {10, 4}, rows, Rows(0, 3));
+      },
+      {"'w'", "[4,4]", "[3,4]"});
   testing::ExpectInvalidArgument([&] { writer.AddSlice("w", {2, 4}, rows, Rows(0, 4)); }, {"does not fit"});
   writer.AddSlice("w", {10, 4}, rows, Rows(0, 4));
-  testing::ExpectInvalidArgument([&] { writer.AddSlice("w", {11, 4}, ParseShapeAndSlice("11 4 4,3:-").slice, Rows(4, 7)); },
-                                 {"'w'", "[11,4]", "[10,4]"});
+  testing::ExpectInvalidArgument(
+      [&] {
+        writer.AddSlice("w", {11, 4}, ParseShapeAndSlice("11 4 4,3:-").slice, Rows(4, 7));
+      },
+      {"'w'", "[11,4]", "[10,4]"});
   writer.Add("b", Rows(0, 1));
-  testing::ExpectInvalidArgument([&] { writer.AddSlice("b", {10, 4}, rows, Rows(0, 4)); }, {"a whole tensor"});
+  testing::ExpectInvalidArgument(
+      [&] {
+        writer.AddSlice("b", {10, 4}, rows, Rows(0, 4));
+      },
+      {"a whole tensor"});
 }
 
 // Rewrites the index of `prefix` with `edit` applied to the entry of "w".
@@ -109,21 +125,25 @@ template <typename Fn>
 void EditEntry(const std::string& prefix, const Fn& edit) {
   bundle_internal::IndexContents contents = bundle_internal::ReadIndexTable(MetaFilename(prefix));
   edit(contents.entries.at("w"));
-  WriteFileAtomically(MetaFilename(prefix), bundle_internal::BuildIndexTable(contents.header, contents.entries));
+  WriteFileAtomically(MetaFilename(prefix),
+                      bundle_internal::BuildIndexTable(contents.header, contents.entries));
 }
 
 TEST(TensorSlice, DamagedSliceListsAreDataLossNamingTheSlice) {
   const std::string unfit = WritePartitioned();
-  EditEntry(unfit, [](tensorflow::BundleEntryProto& e) { e.mutable_slices(2)->mutable_extent(0)->set_length(4); });
+  EditEntry(unfit,
+            [](tensorflow::BundleEntryProto& e) { e.mutable_slices(2)->mutable_extent(0)->set_length(4); });
   testing::ExpectError<DataLossError>([&] { BundleReader(unfit).Lookup("w"); },
                                       {unfit, "slice 7,4:0,4", "'w'", "does not fit", "[10,4]"});
 
   const std::string overlapping = WritePartitioned();
-  EditEntry(overlapping, [](tensorflow::BundleEntryProto& e) { e.mutable_slices(1)->mutable_extent(0)->set_start(3); });
+  EditEntry(overlapping,
+            [](tensorflow::BundleEntryProto& e) { e.mutable_slices(1)->mutable_extent(0)->set_start(3); });
   testing::ExpectError<DataLossError>([&] { BundleReader(overlapping).Lookup("w"); }, {"3,3:0,4", "overlap"});
 
   const std::string missing = WritePartitioned();
-  EditEntry(missing, [](tensorflow::BundleEntryProto& e) { e.mutable_slices(1)->mutable_extent(0)->set_length(2); });
+  EditEntry(missing,
+            [](tensorflow::BundleEntryProto& e) { e.mutable_slices(1)->mutable_extent(0)->set_length(2); });
   testing::ExpectError<DataLossError>([&] { BundleReader(missing).Lookup("w"); }, {"4,2:0,4", "missing"});
 
   const std::string gap = WritePartitioned();

@@ -137,7 +137,8 @@ class RestoreV2Op : public OpKernel {
       specs[i] = SliceSpec(ctx, "RestoreV2", i);
       if (specs[i] && specs[i]->full_shape != stored.shape) {
         InvalidArgument("RestoreV2: tensor '", name, "' is ", stored.shape.DebugString(), " in checkpoint '",
-                        prefix, "' but the slice to restore is of a tensor of ", specs[i]->full_shape.DebugString());
+                        prefix, "' but the slice to restore is of a tensor of ",
+                        specs[i]->full_shape.DebugString());
       }
       if (!specs[i]) outputs[i] = ctx->allocate_output(static_cast<int>(i), stored.shape);
     }

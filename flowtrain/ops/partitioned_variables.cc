@@ -28,7 +28,8 @@ std::string ListString(const std::vector<int>& values) {
 
 void CheckAxis(int axis, const TensorShape& shape) {
   if (axis < 0 || axis >= shape.dims()) {
-    InvalidArgument("Can not partition variable along axis ", axis, " when shape is only ", shape.DebugString());
+    InvalidArgument("Can not partition variable along axis ", axis, " when shape is only ",
+                    shape.DebugString());
   }
 }
 
@@ -37,11 +38,11 @@ int64_t BytesPerElement(DataType dtype, int64_t bytes_per_string_element) {
 }
 
 // TF's _call_partitioner checks.
-std::vector<int> CallPartitioner(const Partitioner& partitioner, const std::string& name, const TensorShape& shape,
-                                 DataType dtype) {
+std::vector<int> CallPartitioner(const Partitioner& partitioner, const std::string& name,
+                                 const TensorShape& shape, DataType dtype) {
   if (shape.dims() < 1) {
-    InvalidArgument("A partitioned Variable must have rank at least 1, shape: ", shape.DebugString(), " (variable ",
-                    name, ")");
+    InvalidArgument("A partitioned Variable must have rank at least 1, shape: ", shape.DebugString(),
+                    " (variable ", name, ")");
   }
   const std::vector<int> slicing = partitioner(shape, dtype);
   if (static_cast<int>(slicing.size()) != shape.dims()) {
@@ -49,8 +50,8 @@ std::vector<int> CallPartitioner(const Partitioner& partitioner, const std::stri
                     ListString(slicing), " vs. ", shape.DebugString(), " (variable ", name, ")");
   }
   if (std::any_of(slicing.begin(), slicing.end(), [](int p) { return p < 1; })) {
-    InvalidArgument("Partitioner returned zero partitions for some axes: ", ListString(slicing), " (variable ", name,
-                    ")");
+    InvalidArgument("Partitioner returned zero partitions for some axes: ", ListString(slicing),
+                    " (variable ", name, ")");
   }
   if (std::count_if(slicing.begin(), slicing.end(), [](int p) { return p > 1; }) > 1) {
     InvalidArgument("Can only slice a variable along one dimension: shape: ", shape.DebugString(),
@@ -64,7 +65,8 @@ std::vector<int> CallPartitioner(const Partitioner& partitioner, const std::stri
 std::string SaveSliceInfo::Spec() const {
   std::string spec;
   for (int64_t d : full_shape) StrAppend(&spec, d, " ");
-  for (size_t d = 0; d < var_offset.size(); ++d) StrAppend(&spec, d > 0 ? ":" : "", var_offset[d], ",", var_shape[d]);
+  for (size_t d = 0; d < var_offset.size(); ++d)
+    StrAppend(&spec, d > 0 ? ":" : "", var_offset[d], ",", var_shape[d]);
   return spec;
 }
 
@@ -84,28 +86,29 @@ SaveSliceInfo SaveSliceInfo::FromProto(const tensorflow::SaveSliceInfoDef& def, 
                      .var_shape = {def.var_shape().begin(), def.var_shape().end()}};
   const size_t rank = info.full_shape.size();
   if (info.full_name.empty() || info.var_offset.size() != rank || info.var_shape.size() != rank) {
-    InvalidArgument("The save_slice_info_def of variable ", variable, " is malformed: full_name '", info.full_name,
-                    "', ", rank, " full dimensions, ", info.var_offset.size(), " offsets, ", info.var_shape.size(),
-                    " part dimensions");
+    InvalidArgument("The save_slice_info_def of variable ", variable, " is malformed: full_name '",
+                    info.full_name, "', ", rank, " full dimensions, ", info.var_offset.size(), " offsets, ",
+                    info.var_shape.size(), " part dimensions");
   }
   for (size_t d = 0; d < rank; ++d) {
     if (info.var_offset[d] < 0 || info.var_shape[d] < 0 || info.var_offset[d] > info.full_shape[d] ||
         info.var_shape[d] > info.full_shape[d] - info.var_offset[d]) {
-      InvalidArgument("The save_slice_info_def of variable ", variable, " puts the part outside ", info.full_name,
-                      "'s shape in dimension ", d);
+      InvalidArgument("The save_slice_info_def of variable ", variable, " puts the part outside ",
+                      info.full_name, "'s shape in dimension ", d);
     }
   }
   return info;
 }
 
 void SetSaveSliceInfo(const Variable& variable, SaveSliceInfo info) {
-  variable.graph()->AddToCollection(kSaveSliceInfosKey,
-                                    SliceInfoRecord{.variable = variable.op().name(), .info = std::move(info)});
+  variable.graph()->AddToCollection(
+      kSaveSliceInfosKey, SliceInfoRecord{.variable = variable.op().name(), .info = std::move(info)});
 }
 
 std::optional<SaveSliceInfo> GetSaveSliceInfo(const Variable& variable) {
   if (!variable) return std::nullopt;
-  const std::vector<SliceInfoRecord> records = variable.graph()->GetCollection<SliceInfoRecord>(kSaveSliceInfosKey);
+  const std::vector<SliceInfoRecord> records =
+      variable.graph()->GetCollection<SliceInfoRecord>(kSaveSliceInfosKey);
   const std::string name = variable.op().name();
   for (auto it = records.rbegin(); it != records.rend(); ++it) {
     if (it->variable == name) return it->info;
@@ -130,12 +133,13 @@ Partitioner MinMaxVariablePartitioner(int max_partitions, int axis, int64_t min_
              min_slice_size);
   return [=](const TensorShape& shape, DataType dtype) {
     CheckAxis(axis, shape);
-    const double total_bytes =
-        static_cast<double>(shape.num_elements()) * static_cast<double>(BytesPerElement(dtype, bytes_per_string_element));
+    const double total_bytes = static_cast<double>(shape.num_elements()) *
+                               static_cast<double>(BytesPerElement(dtype, bytes_per_string_element));
     const double wanted = std::ceil(total_bytes / static_cast<double>(min_slice_size));
     std::vector<int> partitions(shape.dims(), 1);
     partitions[axis] = static_cast<int>(std::max<double>(
-        1, std::min({static_cast<double>(shape.dim_size(axis)), static_cast<double>(max_partitions), wanted})));
+        1,
+        std::min({static_cast<double>(shape.dim_size(axis)), static_cast<double>(max_partitions), wanted})));
     return partitions;
   };
 }
@@ -143,9 +147,10 @@ Partitioner MinMaxVariablePartitioner(int max_partitions, int axis, int64_t min_
 Partitioner VariableAxisSizePartitioner(int64_t max_shard_bytes, int axis, int64_t bytes_per_string_element,
                                         std::optional<int> max_shards) {
   if (max_shard_bytes < 1 || bytes_per_string_element < 1) {
-    InvalidArgument("Both max_shard_bytes and bytes_per_string_element must be positive. Currently, "
-                    "max_shard_bytes is ",
-                    max_shard_bytes, " and bytes_per_string_element is ", bytes_per_string_element);
+    InvalidArgument(
+        "Both max_shard_bytes and bytes_per_string_element must be positive. Currently, "
+        "max_shard_bytes is ",
+        max_shard_bytes, " and bytes_per_string_element is ", bytes_per_string_element);
   }
   if (max_shards && *max_shards < 1) InvalidArgument("max_shards must be positive.");
   return [=](const TensorShape& shape, DataType dtype) {
@@ -158,8 +163,9 @@ Partitioner VariableAxisSizePartitioner(int64_t max_shard_bytes, int axis, int64
                         static_cast<double>(BytesPerElement(dtype, bytes_per_string_element));
     // An empty slice fits any number of times: one shard (TF divides by zero here).
     const double slices_per_shard =
-        bytes_per_slice == 0.0 ? std::max<double>(1, static_cast<double>(rows))
-                               : std::max(1.0, std::floor(static_cast<double>(max_shard_bytes) / bytes_per_slice));
+        bytes_per_slice == 0.0
+            ? std::max<double>(1, static_cast<double>(rows))
+            : std::max(1.0, std::floor(static_cast<double>(max_shard_bytes) / bytes_per_slice));
     int64_t shards = static_cast<int64_t>(std::ceil(static_cast<double>(rows) / slices_per_shard));
     if (max_shards) shards = std::min<int64_t>(*max_shards, shards);
     partitions[axis] = static_cast<int>(std::max<int64_t>(1, shards));
@@ -184,8 +190,9 @@ Output PartitionedVariable::AsTensor() const {
     auto root = graph.NameScope("");
     return Identity(parts_.front().value(), name_);
   }
-  const int axis = static_cast<int>(
-      std::find_if(partitions_.begin(), partitions_.end(), [](int p) { return p > 1; }) - partitions_.begin());
+  const int axis =
+      static_cast<int>(std::find_if(partitions_.begin(), partitions_.end(), [](int p) { return p > 1; }) -
+                       partitions_.begin());
   Output concatenated;
   {
     auto scope = graph.NameScope(StrCat(name_, "/ConcatPartitions/"));
@@ -205,8 +212,9 @@ PartitionedVariable GetVariable(std::string_view name, const TensorShape& shape,
   if (!options.partitioner) InvalidArgument("GetVariable ", full_name, ": the partitioner is empty");
   if (const Node* existing = graph.FindNode(full_name);
       existing != nullptr && (existing->type() == "VariableV2" || existing->type() == "VarHandleOp")) {
-    InvalidArgument("A partitioner was provided, but an unpartitioned version of the variable was found: ",
-                    full_name, ".  Perhaps a variable of the same name was already created without partitioning?");
+    InvalidArgument(
+        "A partitioner was provided, but an unpartitioned version of the variable was found: ", full_name,
+        ".  Perhaps a variable of the same name was already created without partitioning?");
   }
   const std::vector<int> partitions = CallPartitioner(options.partitioner, full_name, shape, dtype);
   int axis = 0;

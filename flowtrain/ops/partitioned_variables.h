@@ -70,12 +70,14 @@ Partitioner FixedSizePartitioner(int num_shards, int axis = 0);
 // tf.compat.v1.min_max_variable_partitioner: parts of at least `min_slice_size` bytes each (at
 // least one part), at most `max_partitions` and at most the axis's size. Strings count
 // `bytes_per_string_element` bytes an element.
-Partitioner MinMaxVariablePartitioner(int max_partitions = 1, int axis = 0, int64_t min_slice_size = 256 << 10,
+Partitioner MinMaxVariablePartitioner(int max_partitions = 1, int axis = 0,
+                                      int64_t min_slice_size = 256 << 10,
                                       int64_t bytes_per_string_element = 16);
 // tf.compat.v1.variable_axis_size_partitioner: as few parts along `axis` as keep each under
 // `max_shard_bytes` (a part holds at least one slice of the axis), at most `max_shards`.
 // InvalidArgument unless max_shard_bytes, bytes_per_string_element and max_shards are positive.
-Partitioner VariableAxisSizePartitioner(int64_t max_shard_bytes, int axis = 0, int64_t bytes_per_string_element = 16,
+Partitioner VariableAxisSizePartitioner(int64_t max_shard_bytes, int axis = 0,
+                                        int64_t bytes_per_string_element = 16,
                                         std::optional<int> max_shards = std::nullopt);
 
 // TF's PartitionedVariable: the parts of one variable, in order along the partitioned axis.

@@ -92,18 +92,30 @@ TEST(PartitionedVariableTest, BadPartitionsAreInvalidArgumentAsTf) {
   };
   testing::ExpectInvalidArgument([&] { get("s", {}, ops::FixedSizePartitioner(2)); },
                                  {"A partitioned Variable must have rank at least 1", "s"});
-  testing::ExpectInvalidArgument([&] { get("a", {4, 4}, [](const TensorShape&, DataType) { return std::vector<int>{2, 2}; }); },
-                                 {"Can only slice a variable along one dimension", "[2, 2]"});
-  testing::ExpectInvalidArgument([&] { get("r", {4, 4}, [](const TensorShape&, DataType) { return std::vector<int>{2}; }); },
-                                 {"does not match the Variable's rank", "[2] vs. [4,4]"});
-  testing::ExpectInvalidArgument([&] { get("z", {4}, [](const TensorShape&, DataType) { return std::vector<int>{0}; }); },
-                                 {"zero partitions"});
-  testing::ExpectInvalidArgument([&] { get("x", {4}, ops::FixedSizePartitioner(2, 1)); }, {"along axis 1", "[4]"});
+  testing::ExpectInvalidArgument(
+      [&] {
+        get("a", {4, 4}, [](const TensorShape&, DataType) { return std::vector<int>{2, 2}; });
+      },
+      {"Can only slice a variable along one dimension", "[2, 2]"});
+  testing::ExpectInvalidArgument(
+      [&] {
+        get("r", {4, 4}, [](const TensorShape&, DataType) { return std::vector<int>{2}; });
+      },
+      {"does not match the Variable's rank", "[2] vs. [4,4]"});
+  testing::ExpectInvalidArgument(
+      [&] { get("z", {4}, [](const TensorShape&, DataType) { return std::vector<int>{0}; }); },
+      {"zero partitions"});
+  testing::ExpectInvalidArgument([&] { get("x", {4}, ops::FixedSizePartitioner(2, 1)); },
+                                 {"along axis 1", "[4]"});
   ops::GetVariable("plain", {4, 2});
-  testing::ExpectInvalidArgument([&] { get("plain", {4, 2}, ops::FixedSizePartitioner(2)); },
-                                 {"unpartitioned version of the variable was found: plain"});
+  testing::ExpectInvalidArgument(
+      [&] {
+        get("plain", {4, 2}, ops::FixedSizePartitioner(2));
+      },
+      {"unpartitioned version of the variable was found: plain"});
   testing::ExpectInvalidArgument([] { ops::VariableAxisSizePartitioner(0); }, {"must be positive"});
-  testing::ExpectInvalidArgument([] { ops::VariableAxisSizePartitioner(10, 0, 16, 0); }, {"max_shards must be positive"});
+  testing::ExpectInvalidArgument([] { ops::VariableAxisSizePartitioner(10, 0, 16, 0); },
+                                 {"max_shards must be positive"});
 }
 
 // The values TF 2.21's partitioners return for the same arguments.
@@ -111,10 +123,12 @@ TEST(PartitionedVariableTest, PartitionerArithmeticMatchesTf) {
   EXPECT_THAT(Partitions(ops::MinMaxVariablePartitioner(4, 0, 64), {10, 4}), ElementsAre(3, 1));
   EXPECT_THAT(Partitions(ops::MinMaxVariablePartitioner(3, 1, 16), {10, 4}), ElementsAre(1, 3));
   EXPECT_THAT(Partitions(ops::MinMaxVariablePartitioner(100), {1000, 300}), ElementsAre(5, 1));
-  EXPECT_THAT(Partitions(ops::MinMaxVariablePartitioner(100, 0, 1000, 8), {50, 3}, DT_STRING), ElementsAre(2, 1));
+  EXPECT_THAT(Partitions(ops::MinMaxVariablePartitioner(100, 0, 1000, 8), {50, 3}, DT_STRING),
+              ElementsAre(2, 1));
   EXPECT_THAT(Partitions(ops::MinMaxVariablePartitioner(), {1000, 300}), ElementsAre(1, 1));
   EXPECT_THAT(Partitions(ops::VariableAxisSizePartitioner(64), {10, 4}), ElementsAre(3, 1));
-  EXPECT_THAT(Partitions(ops::VariableAxisSizePartitioner(100, 1, 16, 3), {10, 7}, DT_DOUBLE), ElementsAre(1, 3));
+  EXPECT_THAT(Partitions(ops::VariableAxisSizePartitioner(100, 1, 16, 3), {10, 7}, DT_DOUBLE),
+              ElementsAre(1, 3));
   EXPECT_THAT(Partitions(ops::VariableAxisSizePartitioner(1), {5, 2}, DT_STRING), ElementsAre(5, 1));
   EXPECT_THAT(Partitions(ops::FixedSizePartitioner(3), {10, 4}), ElementsAre(3, 1));
   EXPECT_THAT(Partitions(ops::FixedSizePartitioner(5, 1), {2, 3}), ElementsAre(1, 3));

@@ -124,7 +124,8 @@ void ImportCollection(const std::string& key, const tensorflow::CollectionDef& d
       Variable variable = Variable::FromGraph(*graph, OpNameOf(vdef.variable_name()));
       // A part of a partitioned variable (listed again in trainable_variables: recorded once).
       if (vdef.has_save_slice_info_def() && !vdef.save_slice_info_def().full_name().empty()) {
-        ops::SaveSliceInfo info = ops::SaveSliceInfo::FromProto(vdef.save_slice_info_def(), vdef.variable_name());
+        ops::SaveSliceInfo info =
+            ops::SaveSliceInfo::FromProto(vdef.save_slice_info_def(), vdef.variable_name());
         if (ops::GetSaveSliceInfo(variable) != info) ops::SetSaveSliceInfo(variable, std::move(info));
       }
       graph->AddToCollection(key, variable);

@@ -88,7 +88,8 @@ TEST(PartitionedSaverTest, MismatchedFullShapeIsInvalidArgumentNamingTheVariable
   Graph g;
   {
     auto as_default = g.AsDefault();
-    ops::GetVariable("w", {12, 4}, DT_FLOAT, ops::ZerosInitializer(), {.partitioner = ops::FixedSizePartitioner(2)});
+    ops::GetVariable("w", {12, 4}, DT_FLOAT, ops::ZerosInitializer(),
+                     {.partitioner = ops::FixedSizePartitioner(2)});
   }
   Saver saver({.graph = &g});
   Session sess(g);
@@ -120,7 +121,8 @@ TEST(PartitionedSaverTest, MetaGraphKeepsTheSliceInfo) {
   Graph g;
   {
     auto as_default = g.AsDefault();
-    ops::GetVariable("w", {10, 4}, DT_FLOAT, ops::ZerosInitializer(), {.partitioner = ops::FixedSizePartitioner(3)});
+    ops::GetVariable("w", {10, 4}, DT_FLOAT, ops::ZerosInitializer(),
+                     {.partitioner = ops::FixedSizePartitioner(3)});
   }
   const tensorflow::MetaGraphDef meta = ExportMetaGraph(g);
   tensorflow::VariableDef def;

@@ -138,8 +138,10 @@ Saver::Saveable Saver::VariableSaveable(const std::string& key, const Variable& 
       saved = ops::ReadVariableOp(variable.ref(), variable.dtype());
     }
   }
-  Saveable s{
-      .name = key, .specs = {{saved, key, slice_spec}}, .dtypes = {variable.dtype()}, .device = variable.op().device()};
+  Saveable s{.name = key,
+             .specs = {{saved, key, slice_spec}},
+             .dtypes = {variable.dtype()},
+             .device = variable.op().device()};
   s.restore = [this, variable](const std::vector<Output>& restored) {
     auto colocate = graph_->ColocateWith(variable.op());
     if (variable.is_resource()) return ops::AssignVariableOp(variable.ref(), restored[0]);
@@ -449,7 +451,8 @@ void Saver::AnalyzeRestoreGraph() {
     if (slices_node->type() == "Const") {
       const Tensor slices = slices_node->GetAttr<Tensor>("value");
       if (value.index < slices.NumElements() && !slices.flat<std::string>()[value.index].empty()) {
-        shape = PartialTensorShape(io::ParseShapeAndSlice(slices.flat<std::string>()[value.index]).full_shape);
+        shape =
+            PartialTensorShape(io::ParseShapeAndSlice(slices.flat<std::string>()[value.index]).full_shape);
       }
     }
     restore_targets_.push_back({names.flat<std::string>()[value.index], target->name(),
