@@ -165,21 +165,35 @@ Tensor BundleReader::LookupSlice(std::string_view key, const TensorSlice& slice)
     InvalidArgument("Slice ", slice.DebugString(), " requested of tensor '", key, "' in checkpoint '",
                     prefix_, "' does not fit its shape ", full_shape.DebugString());
   }
+  if (entry.slices_size() == 0) {
+    // Saved whole (an unpartitioned variable): read it and take the part asked for.
+    const Tensor full = Lookup(key);
+    Tensor out(dtype, slice.ShapeIn(full_shape));
+    CopyIntersection(full, TensorSlice(full_shape.dims()), full_shape, slice, &out);
+    return out;
+  }
+  // The slices are checked against their data before the result is allocated, so that a
+  // damaged index cannot make us allocate memory for data that is not there.
+  StoredSlices(key, entry, slice);
   Tensor out(dtype, slice.ShapeIn(full_shape));
   ReadSliceInto(key, entry, slice, &out);
   return out;
 }
 
-void BundleReader::ReadSliceInto(std::string_view key, const tensorflow::BundleEntryProto& entry,
-                                 const TensorSlice& slice, Tensor* out) const {
+std::vector<TensorSlice> BundleReader::StoredSlices(std::string_view key,
+                                                    const tensorflow::BundleEntryProto& entry,
+                                                    const TensorSlice& wanted) const {
   const TensorShape full_shape = ShapeFromProto(entry.shape());
-  if (entry.slices_size() == 0) {
-    // Saved whole (an unpartitioned variable): read it and take the part asked for.
-    const Tensor full = Lookup(key);
-    CopyIntersection(full, TensorSlice(full_shape.dims()), full_shape, slice, out);
-    return;
-  }
+  auto intersect = [&](const TensorSlice& a, const TensorSlice& b) {
+    int64_t elements = 1;
+    for (int d = 0; d < full_shape.dims(); ++d) {
+      elements *= std::max<int64_t>(
+          0, std::min(a.end(d, full_shape), b.end(d, full_shape)) - std::max(a.start(d), b.start(d)));
+    }
+    return elements;
+  };
   std::vector<TensorSlice> stored;
+  int64_t covered = 0;
   for (const tensorflow::TensorSliceProto& proto : entry.slices()) {
     TensorSlice s = TensorSlice::FromProto(proto, StrCat("tensor '", key, "' in checkpoint '", prefix_, "'"));
     if (!s.FitsIn(full_shape)) {
@@ -187,20 +201,11 @@ void BundleReader::ReadSliceInto(std::string_view key, const tensorflow::BundleE
                "' does not fit the tensor's shape ", full_shape.DebugString());
     }
     for (const TensorSlice& other : stored) {
-      bool overlap = true;
-      for (int d = 0; d < full_shape.dims() && overlap; ++d) {
-        overlap =
-            std::max(s.start(d), other.start(d)) < std::min(s.end(d, full_shape), other.end(d, full_shape));
-      }
-      if (overlap && s.ShapeIn(full_shape).num_elements() > 0) {
+      if (intersect(s, other) > 0) {
         DataLoss("Checkpoint '", prefix_, "' is damaged: slices ", s.DebugString(), " and ",
                  other.DebugString(), " of tensor '", key, "' overlap");
       }
     }
-    stored.push_back(std::move(s));
-  }
-  int64_t copied = 0;
-  for (const TensorSlice& s : stored) {
     const std::string slice_key = EncodeTensorNameSlice(key, s);
     auto it = entries_.find(slice_key);
     if (it == entries_.end()) {
@@ -216,20 +221,32 @@ void BundleReader::ReadSliceInto(std::string_view key, const tensorflow::BundleE
                ") is stored as ", DataTypeString(static_cast<DataType>(slice_entry.dtype())), " ",
                ShapeFromProto(slice_entry.shape()).DebugString());
     }
+    DataFile(slice_key, slice_entry);  // its bytes are in the data file
+    covered += intersect(s, wanted);
+    stored.push_back(std::move(s));
+  }
+  if (covered != wanted.ShapeIn(full_shape).num_elements()) {
+    NotFound("Does not have sufficient slices for partitioned tensor ", key,
+             " to restore in slice_spec: ", wanted.DebugString(), " (checkpoint '", prefix_, "')");
+  }
+  return stored;
+}
+
+void BundleReader::ReadSliceInto(std::string_view key, const tensorflow::BundleEntryProto& entry,
+                                 const TensorSlice& slice, Tensor* out) const {
+  const TensorShape full_shape = ShapeFromProto(entry.shape());
+  for (const TensorSlice& s : StoredSlices(key, entry, slice)) {
+    const TensorShape slice_shape = s.ShapeIn(full_shape);
     bool intersects = true;
     for (int d = 0; d < full_shape.dims() && intersects; ++d) {
       intersects =
           std::max(s.start(d), slice.start(d)) < std::min(s.end(d, full_shape), slice.end(d, full_shape));
     }
     if (!intersects) continue;
-    DataFile(slice_key, slice_entry);
+    const std::string slice_key = EncodeTensorNameSlice(key, s);
     Tensor values(static_cast<DataType>(entry.dtype()), slice_shape);
-    ReadValue(slice_key, slice_entry, &values);
-    copied += CopyIntersection(values, s, full_shape, slice, out);
-  }
-  if (copied != out->NumElements()) {
-    NotFound("Does not have sufficient slices for partitioned tensor ", key,
-             " to restore in slice_spec: ", slice.DebugString(), " (checkpoint '", prefix_, "')");
+    ReadValue(slice_key, entries_.find(slice_key)->second, &values);
+    CopyIntersection(values, s, full_shape, slice, out);
   }
 }
 

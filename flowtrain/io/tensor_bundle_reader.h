@@ -81,7 +81,11 @@ class BundleReader {
 
  private:
   const tensorflow::BundleEntryProto& EntryOrThrow(std::string_view key) const;
-  // Fills `out` (of the slice's shape) with `slice` of the tensor `key`.
+  // The slices the sliced tensor `key` is stored as, each checked against the full shape, the
+  // others and its own entry and data; NotFound unless together they cover `wanted`.
+  std::vector<TensorSlice> StoredSlices(std::string_view key, const tensorflow::BundleEntryProto& entry,
+                                        const TensorSlice& wanted) const;
+  // Fills `out` (of the slice's shape) with `slice` of the sliced tensor `key`.
   void ReadSliceInto(std::string_view key, const tensorflow::BundleEntryProto& entry,
                      const TensorSlice& slice, Tensor* out) const;
   void ReadValue(std::string_view key, const tensorflow::BundleEntryProto& entry, Tensor* out) const;

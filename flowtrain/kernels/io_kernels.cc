@@ -136,9 +136,10 @@ class RestoreV2Op : public OpKernel {
       }
       specs[i] = SliceSpec(ctx, "RestoreV2", i);
       if (specs[i] && specs[i]->full_shape != stored.shape) {
-        InvalidArgument("RestoreV2: tensor '", name, "' is ", stored.shape.DebugString(), " in checkpoint '",
-                        prefix, "' but the slice to restore is of a tensor of ",
-                        specs[i]->full_shape.DebugString());
+        InvalidArgument("tensor_name = ", name, "; shape in shape_and_slice spec ",
+                        specs[i]->full_shape.DebugString(),
+                        " does not match the shape stored in checkpoint: ", stored.shape.DebugString(),
+                        " (checkpoint '", prefix, "')");
       }
       if (!specs[i]) outputs[i] = ctx->allocate_output(static_cast<int>(i), stored.shape);
     }
