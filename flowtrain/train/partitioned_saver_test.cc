@@ -93,7 +93,8 @@ TEST(PartitionedSaverTest, MismatchedFullShapeIsInvalidArgumentNamingTheVariable
   }
   Saver saver({.graph = &g});
   Session sess(g);
-  testing::ExpectInvalidArgument([&] { saver.Restore(sess, path); }, {"w/part_0", "[12,4]", "[10,4]"});
+  testing::ExpectInvalidArgument([&] { saver.Restore(sess, path); },
+                                 {"variable 'w/part_", "key 'w'", "[12,4]", "[10,4]"});
 }
 
 TEST(PartitionedSaverTest, EachPartGetsItsOwnSlotsSavedAsSlicesOfTheFullSlot) {
