@@ -66,6 +66,8 @@ struct Model {
 TEST(PartitionedVariables, CheckpointsRestoreAcrossPartitionCountsBothWays) {
   const std::string dir = MakeTempDir("interop_partitioned");
   const std::string tf_prefix = dir + "/tf/model.ckpt";
+  std::filesystem::create_directories(dir + "/ft3");
+  std::filesystem::create_directories(dir + "/ft");
   RunScript({"--mode", "write", "--tf_prefix", tf_prefix});
 
   for (int parts : {2, 0, 3}) {
