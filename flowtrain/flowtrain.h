@@ -31,6 +31,7 @@
 #include "flowtrain/ops/math_ops.h"
 #include "flowtrain/ops/nn_ops.h"
 #include "flowtrain/ops/parsing_ops.h"
+#include "flowtrain/ops/partitioned_variables.h"
 #include "flowtrain/ops/random_ops.h"
 #include "flowtrain/ops/reader_ops.h"
 #include "flowtrain/ops/rnn.h"

@@ -8,6 +8,7 @@
 //   tensor_name:  global_step
 //   2000
 //
+// A partitioned variable is listed and printed once, as its full tensor.
 // A damaged checkpoint is reported (DataLoss naming the file and tensor), never printed wrong.
 #include <cstdio>
 #include <string>
@@ -44,7 +45,8 @@ void AddInspectCheckpointCommand(CLI::App& app) {
   cmd->callback([=] {
     io::CheckpointReader reader(*prefix);
     if (*all) {
-      for (const std::string& name : reader.bundle().ListKeys()) PrintTensor(reader, name);
+      // Each variable whole: a partitioned one put together from its slices.
+      for (const auto& [name, shape] : reader.GetVariableToShapeMap()) PrintTensor(reader, name);
     } else if (!tensor->empty()) {
       PrintTensor(reader, *tensor);
     } else {

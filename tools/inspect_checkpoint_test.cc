@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "flowtrain/core/file_util.h"
+#include "flowtrain/io/tensor_bundle_writer.h"
+#include "flowtrain/io/tensor_slice.h"
 #include "tests/test_util.h"
 
 namespace flowtrain {
@@ -46,6 +48,24 @@ TEST_F(InspectCheckpointTest, PrintsOneTensorOrAll) {
       RunFlowtrainCli("inspect-checkpoint " +
                       testing::FixturePath("tf1_half_plus_two_cpu/variables/variables") + " --tensor b");
   EXPECT_EQ(half.output, "tensor_name:  b\n2\n");
+}
+
+TEST_F(InspectCheckpointTest, PartitionedVariableIsShownWhole) {
+  const std::string prefix = testing::MakeTempDir("inspect") + "/ckpt";
+  io::BundleWriter writer(prefix);
+  writer.AddSlice("w", {3, 2}, io::ParseShapeAndSlice("3 2 0,2:0,2").slice,
+                  Tensor::FromVector<float>({1, 2, 3, 4}, TensorShape({2, 2})));
+  writer.AddSlice("w", {3, 2}, io::ParseShapeAndSlice("3 2 2,1:0,2").slice,
+                  Tensor::FromVector<float>({5, 6}, TensorShape({1, 2})));
+  writer.Finish();
+  CliResult listed = RunFlowtrainCli("inspect-checkpoint " + prefix);
+  EXPECT_EQ(listed.exit_code, 0) << listed.output;
+  EXPECT_EQ(listed.output, "w (DT_FLOAT) [3,2]\n");
+  CliResult all = RunFlowtrainCli("inspect-checkpoint " + prefix + " --all");
+  EXPECT_EQ(all.exit_code, 0) << all.output;
+  EXPECT_THAT(all.output, HasSubstr("tensor_name:  w\n"));
+  EXPECT_THAT(all.output, HasSubstr("1 2"));
+  EXPECT_THAT(all.output, HasSubstr("5 6"));
 }
 
 TEST_F(InspectCheckpointTest, ErrorsAreReported) {

@@ -1,5 +1,6 @@
 #include "flowtrain/io/checkpoint_reader.h"
 
+#include "flowtrain/core/str_util.h"
 #include "flowtrain/proto/tensor_proto_util.h"
 
 namespace flowtrain::io {
@@ -29,6 +30,16 @@ std::map<std::string, DataType> CheckpointReader::GetVariableToDataTypeMap() con
     if (!IsSliceKey(key)) dtypes.emplace(key, static_cast<DataType>(entry.dtype()));
   }
   return dtypes;
+}
+
+std::string CheckpointReader::DebugString() const {
+  std::string out;
+  for (const auto& [key, entry] : reader_.entries()) {
+    if (IsSliceKey(key)) continue;
+    StrAppend(&out, key, " (", DataTypeEnumName(static_cast<DataType>(entry.dtype())), ") ",
+              ShapeFromProto(entry.shape()).DebugString(), "\n");
+  }
+  return out;
 }
 
 }  // namespace flowtrain::io

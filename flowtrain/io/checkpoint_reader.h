@@ -37,8 +37,10 @@ class CheckpointReader {
   std::map<std::string, TensorShape> GetVariableToShapeMap() const;
   std::map<std::string, DataType> GetVariableToDataTypeMap() const;
 
-  // "name (DT_TYPE) [dims]" per variable, sorted by name, one per line.
-  std::string DebugString() const { return reader_.DebugString(); }
+  // "name (DT_TYPE) [dims]" per variable, sorted by name, one per line; a partitioned
+  // variable is listed once, with its full shape (beyond TF, whose listing shows the slice
+  // entries instead).
+  std::string DebugString() const;
 
   const std::string& prefix() const { return reader_.prefix(); }
   const BundleReader& bundle() const { return reader_; }

@@ -126,10 +126,12 @@ Tensor BundleReader::Lookup(std::string_view key) const {
     Unimplemented("Tensor '", key, "' in checkpoint '", prefix_, "' has dtype ", DataTypeString(dtype),
                   ", which flowtrain tensors cannot hold");
   }
+  const TensorShape shape = ShapeFromProto(entry.shape());
+  if (entry.slices_size() > 0) return LookupSlice(key, TensorSlice(shape.dims()));
   // Validate sizes against the data file before allocating, so that a damaged entry cannot
   // make us allocate memory for data that is not there.
   DataFile(key, entry);
-  Tensor tensor(dtype, ShapeFromProto(entry.shape()));
+  Tensor tensor(dtype, shape);
   ReadValue(key, entry, &tensor);
   return tensor;
 }
@@ -144,13 +146,114 @@ void BundleReader::LookupInto(std::string_view key, Tensor* out) const {
                     out == nullptr ? std::string("nothing")
                                    : StrCat(DataTypeString(out->dtype()), " ", out->shape().DebugString()));
   }
+  if (entry.slices_size() > 0) {
+    ReadSliceInto(key, entry, TensorSlice(shape.dims()), out);
+    return;
+  }
   ReadValue(key, entry, out);
+}
+
+Tensor BundleReader::LookupSlice(std::string_view key, const TensorSlice& slice) const {
+  const tensorflow::BundleEntryProto& entry = EntryOrThrow(key);
+  const DataType dtype = static_cast<DataType>(entry.dtype());
+  if (!IsSupportedTensorType(dtype)) {
+    Unimplemented("Tensor '", key, "' in checkpoint '", prefix_, "' has dtype ", DataTypeString(dtype),
+                  ", which flowtrain tensors cannot hold");
+  }
+  const TensorShape full_shape = ShapeFromProto(entry.shape());
+  if (!slice.FitsIn(full_shape)) {
+    InvalidArgument("Slice ", slice.DebugString(), " requested of tensor '", key, "' in checkpoint '",
+                    prefix_, "' does not fit its shape ", full_shape.DebugString());
+  }
+  if (entry.slices_size() == 0) {
+    // Saved whole (an unpartitioned variable): read it and take the part asked for.
+    const Tensor full = Lookup(key);
+    Tensor out(dtype, slice.ShapeIn(full_shape));
+    CopyIntersection(full, TensorSlice(full_shape.dims()), full_shape, slice, &out);
+    return out;
+  }
+  // The slices are checked against their data before the result is allocated, so that a
+  // damaged index cannot make us allocate memory for data that is not there.
+  StoredSlices(key, entry, slice);
+  Tensor out(dtype, slice.ShapeIn(full_shape));
+  ReadSliceInto(key, entry, slice, &out);
+  return out;
+}
+
+std::vector<TensorSlice> BundleReader::StoredSlices(std::string_view key,
+                                                    const tensorflow::BundleEntryProto& entry,
+                                                    const TensorSlice& wanted) const {
+  const TensorShape full_shape = ShapeFromProto(entry.shape());
+  auto intersect = [&](const TensorSlice& a, const TensorSlice& b) {
+    int64_t elements = 1;
+    for (int d = 0; d < full_shape.dims(); ++d) {
+      elements *= std::max<int64_t>(
+          0, std::min(a.end(d, full_shape), b.end(d, full_shape)) - std::max(a.start(d), b.start(d)));
+    }
+    return elements;
+  };
+  std::vector<TensorSlice> stored;
+  int64_t covered = 0;
+  for (const tensorflow::TensorSliceProto& proto : entry.slices()) {
+    TensorSlice s = TensorSlice::FromProto(proto, StrCat("tensor '", key, "' in checkpoint '", prefix_, "'"));
+    if (!s.FitsIn(full_shape)) {
+      DataLoss("Checkpoint '", prefix_, "' is damaged: slice ", s.DebugString(), " of tensor '", key,
+               "' does not fit the tensor's shape ", full_shape.DebugString());
+    }
+    for (const TensorSlice& other : stored) {
+      if (intersect(s, other) > 0) {
+        DataLoss("Checkpoint '", prefix_, "' is damaged: slices ", s.DebugString(), " and ",
+                 other.DebugString(), " of tensor '", key, "' overlap");
+      }
+    }
+    const std::string slice_key = EncodeTensorNameSlice(key, s);
+    auto it = entries_.find(slice_key);
+    if (it == entries_.end()) {
+      DataLoss("Checkpoint '", prefix_, "' is damaged: the entry of slice ", s.DebugString(), " of tensor '",
+               key, "' is missing");
+    }
+    const tensorflow::BundleEntryProto& slice_entry = it->second;
+    const TensorShape slice_shape = s.ShapeIn(full_shape);
+    if (slice_entry.slices_size() > 0 || slice_entry.dtype() != entry.dtype() ||
+        ShapeFromProto(slice_entry.shape()) != slice_shape) {
+      DataLoss("Checkpoint '", prefix_, "' is damaged: slice ", s.DebugString(), " of tensor '", key, "' (",
+               DataTypeString(static_cast<DataType>(entry.dtype())), " ", slice_shape.DebugString(),
+               ") is stored as ", DataTypeString(static_cast<DataType>(slice_entry.dtype())), " ",
+               ShapeFromProto(slice_entry.shape()).DebugString());
+    }
+    DataFile(slice_key, slice_entry);  // its bytes are in the data file
+    covered += intersect(s, wanted);
+    stored.push_back(std::move(s));
+  }
+  if (covered != wanted.ShapeIn(full_shape).num_elements()) {
+    NotFound("Does not have sufficient slices for partitioned tensor ", key,
+             " to restore in slice_spec: ", wanted.DebugString(), " (checkpoint '", prefix_, "')");
+  }
+  return stored;
+}
+
+void BundleReader::ReadSliceInto(std::string_view key, const tensorflow::BundleEntryProto& entry,
+                                 const TensorSlice& slice, Tensor* out) const {
+  const TensorShape full_shape = ShapeFromProto(entry.shape());
+  for (const TensorSlice& s : StoredSlices(key, entry, slice)) {
+    const TensorShape slice_shape = s.ShapeIn(full_shape);
+    bool intersects = true;
+    for (int d = 0; d < full_shape.dims() && intersects; ++d) {
+      intersects =
+          std::max(s.start(d), slice.start(d)) < std::min(s.end(d, full_shape), slice.end(d, full_shape));
+    }
+    if (!intersects) continue;
+    const std::string slice_key = EncodeTensorNameSlice(key, s);
+    Tensor values(static_cast<DataType>(entry.dtype()), slice_shape);
+    ReadValue(slice_key, entries_.find(slice_key)->second, &values);
+    CopyIntersection(values, s, full_shape, slice, out);
+  }
 }
 
 int BundleReader::DataFile(std::string_view key, const tensorflow::BundleEntryProto& entry) const {
   if (entry.slices_size() > 0) {
-    Unimplemented("Tensor '", key, "' in checkpoint '", prefix_, "' is stored as ", entry.slices_size(),
-                  " slices of a partitioned variable; flowtrain reads only whole tensors");
+    Internal("Tensor '", key, "' in checkpoint '", prefix_, "' is stored as ", entry.slices_size(),
+             " slices and has no data of its own");
   }
   const int shard = entry.shard_id();
   const std::string path = DataFilename(prefix_, shard, num_shards());

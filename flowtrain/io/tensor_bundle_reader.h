@@ -29,6 +29,7 @@
 #include "flowtrain/core/tensor_shape.h"
 #include "flowtrain/core/types.h"
 #include "flowtrain/io/tensor_bundle.h"
+#include "flowtrain/io/tensor_slice.h"
 
 namespace flowtrain::io {
 
@@ -53,8 +54,15 @@ class BundleReader {
   // The stored metadata of `key` (dtype, shape, shard, offset, size, checksum).
   const tensorflow::BundleEntryProto& GetBundleEntryProto(std::string_view key) const;
 
-  // Reads the tensor stored under `key` into a new Tensor, verifying its checksum.
+  // Reads the tensor stored under `key` into a new Tensor, verifying its checksum. A tensor
+  // saved as slices (a partitioned variable) is put together from them.
   Tensor Lookup(std::string_view key) const;
+  // The part `slice` of the tensor `key`, whether it was saved whole or as slices of any
+  // partitioning (TF's LookupSlice): this is how a variable restores into another partition
+  // count. InvalidArgument if the slice does not fit the tensor; NotFound if the saved slices
+  // do not cover it; DataLoss naming the slice when the index lists a slice that does not fit
+  // the full shape, overlaps another, or whose entry is missing or of another shape or dtype.
+  Tensor LookupSlice(std::string_view key, const TensorSlice& slice) const;
   // As Lookup, into `out`'s existing buffer (for restoring into variables that already exist);
   // `out` must have the stored dtype and shape (InvalidArgument otherwise).
   void LookupInto(std::string_view key, Tensor* out) const;
@@ -73,6 +81,13 @@ class BundleReader {
 
  private:
   const tensorflow::BundleEntryProto& EntryOrThrow(std::string_view key) const;
+  // The slices the sliced tensor `key` is stored as, each checked against the full shape, the
+  // others and its own entry and data; NotFound unless together they cover `wanted`.
+  std::vector<TensorSlice> StoredSlices(std::string_view key, const tensorflow::BundleEntryProto& entry,
+                                        const TensorSlice& wanted) const;
+  // Fills `out` (of the slice's shape) with `slice` of the sliced tensor `key`.
+  void ReadSliceInto(std::string_view key, const tensorflow::BundleEntryProto& entry,
+                     const TensorSlice& slice, Tensor* out) const;
   void ReadValue(std::string_view key, const tensorflow::BundleEntryProto& entry, Tensor* out) const;
   void ReadStringValue(std::string_view key, const tensorflow::BundleEntryProto& entry, Tensor* out) const;
   // Reads [offset, offset + n) of the entry's shard into `dest` (or only checksums it when

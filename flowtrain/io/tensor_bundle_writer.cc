@@ -100,6 +100,44 @@ void BundleWriter::Add(std::string_view key, const Tensor& tensor) {
   entries_.emplace(std::string(key), std::move(entry));
 }
 
+void BundleWriter::AddSlice(std::string_view full_key, const TensorShape& full_shape,
+                            const TensorSlice& slice, const Tensor& slice_tensor) {
+  CheckUsable();
+  if (full_key == kHeaderEntryKey) {
+    InvalidArgument("BundleWriter for '", prefix_, "': the empty key is reserved for the bundle header");
+  }
+  if (!slice.FitsIn(full_shape)) {
+    InvalidArgument("Slice ", slice.DebugString(), " of tensor '", full_key, "' does not fit its shape ",
+                    full_shape.DebugString());
+  }
+  if (!slice_tensor.IsInitialized() || slice_tensor.shape() != slice.ShapeIn(full_shape)) {
+    InvalidArgument("Slice ", slice.DebugString(), " of tensor '", full_key, "' ", full_shape.DebugString(),
+                    " needs a tensor of shape ", slice.ShapeIn(full_shape).DebugString(), ", got ",
+                    slice_tensor.IsInitialized() ? slice_tensor.shape().DebugString() : "none");
+  }
+  auto it = entries_.find(full_key);
+  if (it != entries_.end()) {
+    const tensorflow::BundleEntryProto& existing = it->second;
+    if (existing.slices().empty() ||
+        existing.dtype() != static_cast<tensorflow::DataType>(slice_tensor.dtype()) ||
+        ShapeFromProto(existing.shape()) != full_shape) {
+      InvalidArgument("Adding slice ", slice.DebugString(), " of '", full_key, "' (",
+                      DataTypeString(slice_tensor.dtype()), " ", full_shape.DebugString(), ") to bundle '",
+                      prefix_, "', which holds '", full_key, "' as ",
+                      DataTypeString(static_cast<DataType>(existing.dtype())), " ",
+                      ShapeFromProto(existing.shape()).DebugString(),
+                      existing.slices().empty() ? " (a whole tensor)" : "");
+    }
+  }
+  // The slice's values first: a failure leaves the full entry as it was.
+  Add(EncodeTensorNameSlice(full_key, slice), slice_tensor);
+  tensorflow::BundleEntryProto& full_entry = entries_[std::string(full_key)];
+  // dtype, shape and slices only: shard, offset and size mean nothing for the full entry.
+  full_entry.set_dtype(static_cast<tensorflow::DataType>(slice_tensor.dtype()));
+  *full_entry.mutable_shape() = ShapeToProto(full_shape);
+  *full_entry.add_slices() = slice.ToProto();
+}
+
 uint32_t BundleWriter::AppendChecksummed(const void* data, size_t n, uint32_t crc) {
   // Written straight from the tensor in chunks. Tensors are values: a variable being saved is
   // copied before an update writes to it (the save holds a reference to its buffer), so the

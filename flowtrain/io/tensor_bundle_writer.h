@@ -28,6 +28,7 @@
 
 #include "flowtrain/core/tensor.h"
 #include "flowtrain/io/tensor_bundle.h"
+#include "flowtrain/io/tensor_slice.h"
 
 namespace flowtrain {
 class AtomicFileWriter;
@@ -55,6 +56,14 @@ class BundleWriter {
   // key (reserved for the header), a duplicate key or an empty Tensor. The bytes are written
   // straight from the tensor, which must not change during the call.
   void Add(std::string_view key, const Tensor& tensor);
+
+  // Saves `slice_tensor` as the part `slice` of the tensor `full_key` of `full_shape`, as TF's
+  // BundleWriter::AddSlice: the entry of `full_key` (dtype, full shape, no data) lists the
+  // slice, whose values are added under EncodeTensorNameSlice(full_key, slice). Several slices
+  // of one key may be added. InvalidArgument if the slice does not fit `full_shape`, the tensor
+  // is not the slice's shape, or dtype or full shape differ from an earlier slice's.
+  void AddSlice(std::string_view full_key, const TensorShape& full_shape, const TensorSlice& slice,
+                const Tensor& slice_tensor);
 
   // Writes the index and renames both files into place. The writer is unusable afterwards.
   void Finish();

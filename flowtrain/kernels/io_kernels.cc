@@ -1,6 +1,7 @@
 // Kernels of the checkpoint ops (ops/io_ops.h): SaveV2 and RestoreV2 on V2 tensor bundles,
 // MergeV2Checkpoints, and the string ops that build a sharded save's file names.
 #include <algorithm>
+#include <optional>
 #include <cstdio>
 #include <regex>
 #include <string>
@@ -11,6 +12,7 @@
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/io/tensor_bundle_reader.h"
+#include "flowtrain/io/tensor_slice.h"
 #include "flowtrain/io/tensor_bundle_writer.h"
 #include "flowtrain/framework/op_kernel.h"
 
@@ -30,14 +32,19 @@ int64_t CheckNamesAndSlices(OpKernelContext* ctx, std::string_view op) {
     InvalidArgument(op, ": tensor_names and shape_and_slices must be vectors of one length, got ",
                     names.shape().DebugString(), " and ", slices.shape().DebugString());
   }
-  const auto slice_specs = slices.flat<std::string>();
-  for (int64_t i = 0; i < slices.NumElements(); ++i) {
-    if (!slice_specs[i].empty()) {
-      InvalidArgument(op, ": tensor '", names.flat<std::string>()[i], "' has slice spec '", slice_specs[i],
-                      "'; flowtrain saves and restores only whole tensors");
-    }
-  }
   return names.NumElements();
+}
+
+// The parsed shape_and_slices[i], or nullopt for "" (the whole tensor). InvalidArgument naming
+// the tensor when the spec is malformed.
+std::optional<io::ShapeAndSlice> SliceSpec(OpKernelContext* ctx, std::string_view op, int64_t i) {
+  const std::string& spec = ctx->input(2).flat<std::string>()[i];
+  if (spec.empty()) return std::nullopt;
+  try {
+    return io::ParseShapeAndSlice(spec);
+  } catch (const InvalidArgumentError& e) {
+    InvalidArgument(op, ": tensor '", ctx->input(1).flat<std::string>()[i], "': ", e.what());
+  }
 }
 
 class SaveV2Op : public OpKernel {
@@ -56,7 +63,13 @@ class SaveV2Op : public OpKernel {
       if (ctx->cancellation_manager() != nullptr && ctx->cancellation_manager()->IsCancelled()) {
         Cancelled("SaveV2 of '", prefix, "' was cancelled");
       }
-      writer.Add(names[i], ctx->input(static_cast<int>(3 + i)));
+      const Tensor& tensor = ctx->input(static_cast<int>(3 + i));
+      if (const std::optional<io::ShapeAndSlice> spec = SliceSpec(ctx, "SaveV2", i)) {
+        // A part of a partitioned variable, saved as TF saves it: a slice of the full key.
+        writer.AddSlice(names[i], spec->full_shape, spec->slice, tensor);
+      } else {
+        writer.Add(names[i], tensor);
+      }
     }
     writer.Finish();
   }
@@ -108,6 +121,7 @@ class RestoreV2Op : public OpKernel {
     io::BundleReader reader(prefix);
     // Every name and dtype is checked before any data is read.
     std::vector<Tensor*> outputs(static_cast<size_t>(n));
+    std::vector<std::optional<io::ShapeAndSlice>> specs(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
       const std::string& name = names[i];
       if (!reader.Contains(name)) {
@@ -120,10 +134,27 @@ class RestoreV2Op : public OpKernel {
                         " does not equal original dtype ", DataTypeString(stored.dtype), " (checkpoint '",
                         prefix, "')");
       }
-      outputs[i] = ctx->allocate_output(static_cast<int>(i), stored.shape);
+      specs[i] = SliceSpec(ctx, "RestoreV2", i);
+      if (specs[i] && specs[i]->full_shape != stored.shape) {
+        InvalidArgument("tensor_name = ", name, "; shape in shape_and_slice spec ",
+                        specs[i]->full_shape.DebugString(),
+                        " does not match the shape stored in checkpoint: ", stored.shape.DebugString(),
+                        " (checkpoint '", prefix, "')");
+      }
+      if (!specs[i]) outputs[i] = ctx->allocate_output(static_cast<int>(i), stored.shape);
     }
-    PrefaultAhead prefault(outputs);
-    for (int64_t i = 0; i < n; ++i) reader.LookupInto(names[i], outputs[i]);
+    std::vector<Tensor*> whole = outputs;
+    std::erase(whole, nullptr);
+    PrefaultAhead prefault(whole);
+    for (int64_t i = 0; i < n; ++i) {
+      if (specs[i]) {
+        // A part of a partitioned variable: the checkpoint's slices (of any partitioning, or
+        // the whole tensor) are cut to it.
+        ctx->set_output(static_cast<int>(i), reader.LookupSlice(names[i], specs[i]->slice));
+      } else {
+        reader.LookupInto(names[i], outputs[i]);
+      }
+    }
   }
   KernelCost cost() const override { return KernelCost::kExpensive; }
 };

@@ -25,6 +25,9 @@ struct SaveableObject {
   struct SaveSpec {
     Output tensor;     // evaluated by the save op
     std::string name;  // checkpoint key
+    // Empty for a whole tensor; for a part of a partitioned variable its slice of the tensor
+    // `name` (SaveSliceInfo::Spec, e.g. "10 4 0,4:0,4"), saved and restored as TF does.
+    std::string slice_spec = {};
   };
   // Builds the restore ops from the restored tensors (one per spec); called inside the
   // saver's name scope while it builds its restore subgraph.

@@ -1,5 +1,6 @@
 #include "flowtrain/train/meta_graph.h"
 
+#include <optional>
 #include <set>
 
 #include "flowtrain/core/error.h"
@@ -9,6 +10,7 @@
 #include "flowtrain/graph/graph_def.h"
 #include "flowtrain/graph/op_registry.h"
 #include "flowtrain/ops/internal/control_flow_context.h"
+#include "flowtrain/ops/partitioned_variables.h"
 #include "flowtrain/ops/variables.h"
 #include "flowtrain/proto/queue_runner.pb.h"
 #include "flowtrain/train/queue_runner.h"
@@ -119,7 +121,14 @@ void ImportCollection(const std::string& key, const tensorflow::CollectionDef& d
     for (const std::string& bytes : def.bytes_list().value()) {
       tensorflow::VariableDef vdef;
       if (!vdef.ParseFromString(bytes)) DataLoss("Collection '", key, "' holds a damaged VariableDef");
-      graph->AddToCollection(key, Variable::FromGraph(*graph, OpNameOf(vdef.variable_name())));
+      Variable variable = Variable::FromGraph(*graph, OpNameOf(vdef.variable_name()));
+      // A part of a partitioned variable (listed again in trainable_variables: recorded once).
+      if (vdef.has_save_slice_info_def() && !vdef.save_slice_info_def().full_name().empty()) {
+        ops::SaveSliceInfo info =
+            ops::SaveSliceInfo::FromProto(vdef.save_slice_info_def(), vdef.variable_name());
+        if (ops::GetSaveSliceInfo(variable) != info) ops::SetSaveSliceInfo(variable, std::move(info));
+      }
+      graph->AddToCollection(key, variable);
     }
     return;
   }
@@ -165,6 +174,9 @@ tensorflow::VariableDef ToVariableDef(const Variable& variable) {
   if (variable.initial_value()) def.set_initial_value_name(variable.initial_value().name());
   def.set_trainable(variable.trainable());
   if (variable.is_resource()) def.set_is_resource(true);
+  if (std::optional<ops::SaveSliceInfo> info = ops::GetSaveSliceInfo(variable)) {
+    *def.mutable_save_slice_info_def() = info->ToProto();
+  }
   return def;
 }
 

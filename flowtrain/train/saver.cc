@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include "flowtrain/core/error.h"
@@ -14,9 +15,11 @@
 #include "flowtrain/io/tensor_bundle.h"
 #include "flowtrain/io/tensor_bundle_reader.h"
 #include "flowtrain/io/tensor_bundle_writer.h"
+#include "flowtrain/io/tensor_slice.h"
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/control_flow_ops.h"
 #include "flowtrain/ops/io_ops.h"
+#include "flowtrain/ops/partitioned_variables.h"
 #include "flowtrain/ops/state_ops.h"
 #include "flowtrain/ops/resource_variable_ops.h"
 #include "flowtrain/runtime/device_spec.h"
@@ -123,7 +126,8 @@ Saver::Saver(Graph& graph, const tensorflow::SaverDef& saver_def)
   AnalyzeRestoreGraph();
 }
 
-Saver::Saveable Saver::VariableSaveable(const std::string& key, const Variable& variable) const {
+Saver::Saveable Saver::VariableSaveable(const std::string& key, const Variable& variable,
+                                        const std::string& slice_spec) const {
   // A resource variable saves what its snapshot read returns (a ReadVariableOp runs anew each
   // step) under the same key a ref variable would, so checkpoints interchange.
   Output saved = variable.ref();
@@ -134,8 +138,10 @@ Saver::Saveable Saver::VariableSaveable(const std::string& key, const Variable& 
       saved = ops::ReadVariableOp(variable.ref(), variable.dtype());
     }
   }
-  Saveable s{
-      .name = key, .specs = {{saved, key}}, .dtypes = {variable.dtype()}, .device = variable.op().device()};
+  Saveable s{.name = key,
+             .specs = {{saved, key, slice_spec}},
+             .dtypes = {variable.dtype()},
+             .device = variable.op().device()};
   s.restore = [this, variable](const std::vector<Output>& restored) {
     auto colocate = graph_->ColocateWith(variable.op());
     if (variable.is_resource()) return ops::AssignVariableOp(variable.ref(), restored[0]);
@@ -155,20 +161,32 @@ void Saver::CollectSaveables() {
     }
     objects = graph_->GetCollection<std::shared_ptr<SaveableObject>>(GraphKeys::kSaveableObjects);
   }
+  // Parts of partitioned variables, saved as slices of their full variable's key.
+  std::vector<std::pair<Variable, ops::SaveSliceInfo>> parts;
   for (const Variable& v : list) {
     if (!v) InvalidArgument("Saver: var_list holds an empty Variable");
+    if (std::optional<ops::SaveSliceInfo> info = ops::GetSaveSliceInfo(v)) {
+      if (std::none_of(parts.begin(), parts.end(), [&](const auto& p) { return p.first == v; })) {
+        parts.emplace_back(v, std::move(*info));
+      }
+      continue;
+    }
     auto [it, inserted] = by_key.emplace(v.op().name(), v);
     if (!inserted && !(it->second == v)) {
       InvalidArgument("At least two variables have the same name: ", v.op().name());
     }
   }
   saveables_.clear();
-  std::set<std::string> keys;
+  std::set<std::string> keys;         // key, or key and slice spec
+  std::set<std::string> sliced_keys;  // keys saved as slices
+
   auto add = [&](Saveable s) {
     for (const SaveableObject::SaveSpec& spec : s.specs) {
-      if (!keys.insert(spec.name).second) {
+      if (!keys.insert(StrCat(spec.name, spec.slice_spec.empty() ? "" : " ", spec.slice_spec)).second ||
+          (spec.slice_spec.empty() ? sliced_keys.contains(spec.name) : keys.contains(spec.name))) {
         InvalidArgument("At least two variables have the same name: ", spec.name);
       }
+      if (!spec.slice_spec.empty()) sliced_keys.insert(spec.name);
     }
     saveables_.push_back(std::move(s));
   };
@@ -177,6 +195,12 @@ void Saver::CollectSaveables() {
       InvalidArgument("Saver: variable ", v.name(), " is not in the saver's graph");
     }
     add(VariableSaveable(key, v));
+  }
+  for (const auto& [v, info] : parts) {
+    if (v.graph() != graph_) {
+      InvalidArgument("Saver: variable ", v.name(), " is not in the saver's graph");
+    }
+    add(VariableSaveable(info.full_name, v, info.Spec()));
   }
   auto add_objects = [&](const std::vector<std::shared_ptr<SaveableObject>>& list, bool optional) {
     for (const std::shared_ptr<SaveableObject>& object : list) {
@@ -266,14 +290,16 @@ void Saver::Build() {
 
 Output Saver::AddSaveOps(Output filename, const std::vector<Saveable>& saveables) {
   std::vector<std::string> keys;
+  std::vector<std::string> slices;
   std::vector<Output> tensors;
   for (const Saveable& s : saveables) {
     for (const SaveableObject::SaveSpec& spec : s.specs) {
       keys.push_back(spec.name);
+      slices.push_back(spec.slice_spec);
       tensors.push_back(spec.tensor);
     }
   }
-  Operation save = ops::SaveV2(filename, keys, std::vector<std::string>(keys.size()), tensors);
+  Operation save = ops::SaveV2(filename, keys, slices, tensors);
   auto deps = graph_->ControlDependencies({save});
   return ops::Identity(filename, "control_dependency");
 }
@@ -336,13 +362,16 @@ Output Saver::AddShardedSaveOps(Output filename,
 Operation Saver::AddRestoreOps(Output filename, const std::vector<Saveable>& saveables,
                                std::string_view name) {
   std::vector<std::string> keys;
+  std::vector<std::string> slices;
   std::vector<DataType> dtypes;
   for (const Saveable& s : saveables) {
-    for (const SaveableObject::SaveSpec& spec : s.specs) keys.push_back(spec.name);
+    for (const SaveableObject::SaveSpec& spec : s.specs) {
+      keys.push_back(spec.name);
+      slices.push_back(spec.slice_spec);
+    }
     dtypes.insert(dtypes.end(), s.dtypes.begin(), s.dtypes.end());
   }
-  std::vector<Output> restored =
-      ops::RestoreV2(filename, keys, std::vector<std::string>(keys.size()), dtypes);
+  std::vector<Output> restored = ops::RestoreV2(filename, keys, slices, dtypes);
   std::vector<Operation> assigns;
   size_t next = 0;
   for (const Saveable& s : saveables) {
@@ -416,6 +445,15 @@ void Saver::AnalyzeRestoreGraph() {
     if ((n->type() == "Assign" && target->type() == "VariableV2" && n->GetAttr<bool>("validate_shape")) ||
         (n->type() == "AssignVariableOp" && target->type() == "VarHandleOp")) {
       shape = target->GetAttr<PartialTensorShape>("shape");
+    }
+    // A part restored from a slice: the checkpoint holds the full variable, of the spec's shape.
+    const Node* slices_node = restore->input(2).node;
+    if (slices_node->type() == "Const") {
+      const Tensor slices = slices_node->GetAttr<Tensor>("value");
+      if (value.index < slices.NumElements() && !slices.flat<std::string>()[value.index].empty()) {
+        shape =
+            PartialTensorShape(io::ParseShapeAndSlice(slices.flat<std::string>()[value.index]).full_shape);
+      }
     }
     restore_targets_.push_back({names.flat<std::string>()[value.index], target->name(),
                                 BaseType(restore->output_type(value.index)), shape});

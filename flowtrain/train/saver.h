@@ -265,7 +265,8 @@ class Saver {
   };
 
   void CollectSaveables();
-  Saveable VariableSaveable(const std::string& key, const Variable& variable) const;
+  Saveable VariableSaveable(const std::string& key, const Variable& variable,
+                            const std::string& slice_spec = {}) const;
   void BuildSaveRestore(std::vector<Output>* filename_chain);
   Output AddSaveOps(Output filename, const std::vector<Saveable>& saveables);
   Output AddShardedSaveOps(Output filename,

@@ -5,6 +5,7 @@
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/ops/init_ops.h"
+#include "flowtrain/ops/partitioned_variables.h"
 
 namespace flowtrain::train {
 namespace {
@@ -40,6 +41,17 @@ Variable MakeSlot(Graph& graph, const std::optional<Operation>& colocate_with, c
   return Variable(initial_value, options);
 }
 
+// A slot of a part of a partitioned variable is itself a part, of the full variable's slot:
+// "w/part_0/Adam" is the slice of "w/Adam" that "w/part_0" is of "w" (as TF's slot_creator).
+Variable WithSliceInfo(const Variable& primary, Variable slot) {
+  if (std::optional<ops::SaveSliceInfo> info = ops::GetSaveSliceInfo(primary)) {
+    const std::string slot_name = slot.op().name().substr(primary.op().name().size() + 1);
+    info->full_name = StrCat(info->full_name, "/", slot_name);
+    ops::SetSaveSliceInfo(slot, std::move(*info));
+  }
+  return slot;
+}
+
 }  // namespace
 
 Variable CreateSlot(const Variable& primary, const std::function<Output()>& initial_value,
@@ -47,18 +59,20 @@ Variable CreateSlot(const Variable& primary, const std::function<Output()>& init
   Graph& graph = *primary.graph();
   const std::string op = primary.op().name();
   FullShape(primary.shape(), op, name);
-  return MakeSlot(
-      graph, primary.op(), initial_value,
-      {.name = UniqueSlotName(graph, op, name), .trainable = false, .use_resource = primary.is_resource()});
+  return WithSliceInfo(primary, MakeSlot(graph, primary.op(), initial_value,
+                                         {.name = UniqueSlotName(graph, op, name),
+                                          .trainable = false,
+                                          .use_resource = primary.is_resource()}));
 }
 
 Variable CreateSlotFromValue(const Variable& primary, const Output& initial_value, std::string_view name) {
   Graph& graph = *primary.graph();
   const std::string op = primary.op().name();
   FullShape(primary.shape(), op, name);
-  return MakeSlot(
-      graph, primary.op(), initial_value,
-      {.name = UniqueSlotName(graph, op, name), .trainable = false, .use_resource = primary.is_resource()});
+  return WithSliceInfo(primary, MakeSlot(graph, primary.op(), initial_value,
+                                         {.name = UniqueSlotName(graph, op, name),
+                                          .trainable = false,
+                                          .use_resource = primary.is_resource()}));
 }
 
 Variable CreateZerosSlot(const Output& primary, std::string_view name) {

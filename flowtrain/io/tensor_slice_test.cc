@@ -1,0 +1,155 @@
+// Slices of tensors in checkpoints: TF's slice text and keys, and bundles holding partitioned
+// tensors read back whole or cut to another partitioning.
+#include <numeric>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "flowtrain/core/error.h"
+#include "flowtrain/core/file_util.h"
+#include "flowtrain/io/tensor_bundle.h"
+#include "flowtrain/io/tensor_bundle_reader.h"
+#include "flowtrain/io/tensor_bundle_writer.h"
+#include "flowtrain/io/tensor_slice.h"
+#include "tests/test_util.h"
+
+namespace flowtrain::io {
+namespace {
+
+using ::testing::ElementsAre;
+
+// 0, 1, 2, ... in a tensor of `shape`, starting at `first`.
+Tensor Iota(const TensorShape& shape, float first = 0) {
+  std::vector<float> values(static_cast<size_t>(shape.num_elements()));
+  std::iota(values.begin(), values.end(), first);
+  return Tensor::FromVector(values, shape);
+}
+
+// Rows [begin, end) of the [10, 4] tensor Iota({10, 4}).
+Tensor Rows(int64_t begin, int64_t end) { return Iota({end - begin, 4}, static_cast<float>(begin * 4)); }
+
+// Saves the [10, 4] tensor "w" (values 0..39) as the row slices [0, 4), [4, 7), [7, 10), as TF
+// saves fixed_size_partitioner(3), and "b" whole.
+std::string WritePartitioned() {
+  const std::string prefix = testing::MakeTempDir("slices") + "/ckpt";
+  BundleWriter writer(prefix);
+  const TensorShape full({10, 4});
+  writer.AddSlice("w", full, ParseShapeAndSlice("10 4 0,4:0,4").slice, Rows(0, 4));
+  writer.AddSlice("w", full, ParseShapeAndSlice("10 4 4,3:0,4").slice, Rows(4, 7));
+  writer.AddSlice("w", full, ParseShapeAndSlice("10 4 7,3:0,4").slice, Rows(7, 10));
+  writer.Add("b", Iota({10, 4}));
+  writer.Finish();
+  return prefix;
+}
+
+TEST(TensorSlice, ParsesShapeAndSliceAsTf) {
+  const ShapeAndSlice s = ParseShapeAndSlice("10 4 4,3:-");
+  EXPECT_EQ(s.full_shape, TensorShape({10, 4}));
+  EXPECT_EQ(s.slice.start(0), 4);
+  EXPECT_EQ(s.slice.length(0), 3);
+  EXPECT_TRUE(s.slice.IsFullAt(1));
+  EXPECT_EQ(s.slice.ShapeIn(s.full_shape), TensorShape({3, 4}));
+  EXPECT_EQ(s.slice.DebugString(), "4,3:-");
+  testing::ExpectInvalidArgument([] { ParseShapeAndSlice("10 4 8,3:-"); }, {"10 4 8,3:-", "does not fit"});
+  testing::ExpectInvalidArgument([] { ParseShapeAndSlice("10 4 0,3"); }, {"1 dimensions", "shape 2"});
+  testing::ExpectInvalidArgument([] { ParseShapeAndSlice("10 x 0,3:-"); }, {"'x'"});
+  testing::ExpectInvalidArgument([] { ParseShapeAndSlice("10 4 0;3:-"); }, {"'0;3'"});
+}
+
+TEST(TensorSlice, KeysAreTfsOrderedCode) {
+  // 0, "w" escaped and terminated, the rank (a length byte, then 2), then (start, length) per
+  // dimension: small numbers are one byte 0x80 ^ n (so -1, a full extent, is 0x7f); 1000
+  // takes two bytes. The first is the key TF 2.21 wrote for part_0 of a [10, 4] variable.
+  EXPECT_EQ(EncodeTensorNameSlice("w", ParseShapeAndSlice("10 4 0,4:0,4").slice),
+            std::string("\x00w\x00\x01\x01\x02\x80\x84\x80\x84", 10));
+  EXPECT_EQ(EncodeTensorNameSlice("a", TensorSlice({1000}, {1001})),
+            std::string("\x00"
+                        "a\x00\x01\x01\x01\xc3\xe8\xc3\xe9",
+                        10));
+  EXPECT_EQ(EncodeTensorNameSlice(std::string("a\0b", 3), TensorSlice(1)),
+            std::string("\x00"
+                        "a\x00\xff"
+                        "b\x00\x01\x01\x01\x80\x7f",
+                        11));
+}
+
+TEST(TensorSlice, PartitionedTensorReadsWholeAndAsAnyOtherPartitioning) {
+  const std::string prefix = WritePartitioned();
+  BundleReader reader(prefix);
+  EXPECT_EQ(reader.LookupDtypeAndShape("w").shape, TensorShape({10, 4}));
+  EXPECT_EQ(testing::Values<float>(reader.Lookup("w")), testing::Values<float>(Iota({10, 4})));
+  // Two parts, across the saved slices' boundaries, from the sliced and the whole tensor.
+  for (const char* key : {"w", "b"}) {
+    EXPECT_EQ(testing::Values<float>(reader.LookupSlice(key, ParseShapeAndSlice("10 4 0,5:0,4").slice)),
+              testing::Values<float>(Rows(0, 5)));
+    EXPECT_EQ(testing::Values<float>(reader.LookupSlice(key, ParseShapeAndSlice("10 4 5,5:-").slice)),
+              testing::Values<float>(Rows(5, 10)));
+  }
+  // Columns: element (r, c) is 4r + c.
+  EXPECT_THAT(testing::Values<float>(reader.LookupSlice("w", ParseShapeAndSlice("10 4 3,2:1,2").slice)),
+              ElementsAre(13, 14, 17, 18));
+  Tensor into(DT_FLOAT, TensorShape({10, 4}));
+  reader.LookupInto("w", &into);
+  EXPECT_EQ(testing::Values<float>(into), testing::Values<float>(Iota({10, 4})));
+  reader.VerifyAll();
+  testing::ExpectInvalidArgument([&] { reader.LookupSlice("w", ParseShapeAndSlice("11 4 9,2:-").slice); },
+                                 {"'w'", "does not fit"});
+}
+
+TEST(TensorSlice, WriterRejectsSlicesThatDoNotMatch) {
+  BundleWriter writer(testing::MakeTempDir("slices") + "/ckpt");
+  const TensorSlice rows = ParseShapeAndSlice("10 4 0,4:-").slice;
+  testing::ExpectInvalidArgument(
+      [&] {
+        writer.AddSlice("w", {10, 4}, rows, Rows(0, 3));
+      },
+      {"'w'", "[4,4]", "[3,4]"});
+  testing::ExpectInvalidArgument([&] { writer.AddSlice("w", {2, 4}, rows, Rows(0, 4)); }, {"does not fit"});
+  writer.AddSlice("w", {10, 4}, rows, Rows(0, 4));
+  testing::ExpectInvalidArgument(
+      [&] {
+        writer.AddSlice("w", {11, 4}, ParseShapeAndSlice("11 4 4,3:-").slice, Rows(4, 7));
+      },
+      {"'w'", "[11,4]", "[10,4]"});
+  writer.Add("b", Rows(0, 1));
+  testing::ExpectInvalidArgument(
+      [&] {
+        writer.AddSlice("b", {10, 4}, rows, Rows(0, 4));
+      },
+      {"a whole tensor"});
+}
+
+// Rewrites the index of `prefix` with `edit` applied to the entry of "w".
+template <typename Fn>
+void EditEntry(const std::string& prefix, const Fn& edit) {
+  bundle_internal::IndexContents contents = bundle_internal::ReadIndexTable(MetaFilename(prefix));
+  edit(contents.entries.at("w"));
+  WriteFileAtomically(MetaFilename(prefix),
+                      bundle_internal::BuildIndexTable(contents.header, contents.entries));
+}
+
+TEST(TensorSlice, DamagedSliceListsAreDataLossNamingTheSlice) {
+  const std::string unfit = WritePartitioned();
+  EditEntry(unfit,
+            [](tensorflow::BundleEntryProto& e) { e.mutable_slices(2)->mutable_extent(0)->set_length(4); });
+  testing::ExpectError<DataLossError>([&] { BundleReader(unfit).Lookup("w"); },
+                                      {unfit, "slice 7,4:0,4", "'w'", "does not fit", "[10,4]"});
+
+  const std::string overlapping = WritePartitioned();
+  EditEntry(overlapping,
+            [](tensorflow::BundleEntryProto& e) { e.mutable_slices(1)->mutable_extent(0)->set_start(3); });
+  testing::ExpectError<DataLossError>([&] { BundleReader(overlapping).Lookup("w"); }, {"3,3:0,4", "overlap"});
+
+  const std::string missing = WritePartitioned();
+  EditEntry(missing,
+            [](tensorflow::BundleEntryProto& e) { e.mutable_slices(1)->mutable_extent(0)->set_length(2); });
+  testing::ExpectError<DataLossError>([&] { BundleReader(missing).Lookup("w"); }, {"4,2:0,4", "missing"});
+
+  const std::string gap = WritePartitioned();
+  EditEntry(gap, [](tensorflow::BundleEntryProto& e) { e.mutable_slices()->RemoveLast(); });
+  testing::ExpectError<NotFoundError>([&] { BundleReader(gap).Lookup("w"); }, {"sufficient slices", "w"});
+}
+
+}  // namespace
+}  // namespace flowtrain::io
