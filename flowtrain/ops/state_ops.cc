@@ -24,6 +24,18 @@ void RequireRef(const Output& ref, std::string_view op) {
   }
 }
 
+// ScatterAdd and ScatterSub: `op` of the rows `indices` of `ref` with `updates`.
+Output ScatterUpdate(std::string_view op, Output ref, Output indices, Output updates, bool use_locking,
+                     std::string_view name) {
+  RequireRef(ref, op);
+  return NodeBuilder(op, name)
+      .Input(ref)
+      .Input(indices)
+      .Input(updates)
+      .Attr("use_locking", use_locking)
+      .Finalize();
+}
+
 }  // namespace
 
 FT_REGISTER_OP("VariableV2")
@@ -123,23 +135,11 @@ Output AssignSub(Output ref, Output value, bool use_locking, std::string_view na
 }
 
 Output ScatterAdd(Output ref, Output indices, Output updates, bool use_locking, std::string_view name) {
-  RequireRef(ref, "ScatterAdd");
-  return NodeBuilder("ScatterAdd", name)
-      .Input(ref)
-      .Input(indices)
-      .Input(updates)
-      .Attr("use_locking", use_locking)
-      .Finalize();
+  return ScatterUpdate("ScatterAdd", ref, indices, updates, use_locking, name);
 }
 
 Output ScatterSub(Output ref, Output indices, Output updates, bool use_locking, std::string_view name) {
-  RequireRef(ref, "ScatterSub");
-  return NodeBuilder("ScatterSub", name)
-      .Input(ref)
-      .Input(indices)
-      .Input(updates)
-      .Attr("use_locking", use_locking)
-      .Finalize();
+  return ScatterUpdate("ScatterSub", ref, indices, updates, use_locking, name);
 }
 
 Output IsVariableInitialized(Output ref, std::string_view name) {
