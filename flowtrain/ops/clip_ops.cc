@@ -98,6 +98,16 @@ std::vector<GradientValue> WithValues(const std::vector<GradientValue>& grads,
 
 }  // namespace
 
+std::pair<std::vector<Output>, Output> ClipByGlobalNorm(std::initializer_list<Output> tensors,
+                                                        Output clip_norm, std::string_view name) {
+  return ClipByGlobalNorm(std::vector<Output>(tensors), std::move(clip_norm), name);
+}
+
+std::pair<std::vector<Output>, Output> ClipByGlobalNorm(std::initializer_list<Output> tensors,
+                                                        float clip_norm, std::string_view name) {
+  return ClipByGlobalNorm(std::vector<Output>(tensors), clip_norm, name);
+}
+
 std::pair<std::vector<GradientValue>, Output> ClipByGlobalNorm(const std::vector<GradientValue>& grads,
                                                                Output clip_norm, std::string_view name) {
   auto [clipped, norm] = ClipByGlobalNorm(ValuesOf(grads), std::move(clip_norm), name);

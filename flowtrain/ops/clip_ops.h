@@ -7,6 +7,7 @@
 #ifndef FLOWTRAIN_OPS_CLIP_OPS_H_
 #define FLOWTRAIN_OPS_CLIP_OPS_H_
 
+#include <initializer_list>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -25,6 +26,14 @@ Output GlobalNorm(const std::vector<Output>& tensors, std::string_view name = "g
 std::pair<std::vector<Output>, Output> ClipByGlobalNorm(const std::vector<Output>& tensors, Output clip_norm,
                                                         std::string_view name = "clip_by_global_norm");
 std::pair<std::vector<Output>, Output> ClipByGlobalNorm(const std::vector<Output>& tensors, float clip_norm,
+                                                        std::string_view name = "clip_by_global_norm");
+// A braced list of Outputs (`ClipByGlobalNorm({a, b}, 5.0f)`) would otherwise fit the
+// GradientValue overloads below as well as the Output ones.
+std::pair<std::vector<Output>, Output> ClipByGlobalNorm(std::initializer_list<Output> tensors,
+                                                        Output clip_norm,
+                                                        std::string_view name = "clip_by_global_norm");
+std::pair<std::vector<Output>, Output> ClipByGlobalNorm(std::initializer_list<Output> tensors,
+                                                        float clip_norm,
                                                         std::string_view name = "clip_by_global_norm");
 // The same over gradients as ComputeGradients gives them: a sparse one counts with its values
 // (repeated indices are not summed first, as in TF) and comes back as IndexedSlices of the
