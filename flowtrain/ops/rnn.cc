@@ -63,7 +63,9 @@ RnnOutputs DynamicRnnInScope(const std::shared_ptr<RnnCell>& cell, Output inputs
   RnnState state =
       options.initial_state ? *options.initial_state : cell->ZeroState(batch_size, *options.dtype);
   const std::vector<Output> flat_state = state.Flatten();
-  if (flat_state.empty() || !cell->StateStructure(flat_state).SameStructure(state)) {
+  // The size first: StateStructure reads as many tensors as the cell's state has.
+  if (flat_state.empty() || flat_state.size() != cell->flat_state_size().size() ||
+      !cell->StateStructure(flat_state).SameStructure(state)) {
     InvalidArgument("dynamic_rnn: the initial state does not have the ", cell->class_name(), "'s structure");
   }
   const DataType dtype = flat_state[0].dtype();
