@@ -147,7 +147,8 @@ void BundleReader::LookupInto(std::string_view key, Tensor* out) const {
                                    : StrCat(DataTypeString(out->dtype()), " ", out->shape().DebugString()));
   }
   if (entry.slices_size() > 0) {
-    ReadSliceInto(key, entry, TensorSlice(shape.dims()), out);
+    const TensorSlice whole(shape.dims());
+    ReadSliceInto(key, entry, StoredSlices(key, entry, whole), whole, out);
     return;
   }
   ReadValue(key, entry, out);
@@ -174,9 +175,9 @@ Tensor BundleReader::LookupSlice(std::string_view key, const TensorSlice& slice)
   }
   // The slices are checked against their data before the result is allocated, so that a
   // damaged index cannot make us allocate memory for data that is not there.
-  StoredSlices(key, entry, slice);
+  const std::vector<TensorSlice> stored = StoredSlices(key, entry, slice);
   Tensor out(dtype, slice.ShapeIn(full_shape));
-  ReadSliceInto(key, entry, slice, &out);
+  ReadSliceInto(key, entry, stored, slice, &out);
   return out;
 }
 
@@ -184,14 +185,6 @@ std::vector<TensorSlice> BundleReader::StoredSlices(std::string_view key,
                                                     const tensorflow::BundleEntryProto& entry,
                                                     const TensorSlice& wanted) const {
   const TensorShape full_shape = ShapeFromProto(entry.shape());
-  auto intersect = [&](const TensorSlice& a, const TensorSlice& b) {
-    int64_t elements = 1;
-    for (int d = 0; d < full_shape.dims(); ++d) {
-      elements *= std::max<int64_t>(
-          0, std::min(a.end(d, full_shape), b.end(d, full_shape)) - std::max(a.start(d), b.start(d)));
-    }
-    return elements;
-  };
   std::vector<TensorSlice> stored;
   int64_t covered = 0;
   for (const tensorflow::TensorSliceProto& proto : entry.slices()) {
@@ -201,7 +194,7 @@ std::vector<TensorSlice> BundleReader::StoredSlices(std::string_view key,
                "' does not fit the tensor's shape ", full_shape.DebugString());
     }
     for (const TensorSlice& other : stored) {
-      if (intersect(s, other) > 0) {
+      if (s.IntersectionSize(other, full_shape) > 0) {
         DataLoss("Checkpoint '", prefix_, "' is damaged: slices ", s.DebugString(), " and ",
                  other.DebugString(), " of tensor '", key, "' overlap");
       }
@@ -222,7 +215,7 @@ std::vector<TensorSlice> BundleReader::StoredSlices(std::string_view key,
                ShapeFromProto(slice_entry.shape()).DebugString());
     }
     DataFile(slice_key, slice_entry);  // its bytes are in the data file
-    covered += intersect(s, wanted);
+    covered += s.IntersectionSize(wanted, full_shape);
     stored.push_back(std::move(s));
   }
   if (covered != wanted.ShapeIn(full_shape).num_elements()) {
@@ -233,18 +226,13 @@ std::vector<TensorSlice> BundleReader::StoredSlices(std::string_view key,
 }
 
 void BundleReader::ReadSliceInto(std::string_view key, const tensorflow::BundleEntryProto& entry,
-                                 const TensorSlice& slice, Tensor* out) const {
+                                 const std::vector<TensorSlice>& stored, const TensorSlice& slice,
+                                 Tensor* out) const {
   const TensorShape full_shape = ShapeFromProto(entry.shape());
-  for (const TensorSlice& s : StoredSlices(key, entry, slice)) {
-    const TensorShape slice_shape = s.ShapeIn(full_shape);
-    bool intersects = true;
-    for (int d = 0; d < full_shape.dims() && intersects; ++d) {
-      intersects =
-          std::max(s.start(d), slice.start(d)) < std::min(s.end(d, full_shape), slice.end(d, full_shape));
-    }
-    if (!intersects) continue;
+  for (const TensorSlice& s : stored) {
+    if (s.IntersectionSize(slice, full_shape) == 0) continue;
     const std::string slice_key = EncodeTensorNameSlice(key, s);
-    Tensor values(static_cast<DataType>(entry.dtype()), slice_shape);
+    Tensor values(static_cast<DataType>(entry.dtype()), s.ShapeIn(full_shape));
     ReadValue(slice_key, entries_.find(slice_key)->second, &values);
     CopyIntersection(values, s, full_shape, slice, out);
   }

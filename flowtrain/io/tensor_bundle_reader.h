@@ -85,9 +85,10 @@ class BundleReader {
   // others and its own entry and data; NotFound unless together they cover `wanted`.
   std::vector<TensorSlice> StoredSlices(std::string_view key, const tensorflow::BundleEntryProto& entry,
                                         const TensorSlice& wanted) const;
-  // Fills `out` (of the slice's shape) with `slice` of the sliced tensor `key`.
+  // Fills `out` (of the slice's shape) with `slice` of the sliced tensor `key`, from the
+  // slices StoredSlices returned (and checked) for it.
   void ReadSliceInto(std::string_view key, const tensorflow::BundleEntryProto& entry,
-                     const TensorSlice& slice, Tensor* out) const;
+                     const std::vector<TensorSlice>& stored, const TensorSlice& slice, Tensor* out) const;
   void ReadValue(std::string_view key, const tensorflow::BundleEntryProto& entry, Tensor* out) const;
   void ReadStringValue(std::string_view key, const tensorflow::BundleEntryProto& entry, Tensor* out) const;
   // Reads [offset, offset + n) of the entry's shard into `dest` (or only checksums it when

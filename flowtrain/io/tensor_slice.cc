@@ -155,6 +155,17 @@ TensorShape TensorSlice::ShapeIn(const TensorShape& shape) const {
   return out;
 }
 
+int64_t TensorSlice::IntersectionSize(const TensorSlice& other, const TensorShape& shape) const {
+  int64_t elements = 1;
+  for (int d = 0; d < dims(); ++d) {
+    const int64_t overlap =
+        std::min(end(d, shape), other.end(d, shape)) - std::max(starts_[d], other.starts_[d]);
+    if (overlap <= 0) return 0;
+    elements *= overlap;  // at most shape's element count, as both slices fit it
+  }
+  return elements;
+}
+
 std::string TensorSlice::DebugString() const {
   std::string out;
   for (int d = 0; d < dims(); ++d) {

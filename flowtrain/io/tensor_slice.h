@@ -49,6 +49,9 @@ class TensorSlice {
   bool FitsIn(const TensorShape& shape) const;
   // The slice's own shape inside a tensor of `shape` (which it must fit).
   TensorShape ShapeIn(const TensorShape& shape) const;
+  // How many elements of a tensor of `shape` lie in both this slice and `other` (0 when they
+  // are disjoint). Both must fit `shape`.
+  int64_t IntersectionSize(const TensorSlice& other, const TensorShape& shape) const;
   // "0,4:-", TF's DebugString.
   std::string DebugString() const;
   // As TF's AsProto: full extents are left empty.
