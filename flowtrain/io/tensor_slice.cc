@@ -166,6 +166,53 @@ int64_t TensorSlice::IntersectionSize(const TensorSlice& other, const TensorShap
   return elements;
 }
 
+SliceOverlap FindOverlap(const std::vector<TensorSlice>& slices, const TensorShape& shape,
+                         int64_t max_comparisons) {
+  SliceOverlap result;
+  // Empty slices share nothing with anything; a rank-0 slice is the tensor's one element.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < slices.size(); ++i) {
+    if (slices[i].ShapeIn(shape).num_elements() > 0) order.push_back(i);
+  }
+  if (shape.dims() == 0) {
+    if (order.size() > 1) result = {SliceOverlap::kOverlap, order[0], order[1], 1};
+    return result;
+  }
+  int sweep_dim = 0;
+  size_t most_starts = 0;
+  for (int d = 0; d < shape.dims(); ++d) {
+    std::vector<int64_t> starts;
+    for (size_t i : order) starts.push_back(slices[i].start(d));
+    std::sort(starts.begin(), starts.end());
+    const size_t distinct = static_cast<size_t>(std::unique(starts.begin(), starts.end()) - starts.begin());
+    if (distinct > most_starts) most_starts = distinct, sweep_dim = d;
+  }
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return slices[a].start(sweep_dim) < slices[b].start(sweep_dim); });
+  std::vector<size_t> open;  // slices whose extent along sweep_dim reaches the current start
+  for (size_t i : order) {
+    const int64_t start = slices[i].start(sweep_dim);
+    size_t kept = 0;
+    for (size_t j : open) {
+      if (slices[j].end(sweep_dim, shape) <= start) continue;  // closed: behind the sweep
+      if (result.comparisons == max_comparisons) {
+        result.outcome = SliceOverlap::kUndecided;
+        return result;
+      }
+      ++result.comparisons;
+      if (slices[i].IntersectionSize(slices[j], shape) > 0) {
+        result.outcome = SliceOverlap::kOverlap;
+        result.first = std::min(i, j), result.second = std::max(i, j);
+        return result;
+      }
+      open[kept++] = j;
+    }
+    open.resize(kept);
+    open.push_back(i);
+  }
+  return result;
+}
+
 std::string TensorSlice::DebugString() const {
   std::string out;
   for (int d = 0; d < dims(); ++d) {

@@ -71,6 +71,25 @@ struct ShapeAndSlice {
 // naming the text when it is malformed, when ranks differ or when the slice does not fit.
 ShapeAndSlice ParseShapeAndSlice(std::string_view text);
 
+// What FindOverlap found among a tensor's slices.
+struct SliceOverlap {
+  enum Outcome {
+    kDisjoint,      // no two slices share an element
+    kOverlap,       // slices[first] and slices[second] share one
+    kUndecided,     // the comparisons allowed ran out first
+  };
+  Outcome outcome = kDisjoint;
+  size_t first = 0, second = 0;
+  int64_t comparisons = 0;  // pairs of slices compared
+};
+// Looks for two of `slices` (each fitting `shape`) that share an element, comparing at most
+// `max_comparisons` pairs. It sweeps along the dimension where the slices' starts differ most,
+// comparing each slice only with those still open there: slices partitioning one axis (what
+// TF's partitioners write) cost one comparison each after an O(n log n) sort. Layouts woven so
+// that many slices are open together cost up to n^2 / 2, hence the bound.
+SliceOverlap FindOverlap(const std::vector<TensorSlice>& slices, const TensorShape& shape,
+                         int64_t max_comparisons);
+
 // The bundle key TF stores a slice of the tensor `name` under (its EncodeTensorNameSlice: an
 // OrderedCode of 0, the name, the rank and each extent's start and length). Begins with a 0
 // byte, which no variable name does.

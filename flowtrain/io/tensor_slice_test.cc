@@ -1,5 +1,6 @@
 // Slices of tensors in checkpoints: TF's slice text and keys, and bundles holding partitioned
 // tensors read back whole or cut to another partitioning.
+#include <algorithm>
 #include <numeric>
 #include <string>
 
@@ -118,6 +119,76 @@ TEST(TensorSlice, WriterRejectsSlicesThatDoNotMatch) {
         writer.AddSlice("b", {10, 4}, rows, Rows(0, 4));
       },
       {"a whole tensor"});
+}
+
+// Rows [i, i + 1) of a tensor of `rows` x `columns`, one slice a row.
+std::vector<TensorSlice> RowSlices(int64_t rows, int64_t columns) {
+  std::vector<TensorSlice> slices;
+  for (int64_t i = 0; i < rows; ++i) slices.emplace_back(std::vector<int64_t>{i, 0}, std::vector<int64_t>{1, columns});
+  return slices;
+}
+
+TEST(TensorSlice, FindOverlapComparesSlicesOfOneAxisOnlyWithTheirNeighbours) {
+  // Shuffled, as an index lists them by key: the sweep sorts them.
+  std::vector<TensorSlice> rows = RowSlices(100000, 4);
+  std::reverse(rows.begin(), rows.end());
+  std::swap(rows[10], rows[70000]);
+  SliceOverlap found = FindOverlap(rows, TensorShape({100000, 4}), 1000);
+  EXPECT_EQ(found.outcome, SliceOverlap::kDisjoint);
+  EXPECT_EQ(found.comparisons, 0);  // each row is closed before the next opens
+
+  // A 100 x 100 grid: the sweep runs along either axis with 100 slices open at a time.
+  std::vector<TensorSlice> grid;
+  for (int64_t i = 0; i < 100; ++i) {
+    for (int64_t j = 0; j < 100; ++j) grid.emplace_back(std::vector<int64_t>{i, j}, std::vector<int64_t>{1, 1});
+  }
+  found = FindOverlap(grid, TensorShape({100, 100}), int64_t{1} << 24);
+  EXPECT_EQ(found.outcome, SliceOverlap::kDisjoint);
+  EXPECT_LE(found.comparisons, 100 * 100 * 100);
+  grid[5 * 100 + 7] = TensorSlice({5, 7}, {1, 2});  // now covers (5, 8) too
+  found = FindOverlap(grid, TensorShape({100, 100}), int64_t{1} << 24);
+  ASSERT_EQ(found.outcome, SliceOverlap::kOverlap);
+  EXPECT_EQ(found.first, 5 * 100 + 7u);
+  EXPECT_EQ(found.second, 5 * 100 + 8u);
+}
+
+TEST(TensorSlice, FindOverlapGivesUpOnWovenLayoutsAfterItsComparisons) {
+  // m columns spanning every row beside m rows spanning the other m columns: disjoint, but
+  // along either axis one half stays open while the other half passes.
+  constexpr int64_t m = 300;
+  std::vector<TensorSlice> woven;
+  for (int64_t j = 0; j < m; ++j) woven.emplace_back(std::vector<int64_t>{0, j}, std::vector<int64_t>{m, 1});
+  for (int64_t i = 0; i < m; ++i) woven.emplace_back(std::vector<int64_t>{i, m}, std::vector<int64_t>{1, m});
+  const TensorShape shape({m, 2 * m});
+  SliceOverlap found = FindOverlap(woven, shape, int64_t{1} << 24);
+  EXPECT_EQ(found.outcome, SliceOverlap::kDisjoint);
+  EXPECT_GE(found.comparisons, m * (m - 1) / 2);
+  found = FindOverlap(woven, shape, 1000);
+  EXPECT_EQ(found.outcome, SliceOverlap::kUndecided);
+  EXPECT_EQ(found.comparisons, 1000);
+}
+
+TEST(TensorSlice, FindOverlapIgnoresEmptySlicesAndSeesScalarsShareTheirElement) {
+  const std::vector<TensorSlice> with_empty = {TensorSlice({0, 0}, {2, 4}), TensorSlice({1, 0}, {0, 4}),
+                                               TensorSlice({2, 0}, {2, 4})};
+  EXPECT_EQ(FindOverlap(with_empty, TensorShape({4, 4}), 100).outcome, SliceOverlap::kDisjoint);
+  const SliceOverlap scalars = FindOverlap({TensorSlice(0), TensorSlice(0)}, TensorShape({}), 100);
+  EXPECT_EQ(scalars.outcome, SliceOverlap::kOverlap);
+  EXPECT_EQ(FindOverlap({TensorSlice(0)}, TensorShape({}), 100).outcome, SliceOverlap::kDisjoint);
+}
+
+TEST(TensorSlice, TensorOfTwentyThousandSlicesReadsBack) {
+  // A hostile index can list this many slices; checking them pairwise took 2e8 comparisons.
+  constexpr int64_t kRows = 20000;
+  const std::string prefix = testing::MakeTempDir("slices") + "/ckpt";
+  {
+    BundleWriter writer(prefix);
+    for (const TensorSlice& row : RowSlices(kRows, 2)) {
+      writer.AddSlice("w", {kRows, 2}, row, Iota({1, 2}, static_cast<float>(row.start(0) * 2)));
+    }
+    writer.Finish();
+  }
+  EXPECT_EQ(testing::Values<float>(BundleReader(prefix).Lookup("w")), testing::Values<float>(Iota({kRows, 2})));
 }
 
 // Rewrites the index of `prefix` with `edit` applied to the entry of "w".
