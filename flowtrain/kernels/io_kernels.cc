@@ -1,12 +1,14 @@
 // Kernels of the checkpoint ops (ops/io_ops.h): SaveV2 and RestoreV2 on V2 tensor bundles,
 // MergeV2Checkpoints, and the string ops that build a sharded save's file names.
 #include <algorithm>
-#include <optional>
 #include <cstdio>
-#include <regex>
+#include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <re2/re2.h>
 
 #include "flowtrain/core/allocator.h"
 #include "flowtrain/core/error.h"
@@ -263,14 +265,17 @@ class StringJoinOp : public OpKernel {
 };
 FT_REGISTER_KERNEL("StringJoin", StringJoinOp);
 
+// RE2, as TF: linear in the input's length, whatever the pattern (a backtracking matcher can
+// take exponential time, or overflow its stack on a long string, fed a hostile pattern).
 class StaticRegexFullMatchOp : public OpKernel {
  public:
   explicit StaticRegexFullMatchOp(OpKernelConstruction& c) : OpKernel(c) {
     const std::string pattern = c.GetAttr<std::string>("pattern");
-    try {
-      regex_ = std::regex(pattern, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      InvalidArgument("StaticRegexFullMatch '", name(), "': invalid pattern '", pattern, "': ", e.what());
+    RE2::Options options;
+    options.set_log_errors(false);
+    regex_ = std::make_unique<RE2>(pattern, options);
+    if (!regex_->ok()) {
+      InvalidArgument("StaticRegexFullMatch '", name(), "': invalid pattern '", pattern, "': ", regex_->error());
     }
   }
   void Compute(OpKernelContext* ctx) override {
@@ -278,12 +283,12 @@ class StaticRegexFullMatchOp : public OpKernel {
     Tensor* out = ctx->allocate_output(0, input.shape());
     auto in = input.flat<std::string>();
     auto o = out->flat<bool>();
-    for (int64_t i = 0; i < input.NumElements(); ++i) o[i] = std::regex_match(in[i], regex_);
+    for (int64_t i = 0; i < input.NumElements(); ++i) o[i] = RE2::FullMatch(in[i], *regex_);
   }
   KernelCost cost() const override { return KernelCost::kCheap; }
 
  private:
-  std::regex regex_;
+  std::unique_ptr<const RE2> regex_;
 };
 FT_REGISTER_KERNEL("StaticRegexFullMatch", StaticRegexFullMatchOp);
 

@@ -266,7 +266,19 @@ Grads DynamicStitchGrad(const Operation& op, const Grads& dy) {
 }
 FT_REGISTER_GRADIENT("DynamicStitch", DynamicStitchGrad);
 FT_REGISTER_GRADIENT("ParallelDynamicStitch", DynamicStitchGrad);
-FT_REGISTER_NO_GRADIENT("DynamicPartition");
+// TF's _DynamicPartitionGrads: the elements' positions are partitioned as the data was, and
+// the partitions' gradients stitched back at them (zeros for a partition without one).
+Grads DynamicPartitionGrad(const Operation& op, const Grads& dy) {
+  const Output data = op.input(0);
+  const Output partitions = op.input(1);
+  Output positions = ops::Reshape(
+      ops::Range(ops::Const(int32_t{0}), ops::Size(partitions), ops::Const(int32_t{1})), ops::Shape(partitions));
+  const std::vector<Output> partitioned_positions =
+      ops::DynamicPartition(positions, partitions, static_cast<int>(op.GetAttr<int64_t>("num_partitions")));
+  Output stitched = ops::DynamicStitch(partitioned_positions, DenseGrads(op, dy));
+  return {ops::Reshape(stitched, ops::Shape(data)), Output()};
+}
+FT_REGISTER_GRADIENT("DynamicPartition", DynamicPartitionGrad);
 FT_REGISTER_NO_GRADIENT("StopGradient");
 FT_REGISTER_NO_GRADIENT("Size");
 FT_REGISTER_NO_GRADIENT("Rank");

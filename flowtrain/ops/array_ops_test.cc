@@ -152,6 +152,41 @@ TEST_F(ArrayOpsTest, StaticRegexFullMatchMatchesWholeStrings) {
   ExpectInvalidArgument([&] { bad.Eval(sess); }, {"invalid pattern"});
 }
 
+TEST_F(ArrayOpsTest, StaticRegexFullMatchIsLinearInItsInputAsRe2) {
+  // A backtracking matcher (std::regex) overflows its stack on the first and takes
+  // exponential time on the second; RE2 answers both in one pass. (?i) is RE2 syntax.
+  Output long_ab = ops::Const<std::string>({std::string(1 << 20, 'a') + "b", std::string(40, 'a')});
+  Session sess(g_);
+  EXPECT_EQ(Values<bool>(ops::StaticRegexFullMatch(long_ab, "(a|b)*").Eval(sess)),
+            (std::vector<bool>{true, true}));
+  EXPECT_EQ(Values<bool>(ops::StaticRegexFullMatch(long_ab, "(a*)*c").Eval(sess)),
+            (std::vector<bool>{false, false}));
+  Output upper = ops::Const<std::string>({"S3://X"});
+  EXPECT_EQ(Values<bool>(ops::StaticRegexFullMatch(upper, "(?i)s3://.*").Eval(sess)), (std::vector<bool>{true}));
+}
+
+TEST_F(ArrayOpsTest, DynamicPartitionGradientGoesBackToEachElement) {
+  // Partition 3 receives nothing and partition 2 reaches no loss: their elements get zeros.
+  Output x = In({6, 2}, "x");
+  std::vector<Output> parts = ops::DynamicPartition(x, ops::Const<int32_t>({1, 0, 2, 1, 0, 1}), 4);
+  Output loss = ops::ReduceSum(parts[0] * parts[0]) + ops::ReduceSum(parts[1]) * ops::Const(3.0) +
+                ops::ReduceSum(parts[3]);
+  EXPECT_LT(ComputeGradientError({x}, {RandomDoubles({6, 2}, 41)}, loss), 1e-8);
+  const std::vector<Output> dx = ops::Gradients({loss}, {x});
+  const Tensor xv = RandomDoubles({6, 2}, 42);
+  const std::vector<double> g = Values<double>(Run(dx[0], {{x, xv}}));
+  const std::vector<double> v = Values<double>(xv);
+  for (int col = 0; col < 2; ++col) {
+    EXPECT_DOUBLE_EQ(g[1 * 2 + col], 2 * v[1 * 2 + col]);  // partition 0
+    EXPECT_DOUBLE_EQ(g[0 * 2 + col], 3.0);                  // partition 1
+    EXPECT_DOUBLE_EQ(g[2 * 2 + col], 0.0);                  // partition 2
+  }
+  // Partitions shaped like the data's leading dimensions.
+  Output y = In({2, 3}, "y");
+  std::vector<Output> cells = ops::DynamicPartition(y, ops::Const<int32_t>({0, 1, 0, 1, 1, 0}, TensorShape({2, 3})), 2);
+  EXPECT_LT(ComputeGradientError({y}, {RandomDoubles({2, 3}, 43)}, cells[0] * cells[0]), 1e-8);
+}
+
 TEST_F(ArrayOpsTest, StopGradientSizeRankExpandDims) {
   Output x = In({2, 3});
   Output y = x * ops::StopGradient(x);

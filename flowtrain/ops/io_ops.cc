@@ -72,8 +72,8 @@ FT_REGISTER_OP("StringJoin")
     .SetShapeFn(StringJoinShape);
 
 // Whether each string matches `pattern` as a whole. TF's savers (2.x) test the checkpoint
-// prefix with "^s3://.*" to pick the temporary-file suffix. The pattern is RE2 syntax in TF;
-// flowtrain reads it as an ECMAScript regex (std::regex), the same for the patterns TF writes.
+// prefix with "^s3://.*" to pick the temporary-file suffix. The pattern is RE2 syntax, as in TF
+// (the kernel matches with RE2 itself).
 FT_REGISTER_OP("StaticRegexFullMatch")
     .Input("input: string")
     .Output("output: bool")

@@ -65,7 +65,7 @@ Output ExponentialWithRate(ScheduleScope& s, const Output& rate, int64_t decay_s
 // with cosine = 0.5 * (1 + cos(pi * 2 * num_periods * fraction)), in TF's order of operations.
 Output LinearCosineTail(ScheduleScope& s, const Output& linear, const Output& completed_fraction,
                         double num_periods, double alpha, double beta, int first_add) {
-  const auto add_name = [first_add](int i) { return i == 0 ? std::string("add") : StrCat("add_", i); };
+  const auto add_name = [](int i) { return i == 0 ? std::string("add") : StrCat("add_", i); };
   Output fraction = ops::Mul(ops::Mul(s.Scalar(2.0, "mul/x"), s.Scalar(num_periods, "num_periods"), "mul"),
                              completed_fraction, "mul_1");
   Output angle = ops::Mul(s.Scalar(M_PI, "Const"), fraction, "mul_2");
