@@ -194,6 +194,7 @@ std::shared_ptr<const GrpcSession::Impl::Plan> GrpcSession::Impl::Register(const
       context.set_deadline(Clock::now() + kControlCallTimeout);
       RegisterGraphResponse response;
       partition.request.set_disable_remapping(!options.config.remapping);
+      partition.request.set_disable_dependency_optimization(!options.config.dependency_optimization);
       const grpc::Status status = connection.stub->RegisterGraph(&context, partition.request, &response);
       if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && status.error_details().empty()) {
         Unavailable(TaskPeer(task.name(), connection.address), " did not become reachable within ",

@@ -137,7 +137,7 @@ Executor::Executor(const ExecutorEnv& env, const std::vector<Endpoint>& feeds,
   Compilation c;
   for (size_t i = 0; i < feeds.size(); ++i) c.feed_index.emplace(feeds[i], static_cast<int>(i));
   const std::vector<const Node*> needed = PruneToNeededNodes(c, fetches, targets);
-  FuseForExecution(c, needed, feeds, fetches, targets, env.remapping);
+  FuseForExecution(c, needed, feeds, fetches, targets, env.remapping, env.dependency_optimization);
   OrderTopologically(c);
   LayOutItems(c);
   ConnectInputs(c);
@@ -173,9 +173,11 @@ std::vector<const Node*> Executor::PruneToNeededNodes(const Compilation& c,
 
 void Executor::FuseForExecution(Compilation& c, const std::vector<const Node*>& needed,
                                 const std::vector<Endpoint>& feeds, const std::vector<Endpoint>& fetches,
-                                const std::vector<const Node*>& targets, bool remapping) {
+                                const std::vector<const Node*>& targets, bool remapping,
+                                bool dependency_optimization) {
   c.num_needed = needed.size();
   c.exec = flowtrain::RewriteForExecution(needed, feeds, fetches, targets, remapping);
+  if (dependency_optimization) SkipKernelsNothingReads(c.exec, feeds, fetches, targets);
   for (size_t i = 0; i < c.exec.size(); ++i) {
     c.exec_of[c.exec[i].node] = static_cast<int>(i);
     for (const Node* f : c.exec[i].fused) c.exec_of[f] = static_cast<int>(i);

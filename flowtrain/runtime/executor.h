@@ -41,6 +41,9 @@ struct ExecutorEnv {
   std::string device_name = kLocalCpuDevice;
   // Fuse groups of nodes in the plan (graph_rewrite.h; ConfigProto::remapping).
   bool remapping = true;
+  // Skip the kernels of nodes whose outputs nothing reads (graph_rewrite.h;
+  // ConfigProto::dependency_optimization).
+  bool dependency_optimization = true;
   // Feeds may arrive dead (ExecutorRunArgs::dead_feeds): the plan runs frame-aware even
   // without control flow ops, so that their consumers are dead instead of run.
   bool feeds_may_be_dead = false;
@@ -94,7 +97,8 @@ class Executor {
   // The nodes to execute (some groups fused) and which of them stands for each graph node.
   static void FuseForExecution(Compilation& c, const std::vector<const Node*>& needed,
                                const std::vector<Endpoint>& feeds, const std::vector<Endpoint>& fetches,
-                               const std::vector<const Node*>& targets, bool remapping);
+                               const std::vector<const Node*>& targets, bool remapping,
+                               bool dependency_optimization);
   // Orders the executable nodes, updates of variables after the reads beside them.
   static void OrderTopologically(Compilation& c);
   // One plan item per executable node, its kernel bound and its output entries numbered,

@@ -130,6 +130,7 @@ const Executor& Session::Compile(std::vector<int64_t> key, const std::vector<End
   env.intra_op_pool = intra_op_pool_.get();
   env.get_kernel = [this](const Node* n) { return GetKernel(n); };
   env.remapping = options_.config.remapping;
+  env.dependency_optimization = options_.config.dependency_optimization;
   auto executor = std::make_unique<Executor>(env, feeds, fetches, targets);
   const Executor& ref = *executor;
   executors_.emplace(std::move(key), std::move(executor));

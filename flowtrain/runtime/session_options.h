@@ -34,6 +34,13 @@ struct ConfigProto {
   // graph_options.rewrite_options.remapping = OFF and turns off all of them, in a grpc://
   // session's tasks too.
   bool remapping = true;
+  // Skip, when a run's plan is compiled, the kernels of nodes whose outputs no running kernel
+  // reads: nodes reached only through control edges, such as the gradient of a network's
+  // input images, which the tuple grouping a layer's gradients waits for (as TF's
+  // dependency optimizer turns them into NoOps). Stateful ops and ops on variables always run.
+  // false is TF's graph_options.rewrite_options.dependency_optimization = OFF: every needed
+  // node's kernel runs (and may fail), in a grpc:// session's tasks too.
+  bool dependency_optimization = true;
 };
 
 struct SessionOptions {

@@ -254,6 +254,7 @@ grpc::Status Worker::RegisterGraph(grpc::ServerContext*, const RegisterGraphRequ
     env.intra_op_pool = intra_op_pool_.get();  // no inter-op pool: stages run inline
     env.device_name = StrCat(task_name_, "/device:CPU:0");
     env.remapping = !request->disable_remapping();
+    env.dependency_optimization = !request->disable_dependency_optimization();
     Partition* raw = partition.get();
     env.get_kernel = [raw, device = env.device_name](const Node* node) {
       absl::MutexLock lock(&raw->kernels_mu);

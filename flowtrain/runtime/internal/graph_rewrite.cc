@@ -1,10 +1,12 @@
 #include "flowtrain/runtime/internal/graph_rewrite.h"
 
 #include <algorithm>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "flowtrain/kernels/internal/fused_kernels.h"
+#include "flowtrain/runtime/internal/control_flow_info.h"
 
 namespace flowtrain {
 namespace {
@@ -138,7 +140,83 @@ ExecNode Fused(const Node* last, std::string type, std::vector<Endpoint> inputs,
   return e;
 }
 
+// Whether running `n` may matter beyond the outputs it gives. CheckNumerics is run for the
+// error it raises (TF's dependency optimizer keeps it too), a placeholder for the one it
+// raises when not fed.
+bool MayHaveEffects(const Node& n) {
+  static const auto* const kRunForTheirErrors = new std::unordered_set<std::string>{
+      "CheckNumerics", "CheckNumericsV2", "Assert", "Placeholder", "PlaceholderV2"};
+  if (n.is_stateful() || n.num_outputs() == 0 || IsControlFlowOp(n) ||
+      kRunForTheirErrors->count(n.type()) != 0) {
+    return true;
+  }
+  for (int i = 0; i < n.num_inputs(); ++i) {
+    if (IsRefType(n.input_type(i)) || n.input_type(i) == DT_RESOURCE) return true;
+  }
+  for (int i = 0; i < n.num_outputs(); ++i) {
+    if (IsRefType(n.output_type(i)) || n.output_type(i) == DT_RESOURCE) return true;
+  }
+  return false;
+}
+
+// The kernel of a node SkipKernelsNothingReads skips.
+class SkippedKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext*) override {}
+  KernelCost cost() const override { return KernelCost::kCheap; }
+};
+
 }  // namespace
+
+void SkipKernelsNothingReads(std::vector<ExecNode>& exec, const std::vector<Endpoint>& feeds,
+                             const std::vector<Endpoint>& fetches, const std::vector<const Node*>& targets) {
+  std::unordered_map<const Node*, int> index_of;
+  for (size_t i = 0; i < exec.size(); ++i) index_of[exec[i].node] = static_cast<int>(i);
+  const std::unordered_set<Endpoint, EndpointHash> fed(feeds.begin(), feeds.end());
+  std::vector<bool> runs(exec.size(), false);
+  std::vector<int> stack;
+  auto run = [&](const Node* n) {
+    auto it = index_of.find(n);
+    if (it != index_of.end() && !runs[it->second]) {
+      runs[it->second] = true;
+      stack.push_back(it->second);
+    }
+  };
+  for (const Endpoint& e : fetches) run(e.node);
+  for (const Node* n : targets) run(n);
+  for (const ExecNode& e : exec) {
+    bool effects = MayHaveEffects(*e.node);
+    for (const Node* f : e.fused) effects = effects || MayHaveEffects(*f);
+    // A value from control flow may be dead; such consumers keep their edges as they are.
+    for (const Endpoint& in : e.inputs) effects = effects || IsControlFlowOp(*in.node);
+    if (effects) run(e.node);
+  }
+  while (!stack.empty()) {
+    const ExecNode& e = exec[stack.back()];
+    stack.pop_back();
+    for (const Endpoint& in : e.inputs) {
+      if (fed.count(in) == 0) run(in.node);
+    }
+  }
+  // A skipped node waits for its inputs' producers but takes no values from them (they may be
+  // skipped too), so that it holds no tensor alive either.
+  for (size_t i = 0; i < exec.size(); ++i) {
+    if (runs[i]) continue;
+    ExecNode& e = exec[i];
+    OpKernelConstruction construction(*e.node);
+    e.kernel = std::make_unique<SkippedKernel>(construction);
+    e.type = "NoOp";
+    for (const Endpoint& in : e.inputs) {
+      if (fed.count(in) == 0 && index_of.count(in.node) != 0 &&
+          std::find(e.control_inputs.begin(), e.control_inputs.end(), in.node) == e.control_inputs.end()) {
+        e.control_inputs.push_back(in.node);
+      }
+    }
+    e.inputs.clear();
+    e.ref_inputs.clear();
+  }
+}
 
 std::vector<ExecNode> RewriteForExecution(const std::vector<const Node*>& nodes,
                                           const std::vector<Endpoint>& feeds,

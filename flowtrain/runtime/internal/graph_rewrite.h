@@ -53,6 +53,16 @@ std::vector<ExecNode> RewriteForExecution(const std::vector<const Node*>& nodes,
                                           const std::vector<Endpoint>& fetches,
                                           const std::vector<const Node*>& targets, bool remapping);
 
+// TF's dependency optimizer (grappler), as far as it changes what runs: a node none of whose
+// outputs a running kernel reads -- reached only through control edges, as the input gradient
+// of a network's first layer is, through its gradient's tuple -- runs as a NoOp. It still
+// waits for its inputs and what waits for it still waits, but its kernel does not run (nor
+// fail). Nodes that may have effects always run: stateful ops, ops taking or giving references
+// or resources, control flow, placeholders, ops without outputs, fetched nodes and targets.
+// Turned off by ConfigProto::dependency_optimization = false.
+void SkipKernelsNothingReads(std::vector<ExecNode>& exec, const std::vector<Endpoint>& feeds,
+                             const std::vector<Endpoint>& fetches, const std::vector<const Node*>& targets);
+
 }  // namespace flowtrain
 
 #endif  // FLOWTRAIN_RUNTIME_INTERNAL_GRAPH_REWRITE_H_

@@ -17,10 +17,12 @@
 #include "flowtrain/ops/gradients.h"
 #include "flowtrain/ops/math_ops.h"
 #include "flowtrain/ops/nn_ops.h"
+#include "flowtrain/ops/random_ops.h"
 #include "flowtrain/ops/training_ops.h"
 #include "flowtrain/ops/variables.h"
 #include "flowtrain/runtime/gradient_checker.h"
 #include "flowtrain/runtime/session.h"
+#include "tests/test_util.h"
 
 namespace flowtrain {
 namespace {
@@ -140,7 +142,7 @@ void ExpectFusedTrainingStepsMatchUnfused(bool gated) {
   // layer's 10-column weight gradient stays a MatMul (too narrow to gain from accumulating
   // into the variable).
   const std::vector<std::string> traced = TracedNodes(fused, mlp.Batch(0), {mlp.loss}, {mlp.train});
-  EXPECT_TRUE(Has(traced, "dense/Relu = _FusedMatMul")) << testing::PrintToString(traced);
+  EXPECT_TRUE(Has(traced, "dense/Relu = _FusedMatMul")) << ::testing::PrintToString(traced);
   EXPECT_TRUE(Has(traced, "dense_1/Relu = _FusedMatMul"));
   EXPECT_TRUE(Has(traced, "dense_2/BiasAdd = _FusedMatMul"));
   EXPECT_FALSE(Has(traced, "dense/MatMul = MatMul"));
@@ -200,15 +202,15 @@ TEST(GraphRewriteTest, TensorsUsedOutsideAGroupAreNotFused) {
   Session fused(g, Remapping(true)), plain(g, Remapping(false));
 
   std::vector<std::string> traced = TracedNodes(fused, feeds, {relu, product}, {});
-  EXPECT_TRUE(Has(traced, "product = MatMul")) << testing::PrintToString(traced);
+  EXPECT_TRUE(Has(traced, "product = MatMul")) << ::testing::PrintToString(traced);
   EXPECT_TRUE(Has(traced, "relu = Relu"));
   traced = TracedNodes(fused, feeds, {relu, other}, {});
-  EXPECT_TRUE(Has(traced, "product = MatMul")) << testing::PrintToString(traced);
+  EXPECT_TRUE(Has(traced, "product = MatMul")) << ::testing::PrintToString(traced);
   traced = TracedNodes(fused, feeds, {relu, biased}, {});
-  EXPECT_TRUE(Has(traced, "biased = _FusedMatMul")) << testing::PrintToString(traced);
+  EXPECT_TRUE(Has(traced, "biased = _FusedMatMul")) << ::testing::PrintToString(traced);
   EXPECT_TRUE(Has(traced, "relu = Relu"));
   traced = TracedNodes(fused, feeds, {relu}, {});
-  EXPECT_TRUE(Has(traced, "relu = _FusedMatMul")) << testing::PrintToString(traced);
+  EXPECT_TRUE(Has(traced, "relu = _FusedMatMul")) << ::testing::PrintToString(traced);
 
   for (const std::vector<Output>& fetches :
        std::vector<std::vector<Output>>{{relu, product}, {relu, other}, {relu, biased}, {relu}}) {
@@ -269,12 +271,12 @@ TEST(GraphRewriteTest, GradientReadElsewhereIsNotFused) {
   for (Session* s : {&fused, &plain}) s->Run({}, {}, {ops::GlobalVariablesInitializer()});
 
   std::vector<std::string> traced = TracedNodes(fused, feeds, {norm}, {update.op()});
-  EXPECT_TRUE(Has(traced, "grad = MatMul")) << testing::PrintToString(traced);
+  EXPECT_TRUE(Has(traced, "grad = MatMul")) << ::testing::PrintToString(traced);
   EXPECT_TRUE(Has(traced, "update = ApplyGradientDescent"));
   traced = TracedNodes(fused, feeds, {grad}, {update.op()});
-  EXPECT_TRUE(Has(traced, "update = ApplyGradientDescent")) << testing::PrintToString(traced);
+  EXPECT_TRUE(Has(traced, "update = ApplyGradientDescent")) << ::testing::PrintToString(traced);
   traced = TracedNodes(fused, feeds, {}, {update.op()});
-  EXPECT_TRUE(Has(traced, "update = _FusedMatMulApplyGradientDescent")) << testing::PrintToString(traced);
+  EXPECT_TRUE(Has(traced, "update = _FusedMatMulApplyGradientDescent")) << ::testing::PrintToString(traced);
   plain.Run(feeds, {norm}, {update.op()});
   plain.Run(feeds, {grad}, {update.op()});
   plain.Run(feeds, {}, {update.op()});
@@ -377,7 +379,39 @@ TEST(GraphRewriteTest, GradientCheckThroughFusedLayers) {
   const std::vector<std::string> traced = TracedNodes(sess, feeds, {out}, {});
   int fused = 0;
   for (const std::string& label : traced) fused += label.ends_with("= _FusedMatMul");
-  EXPECT_EQ(fused, 2) << testing::PrintToString(traced);
+  EXPECT_EQ(fused, 2) << ::testing::PrintToString(traced);
+}
+
+// A node only a control edge waits for, whose outputs no running kernel reads, runs as a NoOp
+// (TF's dependency optimizer), as a first layer's input gradient grouped with its filter
+// gradient does; what has effects runs whatever reads it.
+TEST(GraphRewriteTest, KernelsWhoseOutputsNothingReadsAreSkipped) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output x = ops::Placeholder(DT_FLOAT, PartialTensorShape::Unknown(), "x");
+  Output mismatched = ops::MatMul(x, x, false, false, "mismatched");  // fed [2, 3]: fails if run
+  Output unread = ops::Relu(mismatched, "unread");
+  Variable counter(Tensor::FromVector(std::vector<float>{0}, TensorShape({1})));
+  Output bump = counter.AssignAdd(ops::Const<float>({1}));
+  Output noise = ops::RandomUniform(ops::Const<int32_t>({2}), DT_FLOAT);
+  Operation group = ops::Group({unread.op(), bump.op(), noise.op()});
+  const FeedList feeds = {{x, RandomFloats({2, 3}, 7)}};
+
+  Session sess(g);
+  sess.Run({}, {}, {counter.initializer()});
+  const std::vector<std::string> traced = TracedNodes(sess, feeds, {}, {group});
+  EXPECT_TRUE(Has(traced, "mismatched = NoOp")) << ::testing::PrintToString(traced);
+  EXPECT_TRUE(Has(traced, "unread = NoOp")) << ::testing::PrintToString(traced);
+  EXPECT_TRUE(Has(traced, "AssignAdd = AssignAdd")) << ::testing::PrintToString(traced);
+  EXPECT_TRUE(Has(traced, "RandomUniform = RandomUniform")) << ::testing::PrintToString(traced);
+  EXPECT_EQ(counter.value().Eval(sess).data<float>()[0], 1);
+  // Fetched, it runs (and fails).
+  testing::ExpectInvalidArgument([&] { sess.Run(feeds, {unread}, {}); }, {"mismatched"});
+
+  SessionOptions every_kernel;
+  every_kernel.config.dependency_optimization = false;
+  Session plain(g, every_kernel);
+  testing::ExpectInvalidArgument([&] { plain.Run(feeds, {}, {group}); }, {"mismatched"});
 }
 
 }  // namespace
