@@ -74,9 +74,9 @@ ShapeAndSlice ParseShapeAndSlice(std::string_view text);
 // What FindOverlap found among a tensor's slices.
 struct SliceOverlap {
   enum Outcome {
-    kDisjoint,      // no two slices share an element
-    kOverlap,       // slices[first] and slices[second] share one
-    kUndecided,     // the comparisons allowed ran out first
+    kDisjoint,   // no two slices share an element
+    kOverlap,    // slices[first] and slices[second] share one
+    kUndecided,  // the comparisons allowed ran out first
   };
   Outcome outcome = kDisjoint;
   size_t first = 0, second = 0;

@@ -124,7 +124,8 @@ TEST(TensorSlice, WriterRejectsSlicesThatDoNotMatch) {
 // Rows [i, i + 1) of a tensor of `rows` x `columns`, one slice a row.
 std::vector<TensorSlice> RowSlices(int64_t rows, int64_t columns) {
   std::vector<TensorSlice> slices;
-  for (int64_t i = 0; i < rows; ++i) slices.emplace_back(std::vector<int64_t>{i, 0}, std::vector<int64_t>{1, columns});
+  for (int64_t i = 0; i < rows; ++i)
+    slices.emplace_back(std::vector<int64_t>{i, 0}, std::vector<int64_t>{1, columns});
   return slices;
 }
 
@@ -140,7 +141,8 @@ TEST(TensorSlice, FindOverlapComparesSlicesOfOneAxisOnlyWithTheirNeighbours) {
   // A 100 x 100 grid: the sweep runs along either axis with 100 slices open at a time.
   std::vector<TensorSlice> grid;
   for (int64_t i = 0; i < 100; ++i) {
-    for (int64_t j = 0; j < 100; ++j) grid.emplace_back(std::vector<int64_t>{i, j}, std::vector<int64_t>{1, 1});
+    for (int64_t j = 0; j < 100; ++j)
+      grid.emplace_back(std::vector<int64_t>{i, j}, std::vector<int64_t>{1, 1});
   }
   found = FindOverlap(grid, TensorShape({100, 100}), int64_t{1} << 24);
   EXPECT_EQ(found.outcome, SliceOverlap::kDisjoint);
@@ -188,7 +190,8 @@ TEST(TensorSlice, TensorOfTwentyThousandSlicesReadsBack) {
     }
     writer.Finish();
   }
-  EXPECT_EQ(testing::Values<float>(BundleReader(prefix).Lookup("w")), testing::Values<float>(Iota({kRows, 2})));
+  EXPECT_EQ(testing::Values<float>(BundleReader(prefix).Lookup("w")),
+            testing::Values<float>(Iota({kRows, 2})));
 }
 
 // Rewrites the index of `prefix` with `edit` applied to the entry of "w".

@@ -271,8 +271,9 @@ FT_REGISTER_GRADIENT("ParallelDynamicStitch", DynamicStitchGrad);
 Grads DynamicPartitionGrad(const Operation& op, const Grads& dy) {
   const Output data = op.input(0);
   const Output partitions = op.input(1);
-  Output positions = ops::Reshape(
-      ops::Range(ops::Const(int32_t{0}), ops::Size(partitions), ops::Const(int32_t{1})), ops::Shape(partitions));
+  Output positions =
+      ops::Reshape(ops::Range(ops::Const(int32_t{0}), ops::Size(partitions), ops::Const(int32_t{1})),
+                   ops::Shape(partitions));
   const std::vector<Output> partitioned_positions =
       ops::DynamicPartition(positions, partitions, static_cast<int>(op.GetAttr<int64_t>("num_partitions")));
   Output stitched = ops::DynamicStitch(partitioned_positions, DenseGrads(op, dy));

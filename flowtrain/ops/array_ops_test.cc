@@ -162,7 +162,8 @@ TEST_F(ArrayOpsTest, StaticRegexFullMatchIsLinearInItsInputAsRe2) {
   EXPECT_EQ(Values<bool>(ops::StaticRegexFullMatch(long_ab, "(a*)*c").Eval(sess)),
             (std::vector<bool>{false, false}));
   Output upper = ops::Const<std::string>({"S3://X"});
-  EXPECT_EQ(Values<bool>(ops::StaticRegexFullMatch(upper, "(?i)s3://.*").Eval(sess)), (std::vector<bool>{true}));
+  EXPECT_EQ(Values<bool>(ops::StaticRegexFullMatch(upper, "(?i)s3://.*").Eval(sess)),
+            (std::vector<bool>{true}));
 }
 
 TEST_F(ArrayOpsTest, DynamicPartitionGradientGoesBackToEachElement) {
@@ -178,12 +179,13 @@ TEST_F(ArrayOpsTest, DynamicPartitionGradientGoesBackToEachElement) {
   const std::vector<double> v = Values<double>(xv);
   for (int col = 0; col < 2; ++col) {
     EXPECT_DOUBLE_EQ(g[1 * 2 + col], 2 * v[1 * 2 + col]);  // partition 0
-    EXPECT_DOUBLE_EQ(g[0 * 2 + col], 3.0);                  // partition 1
-    EXPECT_DOUBLE_EQ(g[2 * 2 + col], 0.0);                  // partition 2
+    EXPECT_DOUBLE_EQ(g[0 * 2 + col], 3.0);                 // partition 1
+    EXPECT_DOUBLE_EQ(g[2 * 2 + col], 0.0);                 // partition 2
   }
   // Partitions shaped like the data's leading dimensions.
   Output y = In({2, 3}, "y");
-  std::vector<Output> cells = ops::DynamicPartition(y, ops::Const<int32_t>({0, 1, 0, 1, 1, 0}, TensorShape({2, 3})), 2);
+  std::vector<Output> cells =
+      ops::DynamicPartition(y, ops::Const<int32_t>({0, 1, 0, 1, 1, 0}, TensorShape({2, 3})), 2);
   EXPECT_LT(ComputeGradientError({y}, {RandomDoubles({2, 3}, 43)}, cells[0] * cells[0]), 1e-8);
 }
 
