@@ -5,12 +5,14 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
-#include <unordered_map>
 #include <vector>
+
+#include "absl/container/flat_hash_map.h"
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/framework/op_kernel.h"
+#include "flowtrain/framework/work_sharder.h"
 #include "flowtrain/kernels/internal/array_util.h"
 
 namespace flowtrain {
@@ -220,7 +222,8 @@ class UniqueOp : public OpKernel {
       // 16-bit floats are compared (and hashed) as the floats they convert to exactly.
       using Key = std::conditional_t<std::is_same_v<T, half> || std::is_same_v<T, bfloat16>, float, T>;
       const auto values = x.flat<T>();
-      std::unordered_map<Key, int64_t> seen;
+      absl::flat_hash_map<Key, int64_t> seen;
+      seen.reserve(values.size());
       std::vector<size_t> first;  // where in x each distinct value first appears
       for (size_t i = 0; i < values.size(); ++i) {
         auto [it, inserted] =
@@ -504,18 +507,32 @@ class GatherV2Op : public OpKernel {
     for (int64_t d : indices.shape().dim_sizes()) dims.push_back(d);
     for (int d = static_cast<int>(axis) + 1; d < params.dims(); ++d) dims.push_back(params.dim_size(d));
     Tensor* out = ctx->allocate_output(0, TensorShape(std::move(dims)));
-    const int64_t n = indices.NumElements();
+    const std::vector<int64_t> index = ReadIndices(indices);
+    const int64_t n = static_cast<int64_t>(index.size());
     for (int64_t i = 0; i < n; ++i) {
-      const int64_t index = ReadIndex(indices, i);
-      if (index < 0 || index >= limit) {
-        InvalidArgument("indices[", i, "] = ", index, " is not in [0, ", limit, ")");
+      if (index[i] < 0 || index[i] >= limit) {
+        InvalidArgument("indices[", i, "] = ", index[i], " is not in [0, ", limit, ")");
       }
     }
-    for (int64_t o = 0; o < outer; ++o) {
-      for (int64_t i = 0; i < n; ++i) {
-        CopyElements(params, (o * limit + ReadIndex(indices, i)) * inner, *out, (o * n + i) * inner, inner);
+    if (params.dtype() == DT_STRING) {
+      for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t i = 0; i < n; ++i) {
+          CopyElements(params, (o * limit + index[i]) * inner, *out, (o * n + i) * inner, inner);
+        }
       }
+      return;
     }
+    // Rows of plain bytes, copied over the pool: an embedding lookup's rows are scattered
+    // over a table far larger than the caches, so each row is mostly a wait for memory.
+    const size_t row_bytes = static_cast<size_t>(inner) * DataTypeSize(params.dtype());
+    const char* src = static_cast<const char*>(params.raw_data());
+    char* dst = static_cast<char*>(out->raw_data());
+    ParallelRange(ctx, outer * n, 200 + static_cast<int64_t>(row_bytes) / 4, [&](int64_t begin, int64_t end) {
+      for (int64_t k = begin; k < end; ++k) {
+        const int64_t o = k / n, i = k % n;
+        std::memcpy(dst + k * row_bytes, src + (o * limit + index[i]) * row_bytes, row_bytes);
+      }
+    });
   }
 };
 FT_REGISTER_KERNEL("GatherV2", GatherV2Op);

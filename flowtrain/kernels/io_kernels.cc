@@ -275,7 +275,8 @@ class StaticRegexFullMatchOp : public OpKernel {
     options.set_log_errors(false);
     regex_ = std::make_unique<RE2>(pattern, options);
     if (!regex_->ok()) {
-      InvalidArgument("StaticRegexFullMatch '", name(), "': invalid pattern '", pattern, "': ", regex_->error());
+      InvalidArgument("StaticRegexFullMatch '", name(), "': invalid pattern '", pattern,
+                      "': ", regex_->error());
     }
   }
   void Compute(OpKernelContext* ctx) override {
