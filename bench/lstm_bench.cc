@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "flowtrain/flowtrain.h"
+#include "peer_bench_util.h"
 
 namespace ft = flowtrain;
 
@@ -38,7 +39,6 @@ namespace {
 constexpr int kBatch = 32, kSteps = 50, kInputs = 128, kUnits = 128;
 constexpr int kCheckSteps = 5, kTimedSteps = 30;
 constexpr double kLossTolerance = 1e-3;
-constexpr char kJemalloc[] = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
 
 struct Figure {
   double ms = -1;   // median step time of the best configuration; negative: did not run
@@ -46,41 +46,17 @@ struct Figure {
   std::string config;
 };
 
-std::string ShellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char ch : s) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-  return out + "'";
-}
-
-bool Exists(const std::string& path) { return std::filesystem::exists(path); }
-
 // Runs `command`, reading lines "<ms> <loss> [config]"; keeps the fastest in `best` (its
 // config prefixed by `label`). False when the command printed nothing it could read.
 bool RunPeer(const std::string& command, const std::string& label, Figure& best) {
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return false;
-  bool any = false;
-  char line[512];
-  while (std::fgets(line, sizeof line, pipe) != nullptr) {
-    double ms, loss;
-    char config[256] = "";
-    if (std::sscanf(line, "%lf %lf %255s", &ms, &loss, config) < 2) continue;
-    any = true;
-    std::string name = label + (config[0] != '\0' ? std::string(",") + config : "");
-    std::fprintf(stderr, "  %-60s %9.3f ms  loss %.7g\n", name.c_str(), ms, loss);
-    if (best.ms < 0 || ms < best.ms) best = {ms, loss, name};
+  const std::vector<bench::PeerLine> lines = bench::RunPeerLines(command, 1);
+  for (const bench::PeerLine& line : lines) {
+    const std::string name = label + (line.config.empty() ? "" : "," + line.config);
+    std::fprintf(stderr, "  %-60s %9.3f ms  loss %.7g\n", name.c_str(), line.ms, line.values[0]);
+    if (best.ms < 0 || line.ms < best.ms) best = {line.ms, line.values[0], name};
   }
-  ::pclose(pipe);
-  return any;
+  return !lines.empty();
 }
-
-std::vector<std::string> Allocators() {
-  std::vector<std::string> allocators = {""};
-  if (Exists(kJemalloc)) allocators.push_back(kJemalloc);
-  return allocators;
-}
-
-std::string AllocatorName(const std::string& preload) { return preload.empty() ? "glibc" : "jemalloc"; }
 
 ft::Tensor ReadFloats(const std::string& path, ft::TensorShape shape) {
   ft::Tensor t(ft::DT_FLOAT, shape);
@@ -117,17 +93,12 @@ Figure RunFlowtrain(const std::string& dir) {
       ms.push_back(
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     }
-    std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+    const double median = bench::Median(ms);
     const std::string name = "threads=" + std::to_string(threads);
-    std::fprintf(stderr, "  %-60s %9.3f ms  loss %.7g\n", ("flowtrain," + name).c_str(), ms[ms.size() / 2],
-                 loss);
-    if (best.ms < 0 || ms[ms.size() / 2] < best.ms) best = {ms[ms.size() / 2], loss, name};
+    std::fprintf(stderr, "  %-60s %9.3f ms  loss %.7g\n", ("flowtrain," + name).c_str(), median, loss);
+    if (best.ms < 0 || median < best.ms) best = {median, loss, name};
   }
   return best;
-}
-
-bool SameLoss(double a, double b) {
-  return std::abs(a - b) <= kLossTolerance * std::max(std::abs(a), std::abs(b));
 }
 
 }  // namespace
@@ -145,17 +116,17 @@ int main(int argc, char** argv) {
   return 0;
 #else
   const std::string tf_python = FLOWTRAIN_LSTM_BENCH_TF_PYTHON;
-  const std::string tf_script = ShellQuote(FLOWTRAIN_LSTM_BENCH_DIR "/lstm_bench_tf.py");
-  const std::string torch_script = ShellQuote(FLOWTRAIN_LSTM_BENCH_DIR "/lstm_bench_pytorch.py");
+  const std::string tf_script = bench::ShellQuote(FLOWTRAIN_LSTM_BENCH_DIR "/lstm_bench_tf.py");
+  const std::string torch_script = bench::ShellQuote(FLOWTRAIN_LSTM_BENCH_DIR "/lstm_bench_pytorch.py");
   std::string dir_pattern = (std::filesystem::temp_directory_path() / "lstm_bench_XXXXXX").string();
   if (::mkdtemp(dir_pattern.data()) == nullptr) {
     std::perror("mkdtemp");
     return 1;
   }
   const std::string dir = dir_pattern;
-  if (std::system((tf_python + " " + tf_script + " write " + ShellQuote(dir) + " 2>/dev/null").c_str()) !=
-          0 ||
-      !Exists(dir + "/model.meta")) {
+  if (std::system(
+          (tf_python + " " + tf_script + " write " + bench::ShellQuote(dir) + " 2>/dev/null").c_str()) != 0 ||
+      !std::filesystem::exists(dir + "/model.meta")) {
     std::fprintf(stderr, "lstm_bench: TensorFlow could not write the graph\n");
     return 1;
   }
@@ -164,26 +135,26 @@ int main(int argc, char** argv) {
   const Figure flowtrain = RunFlowtrain(dir);
   std::fprintf(stderr, "tensorflow:\n");
   Figure tensorflow;
-  for (const std::string& allocator : Allocators()) {
+  for (const std::string& allocator : bench::Allocators()) {
     for (const char* onednn : {"0", "1"}) {
       const std::string env = std::string("TF_ENABLE_ONEDNN_OPTS=") + onednn +
                               (allocator.empty() ? "" : " LD_PRELOAD=" + allocator) + " ";
-      RunPeer(env + tf_python + " " + tf_script + " time " + ShellQuote(dir) + " 2>/dev/null",
-              std::string("onednn=") + onednn + ",malloc=" + AllocatorName(allocator), tensorflow);
+      RunPeer(env + tf_python + " " + tf_script + " time " + bench::ShellQuote(dir) + " 2>/dev/null",
+              std::string("onednn=") + onednn + ",malloc=" + bench::AllocatorName(allocator), tensorflow);
     }
   }
   std::fprintf(stderr, "pytorch:\n");
   Figure pytorch;
   for (const std::string& python : {std::string("/usr/bin/python3"), std::string("python3")}) {
     if (std::system((python + " -c 'import torch' 2>/dev/null").c_str()) != 0) continue;
-    for (const std::string& allocator : Allocators()) {
+    for (const std::string& allocator : bench::Allocators()) {
       for (int threads : {1, 2}) {
         const std::string t = std::to_string(threads);
         // A run stalled by a busy machine (OpenMP threads spinning for a core) is dropped.
         RunPeer("timeout 120 env " + (allocator.empty() ? "" : "LD_PRELOAD=" + allocator + " ") +
-                    "OMP_NUM_THREADS=" + t + " " + python + " " + torch_script + " " + ShellQuote(dir) +
-                    " --threads " + t + " 2>/dev/null",
-                "threads=" + t + ",malloc=" + AllocatorName(allocator), pytorch);
+                    "OMP_NUM_THREADS=" + t + " " + python + " " + torch_script + " " +
+                    bench::ShellQuote(dir) + " --threads " + t + " 2>/dev/null",
+                "threads=" + t + ",malloc=" + bench::AllocatorName(allocator), pytorch);
       }
     }
     break;
@@ -202,7 +173,7 @@ int main(int argc, char** argv) {
     std::printf("RESULT lstm_train %s ms_per_step %.3f (%s)\n", name, peer.ms, peer.config.c_str());
     std::printf("RESULT lstm_train %s loss_after_%d_steps %.7g\n", name, kCheckSteps, peer.loss);
     std::printf("RESULT lstm_train flowtrain speedup_vs_%s %.2f\n", name, peer.ms / flowtrain.ms);
-    if (!SameLoss(flowtrain.loss, peer.loss)) {
+    if (!bench::SameWithin(flowtrain.loss, peer.loss, kLossTolerance)) {
       std::fprintf(stderr,
                    "lstm_bench: flowtrain's loss %.7g differs from %s's %.7g by more than %g (relative)\n",
                    flowtrain.loss, name, peer.loss, kLossTolerance);
