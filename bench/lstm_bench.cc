@@ -74,29 +74,14 @@ ft::Tensor ReadFloats(const std::string& path, ft::TensorShape shape) {
 Figure RunFlowtrain(const std::string& dir) {
   const ft::Tensor x = ReadFloats(dir + "/x.bin", ft::TensorShape({kBatch, kSteps, kInputs}));
   const ft::Tensor y = ReadFloats(dir + "/y.bin", ft::TensorShape({kBatch, kSteps, kUnits}));
+  const bench::NamedFeeds feeds = {{"x:0", x}, {"y:0", y}};
   Figure best;
   for (int threads : {1, 2}) {
-    ft::Graph graph;
-    ft::train::ImportMetaGraph(dir + "/model.meta", &graph);
-    ft::SessionOptions options;
-    options.config.intra_op_parallelism_threads = threads;
-    options.config.inter_op_parallelism_threads = threads;
-    ft::Session session(graph, options);
-    session.Run({}, {}, {"init"});
-    const std::vector<std::pair<std::string, ft::Tensor>> feeds = {{"x:0", x}, {"y:0", y}};
-    double loss = 0;
-    for (int i = 0; i < kCheckSteps; ++i) loss = session.Run(feeds, {"loss:0"}, {"train"})[0].scalar<float>();
-    std::vector<double> ms;
-    for (int i = 0; i < kTimedSteps; ++i) {
-      const auto start = std::chrono::steady_clock::now();
-      session.Run(feeds, {}, {"train"});
-      ms.push_back(
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-    }
-    const double median = bench::Median(ms);
+    const bench::TrainedFigure f =
+        bench::TrainImportedGraph(dir + "/model.meta", threads, {feeds}, kCheckSteps, kTimedSteps);
     const std::string name = "threads=" + std::to_string(threads);
-    std::fprintf(stderr, "  %-60s %9.3f ms  loss %.7g\n", ("flowtrain," + name).c_str(), median, loss);
-    if (best.ms < 0 || median < best.ms) best = {median, loss, name};
+    std::fprintf(stderr, "  %-60s %9.3f ms  loss %.7g\n", ("flowtrain," + name).c_str(), f.ms, f.loss);
+    if (best.ms < 0 || f.ms < best.ms) best = {f.ms, f.loss, name};
   }
   return best;
 }
@@ -135,29 +120,20 @@ int main(int argc, char** argv) {
   const Figure flowtrain = RunFlowtrain(dir);
   std::fprintf(stderr, "tensorflow:\n");
   Figure tensorflow;
-  for (const std::string& allocator : bench::Allocators()) {
-    for (const char* onednn : {"0", "1"}) {
-      const std::string env = std::string("TF_ENABLE_ONEDNN_OPTS=") + onednn +
-                              (allocator.empty() ? "" : " LD_PRELOAD=" + allocator) + " ";
-      RunPeer(env + tf_python + " " + tf_script + " time " + bench::ShellQuote(dir) + " 2>/dev/null",
-              std::string("onednn=") + onednn + ",malloc=" + bench::AllocatorName(allocator), tensorflow);
-    }
+  for (const bench::PeerEnv& env : bench::TensorFlowEnvs()) {
+    RunPeer(env.env + tf_python + " " + tf_script + " time " + bench::ShellQuote(dir) + " 2>/dev/null",
+            env.label, tensorflow);
   }
   std::fprintf(stderr, "pytorch:\n");
   Figure pytorch;
-  for (const std::string& python : {std::string("/usr/bin/python3"), std::string("python3")}) {
-    if (std::system((python + " -c 'import torch' 2>/dev/null").c_str()) != 0) continue;
-    for (const std::string& allocator : bench::Allocators()) {
-      for (int threads : {1, 2}) {
-        const std::string t = std::to_string(threads);
-        // A run stalled by a busy machine (OpenMP threads spinning for a core) is dropped.
-        RunPeer("timeout 120 env " + (allocator.empty() ? "" : "LD_PRELOAD=" + allocator + " ") +
-                    "OMP_NUM_THREADS=" + t + " " + python + " " + torch_script + " " +
-                    bench::ShellQuote(dir) + " --threads " + t + " 2>/dev/null",
-                "threads=" + t + ",malloc=" + bench::AllocatorName(allocator), pytorch);
-      }
+  if (const std::string python = bench::TorchPython(); !python.empty()) {
+    std::vector<int> threads;
+    const std::vector<bench::PeerEnv> envs = bench::PyTorchEnvs(&threads);
+    for (size_t i = 0; i < envs.size(); ++i) {
+      RunPeer(envs[i].env + python + " " + torch_script + " " + bench::ShellQuote(dir) + " --threads " +
+                  std::to_string(threads[i]) + " 2>/dev/null",
+              envs[i].label, pytorch);
     }
-    break;
   }
   std::filesystem::remove_all(dir);
 

@@ -20,8 +20,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
+#include <chrono>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "flowtrain/flowtrain.h"
 
 namespace bench {
 
@@ -43,6 +47,52 @@ inline std::vector<std::string> Allocators() {
 }
 inline std::string AllocatorName(const std::string& preload) {
   return preload.empty() ? "glibc" : "jemalloc";
+}
+
+// An environment a peer runs in: the variables to set before its command ("A=1 B=2 ", empty or
+// ending in a space) and the name its figures are labelled with ("onednn=1,malloc=glibc").
+struct PeerEnv {
+  std::string env;
+  std::string label;
+};
+
+// TensorFlow's: TF_ENABLE_ONEDNN_OPTS 0 and 1 under each allocator.
+inline std::vector<PeerEnv> TensorFlowEnvs() {
+  std::vector<PeerEnv> envs;
+  for (const std::string& allocator : Allocators()) {
+    for (const char* onednn : {"0", "1"}) {
+      envs.push_back({std::string("TF_ENABLE_ONEDNN_OPTS=") + onednn +
+                          (allocator.empty() ? "" : " LD_PRELOAD=" + allocator) + " ",
+                      std::string("onednn=") + onednn + ",malloc=" + AllocatorName(allocator)});
+    }
+  }
+  return envs;
+}
+
+// PyTorch's: 1 and 2 threads under each allocator. The command is run under `timeout 120`: a
+// run stalled by a busy machine (OpenMP threads spinning for a core) is dropped. `threads`
+// receives the thread count, for the script's own flag.
+inline std::vector<PeerEnv> PyTorchEnvs(std::vector<int>* threads) {
+  std::vector<PeerEnv> envs;
+  threads->clear();
+  for (const std::string& allocator : Allocators()) {
+    for (int t : {1, 2}) {
+      envs.push_back({"timeout 120 env " + (allocator.empty() ? "" : "LD_PRELOAD=" + allocator + " ") +
+                          "OMP_NUM_THREADS=" + std::to_string(t) + " ",
+                      "threads=" + std::to_string(t) + ",malloc=" + AllocatorName(allocator)});
+      threads->push_back(t);
+    }
+  }
+  return envs;
+}
+
+// The first python3 that imports torch (Debian's python3-torch, which scripts/bench installs);
+// empty when there is none.
+inline std::string TorchPython() {
+  for (const std::string& python : {std::string("/usr/bin/python3"), std::string("python3")}) {
+    if (std::system((python + " -c 'import torch' 2>/dev/null").c_str()) == 0) return python;
+  }
+  return "";
 }
 
 // One configuration as a peer's script prints it: "<ms> <value>... [config]".
@@ -83,6 +133,41 @@ inline double Median(std::vector<double>& values) {
 // Whether a and b agree to `relative` of the larger.
 inline bool SameWithin(double a, double b, double relative) {
   return std::abs(a - b) <= relative * std::max(std::abs(a), std::abs(b));
+}
+
+// One flowtrain configuration's figures on a graph TensorFlow wrote.
+struct TrainedFigure {
+  double ms = 0;    // median of the timed steps
+  double loss = 0;  // "loss:0" at the last check step
+};
+
+// Imports the MetaGraph `meta`, runs its "init" op, then trains it ("train") with `threads`
+// intra- and inter-op threads: `check_steps` steps fetching "loss:0", then `timed_steps` timed.
+// Step i feeds feeds[i % feeds.size()] (tensor names to values).
+using NamedFeeds = std::vector<std::pair<std::string, flowtrain::Tensor>>;
+inline TrainedFigure TrainImportedGraph(const std::string& meta, int threads,
+                                        const std::vector<NamedFeeds>& feeds, int check_steps,
+                                        int timed_steps) {
+  flowtrain::Graph graph;
+  flowtrain::train::ImportMetaGraph(meta, &graph);
+  flowtrain::SessionOptions options;
+  options.config.intra_op_parallelism_threads = threads;
+  options.config.inter_op_parallelism_threads = threads;
+  flowtrain::Session session(graph, options);
+  session.Run({}, {}, {"init"});
+  TrainedFigure figure;
+  int step = 0;
+  for (; step < check_steps; ++step) {
+    figure.loss = session.Run(feeds[step % feeds.size()], {"loss:0"}, {"train"})[0].scalar<float>();
+  }
+  std::vector<double> ms;
+  for (; step < check_steps + timed_steps; ++step) {
+    const auto start = std::chrono::steady_clock::now();
+    session.Run(feeds[step % feeds.size()], {}, {"train"});
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  figure.ms = Median(ms);
+  return figure;
 }
 
 }  // namespace bench

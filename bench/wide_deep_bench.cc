@@ -305,13 +305,7 @@ int main(int argc, char** argv) {
   const std::string tf_script = bench::ShellQuote(FLOWTRAIN_WIDE_DEEP_BENCH_DIR "/wide_deep_bench_tf.py");
   const std::string torch_script =
       bench::ShellQuote(FLOWTRAIN_WIDE_DEEP_BENCH_DIR "/wide_deep_bench_pytorch.py");
-  std::string python;  // the first python3 that imports torch
-  for (const std::string& candidate : {std::string("/usr/bin/python3"), std::string("python3")}) {
-    if (std::system((candidate + " -c 'import torch' 2>/dev/null").c_str()) == 0) {
-      python = candidate;
-      break;
-    }
-  }
+  const std::string python = bench::TorchPython();
   std::error_code ec;
   const std::filesystem::space_info shm = std::filesystem::space("/dev/shm", ec);
   const std::filesystem::path base = !ec && shm.available > (std::uintmax_t{2} << 30)
@@ -353,26 +347,19 @@ int main(int argc, char** argv) {
       }
     }
     std::fprintf(stderr, "tensorflow, %lld rows:\n", static_cast<long long>(kRows));
-    for (const std::string& allocator : bench::Allocators()) {
-      for (const char* onednn : {"0", "1"}) {
-        const std::string env = std::string("TF_ENABLE_ONEDNN_OPTS=") + onednn +
-                                (allocator.empty() ? "" : " LD_PRELOAD=" + allocator) + " ";
-        RunPeer(env, tf_python + " " + tf_script + " time" + args_of(kRows) + " 2>/dev/null",
-                std::string("onednn=") + onednn + ",malloc=" + bench::AllocatorName(allocator),
-                tensorflow_large);
-      }
+    for (const bench::PeerEnv& env : bench::TensorFlowEnvs()) {
+      RunPeer(env.env, tf_python + " " + tf_script + " time" + args_of(kRows) + " 2>/dev/null", env.label,
+              tensorflow_large);
     }
     if (!python.empty()) {
       std::fprintf(stderr, "pytorch, %lld rows:\n", static_cast<long long>(kRows));
-      for (const std::string& allocator : bench::Allocators()) {
-        for (int threads : {1, 2}) {
-          const std::string t = std::to_string(threads);
-          // A run stalled by a busy machine (OpenMP threads spinning for a core) is dropped.
-          RunPeer("timeout 120 env " + (allocator.empty() ? "" : "LD_PRELOAD=" + allocator + " ") +
-                      "OMP_NUM_THREADS=" + t + " ",
-                  python + " " + torch_script + args_of(kRows) + " --threads " + t + " 2>/dev/null",
-                  "threads=" + t + ",malloc=" + bench::AllocatorName(allocator), pytorch_large);
-        }
+      std::vector<int> threads;
+      const std::vector<bench::PeerEnv> envs = bench::PyTorchEnvs(&threads);
+      for (size_t i = 0; i < envs.size(); ++i) {
+        RunPeer(envs[i].env,
+                python + " " + torch_script + args_of(kRows) + " --threads " + std::to_string(threads[i]) +
+                    " 2>/dev/null",
+                envs[i].label, pytorch_large);
       }
     }
     if (tensorflow_large.ms >= 0) {  // at the large table's winning oneDNN and allocator setting
