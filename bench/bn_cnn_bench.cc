@@ -125,15 +125,9 @@ int main(int argc, char** argv) {
   const std::string tf_python = FLOWTRAIN_BN_CNN_BENCH_TF_PYTHON;
   const std::string tf_script = bench::ShellQuote(FLOWTRAIN_BN_CNN_BENCH_DIR "/bn_cnn_bench_tf.py");
   const std::string torch_script = bench::ShellQuote(FLOWTRAIN_BN_CNN_BENCH_DIR "/bn_cnn_bench_pytorch.py");
-  std::string dir_pattern = (std::filesystem::temp_directory_path() / "bn_cnn_bench_XXXXXX").string();
-  if (::mkdtemp(dir_pattern.data()) == nullptr) {
-    std::perror("mkdtemp");
-    return 1;
-  }
-  const std::string dir = dir_pattern;
-  if (std::system(
-          (tf_python + " " + tf_script + " write " + bench::ShellQuote(dir) + " 2>/dev/null").c_str()) != 0 ||
-      !std::filesystem::exists(dir + "/model.meta")) {
+  const std::string dir = bench::MakeScratchDir(std::filesystem::temp_directory_path(), "bn_cnn_bench_");
+  if (dir.empty()) return 1;
+  if (!bench::WriteWithTensorFlow(tf_python, tf_script, dir)) {
     std::fprintf(stderr,
                  "bn_cnn_bench: TensorFlow could not write the graph (is the Fashion-MNIST data at "
                  "/usr/share/datasets/fashion-mnist? Debian's dataset-fashion-mnist)\n");

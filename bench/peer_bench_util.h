@@ -14,6 +14,7 @@
 #define FLOWTRAIN_BENCH_PEER_BENCH_UTIL_H_
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include <algorithm>
 #include <cmath>
@@ -47,6 +48,25 @@ inline std::vector<std::string> Allocators() {
 }
 inline std::string AllocatorName(const std::string& preload) {
   return preload.empty() ? "glibc" : "jemalloc";
+}
+
+// A fresh scratch directory "<base>/<prefix>XXXXXX"; empty (having said why) when it cannot be made.
+inline std::string MakeScratchDir(const std::filesystem::path& base, const std::string& prefix) {
+  std::string pattern = (base / (prefix + "XXXXXX")).string();
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    std::perror("mkdtemp");
+    return "";
+  }
+  return pattern;
+}
+
+// Runs `tf_script write DIR <extra_args>` under `tf_python` (its stderr dropped): whether it
+// succeeded and left DIR/model.meta.
+inline bool WriteWithTensorFlow(const std::string& tf_python, const std::string& tf_script,
+                                const std::string& dir, const std::string& extra_args = "") {
+  const std::string command =
+      tf_python + " " + tf_script + " write " + ShellQuote(dir) + extra_args + " 2>/dev/null";
+  return std::system(command.c_str()) == 0 && std::filesystem::exists(dir + "/model.meta");
 }
 
 // An environment a peer runs in: the variables to set before its command ("A=1 B=2 ", empty or

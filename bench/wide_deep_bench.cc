@@ -311,12 +311,8 @@ int main(int argc, char** argv) {
   const std::filesystem::path base = !ec && shm.available > (std::uintmax_t{2} << 30)
                                          ? std::filesystem::path("/dev/shm")
                                          : std::filesystem::temp_directory_path();
-  std::string dir_pattern = (base / "wide_deep_bench_XXXXXX").string();
-  if (::mkdtemp(dir_pattern.data()) == nullptr) {
-    std::perror("mkdtemp");
-    return 1;
-  }
-  const std::string root = dir_pattern;
+  const std::string root = bench::MakeScratchDir(base, "wide_deep_bench_");
+  if (root.empty()) return 1;
   bool agree = true;
   Figure flowtrain_large, flowtrain_small, tensorflow_large, tensorflow_small, pytorch_large;
   const auto dir_of = [&](int64_t rows) { return root + "/rows_" + std::to_string(rows); };
@@ -328,9 +324,7 @@ int main(int argc, char** argv) {
       std::filesystem::create_directory(dir_of(rows));
       std::fprintf(stderr, "%lld rows: TensorFlow writes the graph, checkpoint and data\n",
                    static_cast<long long>(rows));
-      if (std::system((tf_python + " " + tf_script + " write" + args_of(rows) + " 2>/dev/null").c_str()) !=
-              0 ||
-          !std::filesystem::exists(dir_of(rows) + "/model.meta")) {
+      if (!bench::WriteWithTensorFlow(tf_python, tf_script, dir_of(rows), " " + std::to_string(rows))) {
         std::fprintf(stderr, "wide_deep_bench: TensorFlow could not write the graph\n");
         std::filesystem::remove_all(root);
         return 1;
