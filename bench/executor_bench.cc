@@ -10,6 +10,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
+#include <iostream>
 #include <map>
 
 #include "flowtrain/flowtrain.h"
@@ -68,6 +69,11 @@ BENCHMARK(BM_DirectAdds)->Arg(100)->MinTime(0.5);
 // Collects the per-iteration times to print the RESULT lines after the run.
 class Collector : public benchmark::ConsoleReporter {
  public:
+  // No colours: a ConsoleReporter made here colours its lines whatever --benchmark_color says,
+  // and the reset sequence it leaves would start the first RESULT line, which `grep ^RESULT`
+  // (scripts/bench) then misses.
+  Collector() : ConsoleReporter(OO_Tabular) {}
+
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
     for (const Run& run : runs) {
@@ -88,6 +94,7 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   Collector reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
+  std::cout << std::flush;  // the reporter's lines before the RESULT lines (stdio) after them
   if (g_ns_per_run.count(1) && g_ns_per_run.count(100)) {
     const double per_node = (g_ns_per_run[100] - g_ns_per_run[1]) / 99.0;
     const double fixed = g_ns_per_run[1] - per_node;

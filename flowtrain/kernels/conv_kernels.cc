@@ -6,9 +6,11 @@
 // sized to stay in cache and claimed one at a time by the intra-op pool's threads, each with
 // its own scratch.
 // A 1x1 stride-1 convolution skips im2col: the input is already the patch matrix. One-channel
-// convolutions with unit strides (first layers) run on direct AVX-512 kernels instead.
+// convolutions with unit strides (first layers) run on direct AVX-512 kernels instead, where
+// the CPU has AVX-512 (cpu_features.h).
 // Stride-1 float32 5x5 and 3x3 convolutions with 16 or more channels on both sides (a CNN's
-// inner layers) run on Winograd's F(2x2, 5x5) and F(4x4, 3x3) (winograd_conv.h): im2col + GEMM
+// inner layers) run on Winograd's F(2x2, 5x5) and F(4x4, 3x3) (winograd_conv.h, on AVX-512
+// CPUs): im2col + GEMM
 // already runs near the machine's multiply-add peak, so only fewer multiplies make them
 // faster; Winograd needs 2.78x (5x5) and 4x (3x3) fewer, at a float32 error of at most ~6e-6
 // relative to the sum of |terms| (im2col: ~1e-7). All three ops use it: the input gradient is
@@ -21,7 +23,8 @@
 
 #include <Eigen/Core>
 
-#if defined(__AVX512F__)
+#include "flowtrain/core/internal/cpu_features.h"
+#if FLOWTRAIN_HAS_AVX512_CODE
 #include <immintrin.h>
 #endif
 
@@ -203,15 +206,20 @@ void Col2ImAddAndClear(const ConvDims& d, T* patches, int64_t begin, int64_t end
   });
 }
 
-#if defined(__AVX512F__)
+#if FLOWTRAIN_HAS_AVX512_CODE
 // One-channel convolutions with unit strides (an image model's first layer) computed directly
 // instead of through im2col: their patches are a few floats per filter row, so gathering them
 // costs as much as the product. Both kernels walk output rows (row = image * out_rows + oh)
-// with the window's input rows at hand, and skip taps over padded rows. They need
-// out_depth % 16 == 0: 32 (or 16) output channels are two (one) AVX-512 vectors.
+// with the window's input rows at hand, and skip taps over padded rows. They need AVX-512
+// (other CPUs take im2col) and out_depth % 16 == 0: 32 (or 16) output channels are two (one)
+// AVX-512 vectors.
 bool DirectSingleChannel(const ConvDims& d) {
-  return d.in_depth == 1 && d.stride_rows == 1 && d.stride_cols == 1 && d.out_depth % 16 == 0;
+  return d.in_depth == 1 && d.stride_rows == 1 && d.stride_cols == 1 && d.out_depth % 16 == 0 &&
+         CpuHasAvx512();
 }
+
+FLOWTRAIN_BEGIN_AVX512_CODE
+namespace avx512 {
 
 // The input rows under the window of one output row, zero-padded on both sides: tap (fr, fc)
 // of output column ow reads at(fr)[ow + fc]; has(fr) is false for rows in the padding.
@@ -340,7 +348,10 @@ void SingleChannelFilterGrad(const ConvDims& d, const float* input, const float*
     }
   }
 }
-#endif  // __AVX512F__
+
+}  // namespace avx512
+FLOWTRAIN_END_AVX512_CODE
+#endif  // FLOWTRAIN_HAS_AVX512_CODE
 
 // The attrs every convolution kernel reads.
 class ConvKernelBase : public OpKernel {
@@ -407,14 +418,14 @@ class Conv2DOp : public ConvKernelBase {
       Gemm<T>(ctx, product(input.data<T>(), 0, positions));
       return;
     }
-#if defined(__AVX512F__)
+#if FLOWTRAIN_HAS_AVX512_CODE
     if constexpr (std::is_same_v<T, float>) {
       if (DirectSingleChannel(d)) {
         const int shards = NumShards(ctx, positions * k * d.out_depth, 1 << 18);
         const int64_t rows = d.batch * d.out_rows;
         ClaimRuns(ctx->intra_op_pool(), shards, rows, RunsFor(shards, rows),
                   [&](int, int64_t first, int64_t last, int64_t) {
-                    SingleChannelConv(d, input.data<float>(), filter.data<float>(), po, first, last);
+                    avx512::SingleChannelConv(d, input.data<float>(), filter.data<float>(), po, first, last);
                   });
         return;
       }
@@ -558,12 +569,12 @@ class Conv2DBackpropFilterOp : public ConvKernelBase {
       Gemm<T>(ctx, product(input.data<T>(), 0, positions, pw, false));
       return;
     }
-#if defined(__AVX512F__)
+#if FLOWTRAIN_HAS_AVX512_CODE
     if constexpr (std::is_same_v<T, float>) {
       if (DirectSingleChannel(d)) {
         SumOverRuns(ctx, NumShards(ctx, positions * k * d.out_depth, 1 << 18), d.batch * d.out_rows, pw,
                     k * d.out_depth, [&](int, int64_t first, int64_t last, float* acc) {
-                      SingleChannelFilterGrad(d, input.data<float>(), pg, acc, first, last);
+                      avx512::SingleChannelFilterGrad(d, input.data<float>(), pg, acc, first, last);
                     });
         return;
       }

@@ -159,6 +159,8 @@ constexpr size_t kFoldBlock = 256;
 constexpr size_t kFoldMinBytes = 1024;
 
 #define FT_CRC_FOLD_TARGET __attribute__((target("avx512f,avx512vl,vpclmulqdq,sse4.2")))
+// (In a namespace of that name: the `portable` test allows AVX instructions only there.)
+namespace avx512 {
 
 FT_CRC_FOLD_TARGET inline __m512i Broadcast(const FoldPair& k) {
   return _mm512_set_epi64(static_cast<long long>(k.by_low), static_cast<long long>(k.by_high),
@@ -216,6 +218,7 @@ FT_CRC_FOLD_TARGET uint32_t ExtendFolding(uint32_t crc, const uint8_t* p, size_t
   return ExtendHardware(~static_cast<uint32_t>(c), p, n);
 }
 
+}  // namespace avx512
 #undef FT_CRC_FOLD_TARGET
 
 bool DetectHardware() {
@@ -243,7 +246,7 @@ const bool kFolding = DetectFolding();
 uint32_t Extend(uint32_t crc, const void* data, size_t n) {
   const auto* p = static_cast<const uint8_t*>(data);
 #if defined(__x86_64__)
-  if (kFolding && n >= kFoldMinBytes) return ExtendFolding(crc, p, n);
+  if (kFolding && n >= kFoldMinBytes) return avx512::ExtendFolding(crc, p, n);
   if (kHardware) return ExtendHardware(crc, p, n);
 #endif
   return ExtendPortable(crc, p, n);

@@ -11,12 +11,13 @@
 
 #include <Eigen/Core>
 
-#if defined(__AVX512F__) && defined(__AVX512VL__)
+#include "flowtrain/core/error.h"
+#include "flowtrain/core/internal/cpu_features.h"
+#include "flowtrain/framework/work_sharder.h"
+
+#if FLOWTRAIN_HAS_AVX512_CODE
 #include <immintrin.h>
 #endif
-
-#include "flowtrain/core/error.h"
-#include "flowtrain/framework/work_sharder.h"
 
 namespace flowtrain {
 namespace {
@@ -144,14 +145,16 @@ void MatrixVectorProduct(const GemmArgs<T>& g) {
   }
 }
 
-#if defined(__AVX512F__) && defined(__AVX512VL__)
+#if FLOWTRAIN_HAS_AVX512_CODE
 // float32 products on an AVX-512 micro-kernel (GotoBLAS's scheme): Eigen's gebp kernel,
 // as GCC compiles it, reaches ~80% of the speed OpenBLAS gets from these cores; this one
 // matches OpenBLAS (measured 100-108 GFLOP/s per core on W2, W3 and CNN shapes, Eigen 77-86).
 // Blocks of depth kDepth of op(a) and op(b) are packed into panels of kRows rows and kCols
 // columns (k-major, zero-padded), and each kRows x kCols tile of c is accumulated in 16
 // registers: per step of k, two vector loads of b and kRows broadcasts of a feed 16 FMAs.
-// Tiles over c's edges store through masks.
+// Tiles over c's edges store through masks. Compiled for AVX-512 whatever the build targets,
+// run only when CpuHasAvx512().
+FLOWTRAIN_BEGIN_AVX512_CODE
 namespace avx512 {
 
 constexpr int64_t kRows = 8;        // rows of c per tile
@@ -246,7 +249,9 @@ template <int kVectors, bool kStore, bool kEpilogue>
       __m512 sum =
           kStore ? acc[i][v] : _mm512_add_ps(_mm512_maskz_loadu_ps(mask[v], row + 16 * v), acc[i][v]);
       if (add_bias) sum = _mm512_add_ps(sum, bias[v]);
-      if (epilogue.relu) sum = _mm512_max_ps(sum, _mm512_setzero_ps());
+      // The zero-masking form: GCC 12 warns that _mm512_max_ps's undefined pass-through
+      // "may be used uninitialized" when it is compiled under a target pragma.
+      if (epilogue.relu) sum = _mm512_maskz_max_ps(0xFFFF, sum, _mm512_setzero_ps());
       if (epilogue.features != nullptr) {
         const __m512 f = _mm512_maskz_loadu_ps(mask[v], epilogue.features + i * epilogue.ldf + 16 * v);
         sum = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(f, _mm512_setzero_ps(), _CMP_GT_OQ), sum);
@@ -535,7 +540,8 @@ void Sgemm(const GemmArgs<float>& g, const float* whole_a, const float* whole_b)
 }
 
 }  // namespace avx512
-#endif  // __AVX512F__ && __AVX512VL__
+FLOWTRAIN_END_AVX512_CODE
+#endif  // FLOWTRAIN_HAS_AVX512_CODE
 
 }  // namespace
 
@@ -572,10 +578,12 @@ void GemmOnThisThread(const GemmArgs<T>& g) {
     ApplyEpilogue(g);
     return;
   }
-#if defined(__AVX512F__) && defined(__AVX512VL__)
+#if FLOWTRAIN_HAS_AVX512_CODE
   if constexpr (std::is_same_v<T, float>) {
-    avx512::Sgemm(g, nullptr, nullptr);
-    return;
+    if (CpuHasAvx512()) {
+      avx512::Sgemm(g, nullptr, nullptr);
+      return;
+    }
   }
 #endif
   if (!g.accumulate) {
@@ -621,15 +629,15 @@ void Gemm(OpKernelContext* ctx, const GemmArgs<T>& g) {
   // up the product, as a fixed split would.
   const int64_t chunks = std::min<int64_t>(units, 4 * shards);
   std::atomic<int64_t> next_chunk{0};
-#if defined(__AVX512F__) && defined(__AVX512VL__)
+#if FLOWTRAIN_HAS_AVX512_CODE
   // float32 on the AVX-512 kernel: the operand every chunk shares is packed once, by the
   // threads together, into the calling thread's buffer (it outlives the shards); a small one
   // (under kMinSharedPackBytes) each thread packs for itself.
   bool avx512_kernel = false, share_packing = false;
   std::optional<avx512::WholeOperand> shared;
   if constexpr (std::is_same_v<T, float>) {
-    avx512_kernel = !matrix_vector && g.k > 0;
-    const int64_t elements = avx512::WholeOperand::Elements(g, !by_rows);
+    avx512_kernel = !matrix_vector && g.k > 0 && CpuHasAvx512();
+    const int64_t elements = avx512_kernel ? avx512::WholeOperand::Elements(g, !by_rows) : 0;
     share_packing = avx512_kernel && elements * static_cast<int64_t>(sizeof(float)) >= kMinSharedPackBytes;
     if (share_packing) shared.emplace(g, !by_rows, PackBuffersOfThisThread<float>().whole.Get(elements));
   }
@@ -654,7 +662,7 @@ void Gemm(OpKernelContext* ctx, const GemmArgs<T>& g) {
         if (g.bias != nullptr) part.bias = g.bias + first;
         if (g.relu_features != nullptr) part.relu_features = g.relu_features + first;
       }
-#if defined(__AVX512F__) && defined(__AVX512VL__)
+#if FLOWTRAIN_HAS_AVX512_CODE
       if constexpr (std::is_same_v<T, float>) {
         if (avx512_kernel) {
           if (packed == nullptr && share_packing) packed = shared->Packed();

@@ -3,9 +3,9 @@
 // allocates nothing for its products, and a product worth splitting is cut into one
 // contiguous block of the output per intra-op thread, each computed single-threaded. (Eigen's
 // own multi-threaded product is slower at the batch sizes of training steps and allocates on
-// every call.) float32 runs on an AVX-512 micro-kernel when the build targets it, float64 and
-// other builds on Eigen's GEMM; that code lives in gemm.cc only, so kernels that multiply
-// matrices compile fast.
+// every call.) float32 runs on an AVX-512 micro-kernel where the CPU has AVX-512 (chosen at
+// run time: CpuHasAvx512), float64 and other CPUs on Eigen's GEMM; that code lives in gemm.cc only, so
+// kernels that multiply matrices compile fast.
 //
 //   // out[m, n] = a[m, k] * b[n, k]^T, all row-major:
 //   Gemm<float>(ctx, {.m = m, .n = n, .k = k, .a = a, .lda = k, .b = b, .ldb = k,

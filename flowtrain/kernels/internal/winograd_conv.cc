@@ -8,15 +8,34 @@
 #include <utility>
 #include <vector>
 
+#include "flowtrain/core/internal/cpu_features.h"
 #include "flowtrain/core/error.h"
 #include "flowtrain/framework/work_sharder.h"
 
-#if defined(__AVX512F__)
+#if FLOWTRAIN_HAS_AVX512_CODE
 #include <immintrin.h>
 #endif
 
 namespace flowtrain {
 namespace {
+
+// TF_ENABLE_WINOGRAD_NONFUSED=0 (or false) turns the Winograd convolutions off, as in TF.
+bool Enabled() {
+  static const bool enabled = [] {
+    const char* value = std::getenv("TF_ENABLE_WINOGRAD_NONFUSED");
+    if (value == nullptr) return true;
+    const std::string_view v(value);
+    return !(v == "0" || v == "false" || v == "False" || v == "FALSE");
+  }();
+  return enabled;
+}
+
+#if FLOWTRAIN_HAS_AVX512_CODE
+
+// Everything up to the public functions is compiled for AVX-512 (the transforms' vectors are
+// one register each); the public functions run it only when CpuHasAvx512().
+FLOWTRAIN_BEGIN_AVX512_CODE
+namespace avx512 {
 
 // Every supported filter size uses 6x6 input patches: F(2x2, 5x5) (2x2 outputs per tile)
 // and F(4x4, 3x3) (4x4 outputs), 36 transformed positions each.
@@ -119,14 +138,10 @@ struct F4x4With3x3 {
   }
 };
 
-// acc + x * b, fused where the build targets AVX-512 (ISO C++ mode does not contract a * b + c).
+// acc + x * b, fused (ISO C++ mode does not contract a * b + c).
 inline Lanes MultiplyAdd(float x, Lanes b, Lanes acc) {
-#if defined(__AVX512F__)
   return reinterpret_cast<Lanes>(
       _mm512_fmadd_ps(_mm512_set1_ps(x), reinterpret_cast<__m512>(b), reinterpret_cast<__m512>(acc)));
-#else
-  return acc + x * b;
-#endif
 }
 
 // The products of the 36 positions: c[r, 0:kVecs*kLanes] (+)= sum_k a(r, k) * b[k, same],
@@ -403,16 +418,6 @@ void TransformFilter(const float* filter, int64_t in_depth, int64_t out_depth, i
   }
 }
 
-bool Enabled() {
-  static const bool enabled = [] {
-    const char* value = std::getenv("TF_ENABLE_WINOGRAD_NONFUSED");
-    if (value == nullptr) return true;
-    const std::string_view v(value);
-    return !(v == "0" || v == "false" || v == "False" || v == "FALSE");
-  }();
-  return enabled;
-}
-
 template <typename F>
 void Conv2D(ThreadPool* pool, const WinogradConvDims& d, const float* input, const float* filter,
             float* output) {
@@ -591,6 +596,22 @@ struct BackpropFilterFn {
   }
 };
 
+}  // namespace avx512
+FLOWTRAIN_END_AVX512_CODE
+#endif  // FLOWTRAIN_HAS_AVX512_CODE
+
+// One of the AVX-512 functions for d's filter size: refused on other CPUs, where
+// WinogradConvApplies is false.
+template <template <typename> class Fn, typename... Args>
+void RunForFilterSize(const WinogradConvDims& d, Args... args) {
+  FT_REQUIRE(CpuHasAvx512(),
+             "Winograd convolutions need AVX-512, which this CPU lacks (or FLOWTRAIN_MAX_CPU_ISA "
+             "excludes): call them only where WinogradConvApplies");
+#if FLOWTRAIN_HAS_AVX512_CODE
+  avx512::ForFilterSize<Fn>(d, args...);
+#endif
+}
+
 }  // namespace
 
 bool WinogradConvApplies(int64_t filter_rows, int64_t filter_cols, int64_t in_depth, int64_t out_depth) {
@@ -599,22 +620,22 @@ bool WinogradConvApplies(int64_t filter_rows, int64_t filter_cols, int64_t in_de
   // Winograd takes 1.5-2.3x less time (14x14 and 28x28 images, 7x7 images with 32-64).
   constexpr int64_t kMinDepth = 16;
   return filter_rows == filter_cols && (filter_rows == 3 || filter_rows == 5) && in_depth >= kMinDepth &&
-         out_depth >= kMinDepth && Enabled();
+         out_depth >= kMinDepth && CpuHasAvx512() && Enabled();
 }
 
 void WinogradConv2D(ThreadPool* pool, const WinogradConvDims& d, const float* input, const float* filter,
                     float* output) {
-  ForFilterSize<ForwardFn>(d, pool, input, filter, output);
+  RunForFilterSize<avx512::ForwardFn>(d, pool, input, filter, output);
 }
 
 void WinogradConv2DBackpropInput(ThreadPool* pool, const WinogradConvDims& d, const float* filter,
                                  const float* out_backprop, float* in_backprop) {
-  ForFilterSize<BackpropInputFn>(d, pool, filter, out_backprop, in_backprop);
+  RunForFilterSize<avx512::BackpropInputFn>(d, pool, filter, out_backprop, in_backprop);
 }
 
 void WinogradConv2DBackpropFilter(ThreadPool* pool, const WinogradConvDims& d, const float* input,
                                   const float* out_backprop, float* filter_backprop) {
-  ForFilterSize<BackpropFilterFn>(d, pool, input, out_backprop, filter_backprop);
+  RunForFilterSize<avx512::BackpropFilterFn>(d, pool, input, out_backprop, filter_backprop);
 }
 
 }  // namespace flowtrain

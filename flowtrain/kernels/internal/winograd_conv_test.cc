@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include "flowtrain/core/internal/cpu_features.h"
 #include "flowtrain/core/thread_pool.h"
 
 namespace flowtrain {
@@ -136,6 +137,9 @@ const ConvCase kCases[] = {
 constexpr int64_t kFilterSizes[] = {5, 3};
 
 TEST(WinogradConvTest, MatchesFloat64DirectConvolutionOnOneThread) {
+  if (!CpuHasAvx512())
+    GTEST_SKIP()
+        << "the Winograd kernels need AVX-512, which this CPU lacks (or FLOWTRAIN_MAX_CPU_ISA excludes)";
   uint64_t seed = 1;
   for (int64_t r : kFilterSizes) {
     for (const ConvCase& c : kCases) CheckCase(c, r, nullptr, seed += 3);
@@ -143,6 +147,9 @@ TEST(WinogradConvTest, MatchesFloat64DirectConvolutionOnOneThread) {
 }
 
 TEST(WinogradConvTest, MatchesFloat64DirectConvolutionSplitOverPool) {
+  if (!CpuHasAvx512())
+    GTEST_SKIP()
+        << "the Winograd kernels need AVX-512, which this CPU lacks (or FLOWTRAIN_MAX_CPU_ISA excludes)";
   ThreadPool pool("winograd_test", 3);
   uint64_t seed = 100;
   for (int64_t r : kFilterSizes) {
@@ -153,13 +160,36 @@ TEST(WinogradConvTest, MatchesFloat64DirectConvolutionSplitOverPool) {
   }
 }
 
-TEST(WinogradConvTest, AppliesToThreeAndFiveSquareFiltersWithEnoughChannels) {
-  EXPECT_TRUE(WinogradConvApplies(5, 5, 32, 64));
-  EXPECT_TRUE(WinogradConvApplies(3, 3, 16, 16));
+TEST(WinogradConvTest, AppliesToThreeAndFiveSquareFiltersWithEnoughChannelsOnAvx512) {
+  EXPECT_EQ(WinogradConvApplies(5, 5, 32, 64), CpuHasAvx512());
+  EXPECT_EQ(WinogradConvApplies(3, 3, 16, 16), CpuHasAvx512());
   EXPECT_FALSE(WinogradConvApplies(7, 7, 32, 64));
   EXPECT_FALSE(WinogradConvApplies(5, 4, 32, 64));
   EXPECT_FALSE(WinogradConvApplies(5, 5, 1, 32));
   EXPECT_FALSE(WinogradConvApplies(5, 5, 32, 8));
+}
+
+// Where the CPU lacks AVX-512 the kernels refuse to run, naming why, instead of executing an
+// illegal instruction.
+TEST(WinogradConvTest, RefusesToRunWithoutAvx512) {
+  if (CpuHasAvx512()) GTEST_SKIP() << "this CPU has AVX-512 (FLOWTRAIN_MAX_CPU_ISA=SSE2 runs this test)";
+  const WinogradConvDims d{.batch = 1,
+                           .in_rows = 5,
+                           .in_cols = 5,
+                           .in_depth = 16,
+                           .out_rows = 5,
+                           .out_cols = 5,
+                           .out_depth = 16,
+                           .pad_rows = 2,
+                           .pad_cols = 2,
+                           .filter_size = 5};
+  std::vector<float> x(5 * 5 * 16), w(5 * 5 * 16 * 16), y(5 * 5 * 16);
+  try {
+    WinogradConv2D(nullptr, d, x.data(), w.data(), y.data());
+    FAIL() << "WinogradConv2D ran without AVX-512";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("need AVX-512"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
