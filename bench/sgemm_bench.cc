@@ -153,7 +153,8 @@ double BestSeconds(const System& system, const Shape& s, const float* a, const f
                    double seconds) {
   using Clock = std::chrono::steady_clock;
   double best = 1e30;
-  const Clock::time_point stop = Clock::now() + std::chrono::duration<double>(seconds);
+  const auto stop =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   for (int runs = 0; runs < 3 || Clock::now() < stop; ++runs) {
     const Clock::time_point start = Clock::now();
     system.run(s, a, b, c);
