@@ -3,6 +3,8 @@
 #include <array>
 #include <cstring>
 
+#include "flowtrain/core/internal/cpu_features.h"
+
 #if defined(__x86_64__)
 #include <cpuid.h>
 #include <immintrin.h>
@@ -227,12 +229,9 @@ bool DetectHardware() {
   return (ecx & bit_SSE4_2) != 0;
 }
 
-// libgcc's answers count the instruction sets only when the OS saves the AVX-512 registers.
-bool DetectFolding() {
-  __builtin_cpu_init();
-  return DetectHardware() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-         __builtin_cpu_supports("vpclmulqdq");
-}
+// AVX-512 as the kernels decide it (so FLOWTRAIN_MAX_CPU_ISA caps this path too), plus the
+// carry-less multiply on 512-bit registers.
+bool DetectFolding() { return DetectHardware() && CpuHasAvx512() && __builtin_cpu_supports("vpclmulqdq"); }
 #else
 bool DetectHardware() { return false; }
 bool DetectFolding() { return false; }

@@ -133,13 +133,14 @@ const ConvCase kCases[] = {
     {1, 6, 9, 20, 33, false},  {2, 3, 4, 16, 16, true},  // an image smaller than the filter
 };
 
+constexpr char kNeedsAvx512[] =
+    "the Winograd kernels need AVX-512, which this CPU lacks (or FLOWTRAIN_MAX_CPU_ISA excludes)";
+
 // F(2x2, 5x5) and F(4x4, 3x3).
 constexpr int64_t kFilterSizes[] = {5, 3};
 
 TEST(WinogradConvTest, MatchesFloat64DirectConvolutionOnOneThread) {
-  if (!CpuHasAvx512())
-    GTEST_SKIP()
-        << "the Winograd kernels need AVX-512, which this CPU lacks (or FLOWTRAIN_MAX_CPU_ISA excludes)";
+  if (!CpuHasAvx512()) GTEST_SKIP() << kNeedsAvx512;
   uint64_t seed = 1;
   for (int64_t r : kFilterSizes) {
     for (const ConvCase& c : kCases) CheckCase(c, r, nullptr, seed += 3);
@@ -147,9 +148,7 @@ TEST(WinogradConvTest, MatchesFloat64DirectConvolutionOnOneThread) {
 }
 
 TEST(WinogradConvTest, MatchesFloat64DirectConvolutionSplitOverPool) {
-  if (!CpuHasAvx512())
-    GTEST_SKIP()
-        << "the Winograd kernels need AVX-512, which this CPU lacks (or FLOWTRAIN_MAX_CPU_ISA excludes)";
+  if (!CpuHasAvx512()) GTEST_SKIP() << kNeedsAvx512;
   ThreadPool pool("winograd_test", 3);
   uint64_t seed = 100;
   for (int64_t r : kFilterSizes) {
