@@ -7,7 +7,12 @@
 //   Started server for /job:ps/task:0 at grpc://localhost:2222
 //
 // TF's flag style works too: --ps-hosts localhost:2222 --worker-hosts localhost:2223
-// --job-name ps --task-index 0.
+// --job-name ps --task-index 0. The bounds on what clients can make the server hold
+// (distributed::ServerLimits) have a flag each: --max-registered-graphs,
+// --max-registered-graph-bytes, --graph-idle-timeout, --max-pending-step-bytes,
+// --max-pending-bytes and --orphan-step-timeout (timeouts in seconds, 0 = never).
+#include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <string>
@@ -29,6 +34,20 @@ struct ServerFlags {
   std::string worker_hosts;
   std::string job;
   int task = 0;
+  distributed::ServerLimits limits;
+  double graph_idle_timeout_seconds = ToSeconds(limits.graph_idle_timeout);
+  double orphan_step_timeout_seconds = ToSeconds(limits.orphan_step_timeout);
+
+  static double ToSeconds(std::chrono::milliseconds duration) { return duration.count() / 1000.0; }
+  static std::chrono::milliseconds FromSeconds(double seconds) {
+    return std::chrono::milliseconds(static_cast<int64_t>(std::llround(seconds * 1000)));
+  }
+  distributed::ServerLimits Limits() const {
+    distributed::ServerLimits out = limits;
+    out.graph_idle_timeout = FromSeconds(graph_idle_timeout_seconds);
+    out.orphan_step_timeout = FromSeconds(orphan_step_timeout_seconds);
+    return out;
+  }
 };
 
 distributed::ClusterSpec ClusterFromFlags(const ServerFlags& flags) {
@@ -73,6 +92,31 @@ void AddServerCommand(CLI::App& app) {
   cmd->add_option("--job,--job-name", flags->job, "This task's job, e.g. ps")->required();
   cmd->add_option("--task,--task-index", flags->task, "This task's index in its job")
       ->check(CLI::NonNegativeNumber);
+  distributed::ServerLimits& limits = flags->limits;
+  cmd->add_option("--max-registered-graphs", limits.max_registered_graphs,
+                  "Graph partitions clients may register at once")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-registered-graph-bytes", limits.max_registered_graph_bytes,
+                  "Serialized bytes of the registered graphs, in all")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--graph-idle-timeout", flags->graph_idle_timeout_seconds,
+                  "Seconds after which a graph no step ran is dropped (0: never)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e9));
+  cmd->add_option("--max-pending-step-bytes", limits.max_pending_step_bytes,
+                  "Bytes of tensors sent ahead to one step that has not started here")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-pending-bytes", limits.max_pending_bytes,
+                  "Bytes of tensors sent ahead to steps that have not started here, in all")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--orphan-step-timeout", flags->orphan_step_timeout_seconds,
+                  "Seconds after which tensors sent to a step that never started are dropped")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e9));
   cmd->callback([flags] {
     const distributed::ClusterSpec cluster = ClusterFromFlags(*flags);
     sigset_t signals;
@@ -80,7 +124,8 @@ void AddServerCommand(CLI::App& app) {
     sigaddset(&signals, SIGINT);
     sigaddset(&signals, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-    distributed::Server server({.cluster = cluster, .job_name = flags->job, .task_index = flags->task});
+    distributed::Server server(
+        {.cluster = cluster, .job_name = flags->job, .task_index = flags->task, .limits = flags->Limits()});
     std::printf("Started server for /job:%s/task:%d at %s\n", flags->job.c_str(), flags->task,
                 server.target().c_str());
     std::fflush(stdout);

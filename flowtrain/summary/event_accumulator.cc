@@ -47,6 +47,11 @@ std::vector<HistogramBucket> BucketsFromProto(const tensorflow::HistogramProto& 
   return buckets;
 }
 
+// A histogram-plugin tensor with more rows than this stays a plain tensor event. TensorFlow's
+// summaries write 30 buckets, a TF1 HistogramProto about 1,500; the bound keeps a tiny hostile
+// event from filling gigabytes of buckets out of one repeated value.
+constexpr int64_t kMaxHistogramBuckets = 1 << 16;
+
 // The single number of a scalar tensor value, if it is one.
 std::optional<double> ScalarFromTensor(const tensorflow::TensorProto& proto) {
   Tensor t;
@@ -250,7 +255,11 @@ void EventAccumulator::ProcessValue(const tensorflow::Summary::Value& value, int
       } else if (plugin == "histograms") {
         Tensor t;
         try {
-          t = TensorFromProto(value.tensor());
+          // The shape first, as for scalars: a few bytes can ask for a [k, 3] fill of gigabytes.
+          const TensorShape shape = ShapeFromProto(value.tensor().tensor_shape());
+          if (shape.dims() == 2 && shape.dim_size(1) == 3 && shape.dim_size(0) <= kMaxHistogramBuckets) {
+            t = TensorFromProto(value.tensor());
+          }
         } catch (const Error&) {
         }
         if (t.IsInitialized() && t.dims() == 2 && t.dim_size(1) == 3 &&

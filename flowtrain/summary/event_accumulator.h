@@ -14,8 +14,8 @@
 //  * scalars come from TF1 `simple_value`s and from tensor values whose tag's first metadata
 //    names the "scalars" plugin (TF2's tf.summary.scalar); histograms from `histo` values
 //    (converted to TensorBoard's [left, right, count] buckets: empty edge buckets dropped,
-//    ±DBL_MAX edges replaced by min/max) and from "histograms" plugin tensors of shape [k, 3];
-//    other tensor values are kept as tensors (e.g. "text");
+//    ±DBL_MAX edges replaced by min/max) and from "histograms" plugin tensors of shape [k, 3]
+//    with k <= 65536; other tensor values are kept as tensors (e.g. "text");
 //  * only the first metadata seen per tag counts;
 //  * restarts: with file_version >= 2 ("brain.Event:2"), a SessionLog START at step S drops
 //    every loaded value with step >= S (what a crashed run logged past its last checkpoint);

@@ -303,24 +303,28 @@ TEST(EventAccumulator, CorruptRecordKeepsWhatCameBeforeAndTheOtherFiles) {
 }
 
 // A 60-byte event whose scalar-plugin tensor is [3e7] floats from one float_val was expanded
-// (120 MB) before it was found not to be a scalar; [2^31, 2^31] is not expanded either.
+// (120 MB) before it was found not to be a scalar; [2^31, 2^31] is not expanded either, nor a
+// histogram-plugin tensor of 10^8 rows.
 TEST(EventAccumulator, TensorsThatAreNotScalarsAreNotExpanded) {
   const std::string file = MakeTempDir("hostile") + "/events.out.tfevents.1.host";
   {
     io::RecordWriter writer(file);
-    for (const int64_t dims : {int64_t{30'000'000}, int64_t{1} << 31}) {
+    auto write = [&](const std::string& tag, const std::string& plugin, std::vector<int64_t> dims) {
       tensorflow::Event event;
-      event.set_step(dims);
+      event.set_step(dims[0]);
       auto* value = event.mutable_summary()->add_value();
-      value->set_tag("x");
-      value->mutable_metadata()->mutable_plugin_data()->set_plugin_name("scalars");
+      value->set_tag(tag);
+      value->mutable_metadata()->mutable_plugin_data()->set_plugin_name(plugin);
       auto* tensor = value->mutable_tensor();
       tensor->set_dtype(tensorflow::DT_FLOAT);
-      tensor->mutable_tensor_shape()->add_dim()->set_size(dims);
-      if (dims == int64_t{1} << 31) tensor->mutable_tensor_shape()->add_dim()->set_size(dims);
+      for (const int64_t size : dims) tensor->mutable_tensor_shape()->add_dim()->set_size(size);
       tensor->add_float_val(1.0f);
       writer.WriteRecord(event.SerializeAsString());
-    }
+    };
+    write("x", "scalars", {30'000'000});
+    write("x", "scalars", {int64_t{1} << 31, int64_t{1} << 31});
+    // A histogram of 10^8 buckets (2.4 GB of buckets) from one float_val.
+    write("h", "histograms", {100'000'000, 3});
     writer.Close();
   }
   ReleaseCachedMemory();
@@ -331,6 +335,8 @@ TEST(EventAccumulator, TensorsThatAreNotScalarsAreNotExpanded) {
   EXPECT_LT(after.bytes_cached + after.bytes_in_use - before.bytes_cached - before.bytes_in_use, 16 << 20);
   EXPECT_TRUE(run.GetTags().scalars.empty());
   ASSERT_EQ(run.Tensors("x").size(), 2u);  // kept as tensors, as TensorBoard keeps them
+  EXPECT_TRUE(run.GetTags().histograms.empty());
+  ASSERT_EQ(run.Tensors("h").size(), 1u);
   EXPECT_TRUE(run.corrupt_records().empty());
 }
 
