@@ -29,6 +29,7 @@ function(flowtrain_layer name)
     return()
   endif()
   add_library(${target} STATIC ${sources})
+  flowtrain_precompile_headers(${target} LIBRARY)
   target_include_directories(${target} PUBLIC
       $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
       $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}>

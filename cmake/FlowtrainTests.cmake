@@ -10,6 +10,7 @@ add_custom_target(flowtrain_tests)
 function(flowtrain_test_binary binary)
   cmake_parse_arguments(ARG "" "LABEL;TIMEOUT" "SOURCES" ${ARGN})
   add_executable(${binary} ${ARG_SOURCES} ${PROJECT_SOURCE_DIR}/tests/test_util.cc)
+  flowtrain_precompile_headers(${binary} TEST)
   target_link_libraries(${binary} PRIVATE flowtrain GTest::gtest GTest::gmock GTest::gtest_main)
   target_include_directories(${binary} PRIVATE ${PROJECT_SOURCE_DIR})
   target_compile_definitions(${binary} PRIVATE

@@ -27,7 +27,7 @@ struct Harness {
 }  // namespace
 
 // kHarnesses, one entry per fuzz/<name>_fuzz.cc (fuzz/CMakeLists.txt writes it).
-#include "replay_harnesses.inc"
+#include "fuzz_harnesses.inc"
 
 namespace {
 

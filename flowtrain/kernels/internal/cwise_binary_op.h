@@ -1,7 +1,8 @@
-// The elementwise binary kernel template shared by the arithmetic kernels (math_kernels.cc)
-// and the comparison/logical kernels (cwise_compare_kernels.cc), split so the two heavy
-// translation units compile in parallel. A functor supplies Apply() over Eigen arrays and/or
-// scalars and flags what it accepts and returns:
+// The elementwise binary kernel template shared by the arithmetic kernels (their functors in
+// cwise_binary_functors.h, registered in math_kernels.cc, cwise_arithmetic_kernels.cc and
+// cwise_division_kernels.cc) and the comparison/logical kernels (cwise_compare_kernels.cc),
+// split so that the heavy translation units compile in parallel. A functor supplies Apply()
+// over Eigen arrays and/or scalars and flags what it accepts and returns:
 //
 //   struct LessFn {
 //     static constexpr bool kDivides = false;     // integer inputs: reject y == 0
