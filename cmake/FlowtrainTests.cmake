@@ -7,9 +7,17 @@
 set(FLOWTRAIN_FIXTURES_DIR ${PROJECT_SOURCE_DIR}/../shared/fixtures)
 add_custom_target(flowtrain_tests)
 
+# flowtrain_test_code(TARGET): how a test program's own files compile. In optimised builds at
+# -O1: the code under test is the library, built as configured; a test file's compile took
+# a third less than at -O2.
+function(flowtrain_test_code target)
+  target_compile_options(${target} PRIVATE $<$<CONFIG:Release,RelWithDebInfo,MinSizeRel>:-O1>)
+endfunction()
+
 function(flowtrain_test_binary binary)
   cmake_parse_arguments(ARG "" "LABEL;TIMEOUT" "SOURCES" ${ARGN})
   add_executable(${binary} ${ARG_SOURCES} ${PROJECT_SOURCE_DIR}/tests/test_util.cc)
+  flowtrain_test_code(${binary})
   flowtrain_precompile_headers(${binary} TEST)
   target_link_libraries(${binary} PRIVATE flowtrain GTest::gtest GTest::gmock GTest::gtest_main)
   target_include_directories(${binary} PRIVATE ${PROJECT_SOURCE_DIR})

@@ -7,27 +7,15 @@
 //
 // FLOWTRAIN_FUZZ_HARNESS=<name> picks the harness whatever the program's name. An unknown name
 // prints the known ones and exits 1 before libFuzzer starts.
-#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <string>
 #include <string_view>
 
-namespace {
-
-struct Harness {
-  std::string_view name;
-  int (*test_one_input)(const uint8_t* data, size_t size);
-};
-
-}  // namespace
-
-// kHarnesses, one entry per fuzz/<name>_fuzz.cc (fuzz/CMakeLists.txt writes it).
-#include "fuzz_harnesses.inc"
+#include "fuzz/harness_table.h"
 
 namespace {
 
-int (*chosen_harness)(const uint8_t* data, size_t size) = nullptr;
+flowtrain::fuzz::TestOneInput chosen_harness = nullptr;
 
 // "record_gzip" for ".../record_gzip_fuzzer".
 std::string_view HarnessNameOf(std::string_view program) {
@@ -48,17 +36,13 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
                                     ? std::string_view(from_environment)
                                 : *argc > 0 ? HarnessNameOf((*argv)[0])
                                             : std::string_view();
-  for (const Harness& known : kHarnesses) {
-    if (known.name == name) chosen_harness = known.test_one_input;
-  }
+  chosen_harness = flowtrain::fuzz::FindHarness(name);
   if (chosen_harness == nullptr) {
     std::fprintf(stderr,
                  "flowtrain_fuzzer: no harness named '%.*s' (run it as <name>_fuzzer or set "
                  "FLOWTRAIN_FUZZ_HARNESS); the harnesses:",
                  static_cast<int>(name.size()), name.data());
-    for (const Harness& known : kHarnesses) {
-      std::fprintf(stderr, " %.*s", static_cast<int>(known.name.size()), known.name.data());
-    }
+    flowtrain::fuzz::PrintHarnessNames(stderr);
     std::fprintf(stderr, "\n");
     std::exit(1);
   }

@@ -12,7 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // Touches every byte the reader claims to hold, so that a wrong size shows under ASan.
     const auto* bytes = static_cast<const uint8_t*>(tensor.raw_data());
     volatile uint8_t sum = 0;
-    for (size_t i = 0; i < tensor.TotalBytes(); ++i) sum += bytes[i];
+    for (size_t i = 0; i < tensor.TotalBytes(); ++i) sum = static_cast<uint8_t>(sum + bytes[i]);
   });
   return 0;
 }

@@ -17,21 +17,11 @@
 #include <string_view>
 #include <vector>
 
-namespace {
-
-struct Harness {
-  std::string_view name;
-  int (*test_one_input)(const uint8_t* data, size_t size);
-};
-
-}  // namespace
-
-// kHarnesses, one entry per fuzz/<name>_fuzz.cc (fuzz/CMakeLists.txt writes it).
-#include "fuzz_harnesses.inc"
+#include "fuzz/harness_table.h"
 
 namespace {
 
-using TestOneInput = int (*)(const uint8_t* data, size_t size);
+using flowtrain::fuzz::TestOneInput;
 
 void RunOne(TestOneInput harness, const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -43,14 +33,10 @@ void RunOne(TestOneInput harness, const std::filesystem::path& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  TestOneInput harness = nullptr;
-  for (const Harness& known : kHarnesses) {
-    if (argc > 1 && known.name == argv[1]) harness = known.test_one_input;
-  }
+  TestOneInput harness = argc > 1 ? flowtrain::fuzz::FindHarness(argv[1]) : nullptr;
   if (harness == nullptr) {
     std::fprintf(stderr, "usage: fuzz_replay HARNESS INPUT...; HARNESS is one of:");
-    for (const Harness& known : kHarnesses)
-      std::fprintf(stderr, " %.*s", static_cast<int>(known.name.size()), known.name.data());
+    flowtrain::fuzz::PrintHarnessNames(stderr);
     std::fprintf(stderr, "\n");
     return 1;
   }

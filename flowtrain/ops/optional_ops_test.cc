@@ -29,10 +29,10 @@ TEST(OptionalOps, FromValueKeepsItsComponentsAndNoneHasNone) {
         .Attr("output_shapes", shapes)
         .Finalize();
   };
-  Operation got = get(some, "got");
-  Operation from_none = get(none, "from_none");
-  Operation has_some = NodeBuilder("OptionalHasValue", "has_some").Input(some.output(0)).Finalize();
-  Operation has_none = NodeBuilder("OptionalHasValue", "has_none").Input(none.output(0)).Finalize();
+  get(some, "got");
+  get(none, "from_none");
+  NodeBuilder("OptionalHasValue", "has_some").Input(some.output(0)).Finalize();
+  NodeBuilder("OptionalHasValue", "has_none").Input(none.output(0)).Finalize();
 
   Session s(g);
   const std::vector<Tensor> out =

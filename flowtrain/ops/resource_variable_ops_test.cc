@@ -264,7 +264,9 @@ TEST(ResourceVariableOpsTest, ResourceApplyMatchesApply) {
       }
       Output gr = ops::Const(Tensor::FromVector<float>(grad));
       Operation step = resource ? k.resource(inputs, gr) : k.ref(inputs, gr).op();
-      if (resource) EXPECT_EQ(step.type(), std::string("ResourceApply") + k.name);
+      if (resource) {
+        EXPECT_EQ(step.type(), std::string("ResourceApply") + k.name);
+      }
       EXPECT_EQ(step.num_outputs(), resource ? 0 : 1);
       Session s(g);
       s.Run({}, {}, {ops::GlobalVariablesInitializer()});

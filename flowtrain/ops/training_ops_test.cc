@@ -370,7 +370,9 @@ TEST(TrainingOpsTest, ApplyProximalGradientDescent) {
   for (double l1 : {0.0, 10.0}) {
     Values want(1, std::vector<double>(4));
     for (int i = 0; i < 4; ++i) want[0][i] = Prox(kV[i] - alpha * kG[i], alpha, l1, l2);
-    if (l1 > 0) EXPECT_EQ(want[0][0], 0.0);
+    if (l1 > 0) {
+      EXPECT_EQ(want[0][0], 0.0);
+    }
     for (bool resource : {false, true}) {
       ExpectValuesNear(
           RunUpdate(

@@ -104,7 +104,7 @@ TEST(ResourceVariableTrainingTest, OptimizersTrainAsOnRefVariables) {
 TEST(ResourceVariableTrainingTest, SlotsAreResourceVariablesAndUpdatesResourceApply) {
   Model m(true);
   train::AdamOptimizer adam(0.01);
-  Operation train_op = adam.Minimize(m.loss);
+  adam.Minimize(m.loss);
   std::optional<Variable> slot = adam.GetSlot(m.w1, "m");
   ASSERT_TRUE(slot.has_value());
   EXPECT_TRUE(slot->is_resource());

@@ -115,8 +115,9 @@ TEST_F(TfWrittenGraphs, FahrenheitConverterTrainsAsInTensorFlow) {
   ASSERT_EQ(files.size(), 1u);
   tensorflow::GraphDef def;
   for (const tensorflow::Event& event : io::ReadEventFile(files[0])) {
-    if (event.what_case() == tensorflow::Event::kGraphDef)
+    if (event.what_case() == tensorflow::Event::kGraphDef) {
       ASSERT_TRUE(def.ParseFromString(event.graph_def()));
+    }
   }
   Graph g;
   ImportGraphDef(def, &g);
