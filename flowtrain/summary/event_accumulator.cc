@@ -255,15 +255,17 @@ void EventAccumulator::ProcessValue(const tensorflow::Summary::Value& value, int
       } else if (plugin == "histograms") {
         Tensor t;
         try {
-          // The shape first, as for scalars: a few bytes can ask for a [k, 3] fill of gigabytes.
-          const TensorShape shape = ShapeFromProto(value.tensor().tensor_shape());
-          if (shape.dims() == 2 && shape.dim_size(1) == 3 && shape.dim_size(0) <= kMaxHistogramBuckets) {
-            t = TensorFromProto(value.tensor());
+          // Dtype and shape first, as for scalars: a few bytes can ask for a [k, 3] fill of
+          // gigabytes.
+          const tensorflow::TensorProto& proto = value.tensor();
+          const TensorShape shape = ShapeFromProto(proto.tensor_shape());
+          if ((proto.dtype() == tensorflow::DT_FLOAT || proto.dtype() == tensorflow::DT_DOUBLE) &&
+              shape.dims() == 2 && shape.dim_size(1) == 3 && shape.dim_size(0) <= kMaxHistogramBuckets) {
+            t = TensorFromProto(proto);
           }
         } catch (const Error&) {
         }
-        if (t.IsInitialized() && t.dims() == 2 && t.dim_size(1) == 3 &&
-            (t.dtype() == DT_FLOAT || t.dtype() == DT_DOUBLE)) {
+        if (t.IsInitialized()) {
           HistogramEvent h{step, wall_time};
           for (int64_t i = 0; i < t.dim_size(0); ++i) {
             auto at = [&](int64_t j) {
