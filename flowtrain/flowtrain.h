@@ -13,6 +13,7 @@
 #include "flowtrain/distributed/cluster_spec.h"
 #include "flowtrain/distributed/grpc_session.h"
 #include "flowtrain/distributed/server.h"
+#include "flowtrain/distributed/transport_security.h"
 #include "flowtrain/graph/fetch.h"
 #include "flowtrain/graph/graph.h"
 #include "flowtrain/graph/graph_def.h"

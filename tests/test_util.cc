@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <vector>
 
@@ -77,6 +78,39 @@ CliResult RunFlowtrainCli(const std::string& args) {
   const int status = pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
+}
+
+TlsTestFiles MakeTlsTestFiles(std::string* why_not) {
+  const std::string dir = MakeTempDir("tls");
+  {
+    std::ofstream ext(dir + "/ext.cnf");
+    ext << "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n"
+           "keyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth,clientAuth\n";
+  }
+  // A CA, then a key and certificate it signs, for `ca` and `name`.
+  auto make = [&](const std::string& ca, const std::string& name) {
+    const std::string curve = " -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes ";
+    const std::string commands =
+        "cd '" + dir + "' && openssl req -x509" + curve + "-keyout " + ca + ".key -out " + ca +
+        ".pem -days 2 -subj /CN=" + ca + " && openssl req" + curve + "-keyout " + name + ".key -out " + name +
+        ".csr -subj /CN=localhost && openssl x509 -req -in " + name + ".csr -CA " + ca + ".pem -CAkey " + ca +
+        ".key -set_serial 1 -days 2 -extfile ext.cnf -out " + name + ".pem";
+    return std::system(("(" + commands + ") > '" + dir + "/openssl.log' 2>&1").c_str()) == 0;
+  };
+  if (std::system("openssl version > /dev/null 2>&1") != 0) {
+    *why_not = "the openssl command is not installed (it makes the test certificates)";
+    return {};
+  }
+  if (!make("ca", "task") || !make("rogue_ca", "rogue")) {
+    *why_not = "openssl failed to make test certificates, see " + dir + "/openssl.log";
+    return {};
+  }
+  return TlsTestFiles{.ca = dir + "/ca.pem",
+                      .cert = dir + "/task.pem",
+                      .key = dir + "/task.key",
+                      .rogue_ca = dir + "/rogue_ca.pem",
+                      .rogue_cert = dir + "/rogue.pem",
+                      .rogue_key = dir + "/rogue.key"};
 }
 
 std::vector<uint64_t> RecordOffsets(const std::string& event_file) {

@@ -55,6 +55,21 @@ struct CliResult {
 // caller quotes paths), and returns its exit code and everything it printed.
 CliResult RunFlowtrainCli(const std::string& args);
 
+// PEM files for TLS tests, made by the openssl command in a new temp dir: a CA, a
+// certificate for "localhost" and 127.0.0.1 signed by it (server and client use), and a
+// second CA with a client certificate of its own (a stranger's).
+struct TlsTestFiles {
+  std::string ca;
+  std::string cert;
+  std::string key;
+  std::string rogue_ca;
+  std::string rogue_cert;
+  std::string rogue_key;
+};
+// Empty paths when openssl is not installed or fails; the caller skips with the message in
+// `*why_not`.
+TlsTestFiles MakeTlsTestFiles(std::string* why_not);
+
 // Byte offsets where the records of an event file start (the first is the file_version event).
 std::vector<uint64_t> RecordOffsets(const std::string& event_file);
 

@@ -11,6 +11,9 @@
 // (distributed::ServerLimits) have a flag each: --max-registered-graphs,
 // --max-registered-graph-bytes, --graph-idle-timeout, --max-pending-step-bytes,
 // --max-pending-bytes and --orphan-step-timeout (timeouts in seconds, 0 = never).
+// distributed::TransportSecurity: --tls-cert, --tls-key and --tls-ca (PEM files),
+// --tls-require-client-cert for mutual TLS, --token-file for the token every call must carry
+// (read from a file so that it does not show in the process list).
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -35,6 +38,8 @@ struct ServerFlags {
   std::string job;
   int task = 0;
   distributed::ServerLimits limits;
+  distributed::TransportSecurity security;
+  std::string token_file;
   double graph_idle_timeout_seconds = ToSeconds(limits.graph_idle_timeout);
   double orphan_step_timeout_seconds = ToSeconds(limits.orphan_step_timeout);
 
@@ -117,15 +122,29 @@ void AddServerCommand(CLI::App& app) {
                   "Seconds after which tensors sent to a step that never started are dropped")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1e9));
+  distributed::TransportSecurity& security = flags->security;
+  cmd->add_option("--tls-cert", security.certificate_file,
+                  "PEM certificate chain the server presents (with --tls-key: serve TLS only)");
+  cmd->add_option("--tls-key", security.private_key_file, "PEM private key of --tls-cert");
+  cmd->add_option("--tls-ca", security.ca_file,
+                  "PEM CA bundle the certificates of clients and of the other tasks chain to");
+  cmd->add_flag("--tls-require-client-cert", security.require_client_certificate,
+                "Mutual TLS: refuse clients without a certificate chaining to --tls-ca");
+  cmd->add_option("--token-file", flags->token_file,
+                  "File holding the token every call must carry (others are refused as Unauthenticated)");
   cmd->callback([flags] {
     const distributed::ClusterSpec cluster = ClusterFromFlags(*flags);
+    if (!flags->token_file.empty()) flags->security.token = distributed::ReadTokenFile(flags->token_file);
     sigset_t signals;
     sigemptyset(&signals);
     sigaddset(&signals, SIGINT);
     sigaddset(&signals, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-    distributed::Server server(
-        {.cluster = cluster, .job_name = flags->job, .task_index = flags->task, .limits = flags->Limits()});
+    distributed::Server server({.cluster = cluster,
+                                .job_name = flags->job,
+                                .task_index = flags->task,
+                                .limits = flags->Limits(),
+                                .security = flags->security});
     std::printf("Started server for /job:%s/task:%d at %s\n", flags->job.c_str(), flags->task,
                 server.target().c_str());
     std::fflush(stdout);

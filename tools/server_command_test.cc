@@ -1,8 +1,9 @@
-// `flowtrain server` with its limit flags: runs the built command-line binary as a ps task and
+// `flowtrain server` with its limit and security flags: runs the built command-line binary as a ps task and
 // talks to it as any client on the network can.
 #include <signal.h>
 
 #include <chrono>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -114,6 +115,32 @@ TEST_F(ServerCommandTest, LimitFlagsBoundWhatClientsRegister) {
   EXPECT_THAT(refused.error_message(), ::testing::Not(HasSubstr("graph_idle_timeout")));
   server.Stop();
   EXPECT_THAT(server.Output(), HasSubstr("Stopping server for /job:ps/task:0 (SIGTERM)"));
+}
+
+TEST_F(ServerCommandTest, TokenFileAndTlsFlagsSecureTheServer) {
+  std::string why_not;
+  const testing::TlsTestFiles tls = testing::MakeTlsTestFiles(&why_not);
+  if (tls.ca.empty()) GTEST_SKIP() << "TLS not tested: " << why_not;
+  const std::string token_file = testing::MakeTempDir("token") + "/token";
+  std::ofstream(token_file) << "cli-token\n";
+  ServerProcess server("--token-file '" + token_file + "' --tls-cert '" + tls.cert + "' --tls-key '" +
+                       tls.key + "' --tls-ca '" + tls.ca + "' --tls-require-client-cert");
+  const std::string address = server.WaitForAddress();
+  ASSERT_FALSE(address.empty()) << server.Output();
+  auto register_graph = [&](const distributed::TransportSecurity& security) {
+    auto stub = distributed::NewWorkerStub(address, security);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    distributed::RegisterGraphResponse response;
+    return stub->RegisterGraph(&context, FetchConstRequest(), &response).error_code();
+  };
+  distributed::TransportSecurity client{
+      .certificate_file = tls.cert, .private_key_file = tls.key, .ca_file = tls.ca};
+  EXPECT_EQ(register_graph({}), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(register_graph({.ca_file = tls.ca, .token = "cli-token"}), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(register_graph(client), grpc::StatusCode::UNAUTHENTICATED);
+  client.token = "cli-token";
+  EXPECT_EQ(register_graph(client), grpc::StatusCode::OK);
 }
 
 TEST_F(ServerCommandTest, DefaultLimitsAreShownAndBadOnesRefused) {

@@ -12,6 +12,7 @@
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/distributed/internal/partition.h"
 #include "flowtrain/distributed/internal/rpc_util.h"
+#include "flowtrain/distributed/transport_security.h"
 #include "flowtrain/distributed/internal/worker_requests.h"
 #include "flowtrain/proto/tensor_proto_util.h"
 #include "flowtrain/runtime/run_arguments.h"
@@ -104,7 +105,8 @@ GrpcSession::GrpcSession(Graph& graph, SessionOptions options)
   if (!target.starts_with(kScheme))
     InvalidArgument("GrpcSession target '", target, "' is not grpc://host:port");
   const std::string address = target.substr(sizeof(kScheme) - 1);
-  auto stub = NewWorkerStub(address);
+  const TransportSecurity security = ClientSecurityFor(target);
+  auto stub = NewWorkerStub(address, security);
   grpc::ClientContext context;
   context.set_deadline(Clock::now() + kConnectTimeout);
   GetStatusRequest request;
@@ -118,7 +120,7 @@ GrpcSession::GrpcSession(Graph& graph, SessionOptions options)
       Impl::TaskConnection& connection = impl_->connections[TaskId{job, i}];
       connection.address = impl_->cluster.task_address(job, i);
       connection.stub =
-          TaskId{job, i} == impl_->own_task ? std::move(stub) : NewWorkerStub(connection.address);
+          TaskId{job, i} == impl_->own_task ? std::move(stub) : NewWorkerStub(connection.address, security);
     }
   }
 }

@@ -8,6 +8,7 @@
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/distributed/internal/rpc_util.h"
+#include "flowtrain/distributed/internal/transport_credentials.h"
 #include "flowtrain/distributed/internal/worker.h"
 
 namespace flowtrain::distributed {
@@ -27,8 +28,10 @@ struct Server::Impl {
 
 Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->address = options.cluster.task_address(options.job_name, options.task_index);
-  impl_->worker = std::make_unique<Worker>(options.cluster, options.job_name, options.task_index,
-                                           options.intra_op_parallelism_threads, options.limits);
+  ValidateTransportSecurity(options.security, /*for_server=*/true);
+  impl_->worker =
+      std::make_unique<Worker>(options.cluster, options.job_name, options.task_index,
+                               options.intra_op_parallelism_threads, options.limits, options.security);
   impl_->options = std::move(options);
   if (impl_->options.start) Start();
 }
@@ -41,7 +44,7 @@ void Server::Start() {
   if (impl_->started) return;
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(impl_->address, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(impl_->address, ServerCredentialsFor(impl_->options.security), &port);
   builder.SetMaxReceiveMessageSize(-1);
   builder.SetMaxSendMessageSize(-1);
   // Accept the keepalive pings of calls that wait long (a step blocked in a queue) instead
@@ -59,6 +62,7 @@ void Server::Start() {
   ClusterSpec cluster = impl_->worker->cluster();
   cluster.set_task_address(job_name(), task_index(), impl_->address);
   impl_->worker->UpdateCluster(cluster);
+  SetClientSecurity(impl_->address, impl_->options.security);
   impl_->started = true;
 }
 
@@ -67,6 +71,9 @@ void Server::Stop() {
     absl::MutexLock lock(&impl_->mu);
     if (impl_->stopped) return;
     impl_->stopped = true;
+    if (impl_->started && ClientSecurityFor(impl_->address) == impl_->options.security) {
+      ClearClientSecurity(impl_->address);
+    }
   }
   // Steps first: a handler blocked in a kernel returns once its step is cancelled, and the
   // gRPC server's shutdown waits for the handlers.
@@ -105,7 +112,8 @@ int Server::task_index() const { return impl_->options.task_index; }
 ResourceMgr* Server::resource_manager() { return impl_->worker->resource_manager(); }
 ServerStats Server::GetStats() const { return impl_->worker->GetStats(); }
 
-LocalCluster CreateLocalCluster(int num_workers, int num_ps, const ServerLimits& limits) {
+LocalCluster CreateLocalCluster(int num_workers, int num_ps, const ServerLimits& limits,
+                                const TransportSecurity& security) {
   if (num_workers < 0 || num_ps < 0 || num_workers + num_ps == 0) {
     InvalidArgument("CreateLocalCluster needs tasks, got ", num_workers, " workers and ", num_ps, " ps");
   }
@@ -115,13 +123,13 @@ LocalCluster CreateLocalCluster(int num_workers, int num_ps, const ServerLimits&
   const ClusterSpec unbound(jobs);
   LocalCluster local;
   for (int i = 0; i < num_workers; ++i) {
-    local.workers.push_back(std::make_unique<Server>(
-        ServerOptions{.cluster = unbound, .job_name = "worker", .task_index = i, .limits = limits}));
+    local.workers.push_back(std::make_unique<Server>(ServerOptions{
+        .cluster = unbound, .job_name = "worker", .task_index = i, .limits = limits, .security = security}));
     jobs["worker"][i] = local.workers.back()->bound_address();
   }
   for (int i = 0; i < num_ps; ++i) {
-    local.ps.push_back(std::make_unique<Server>(
-        ServerOptions{.cluster = unbound, .job_name = "ps", .task_index = i, .limits = limits}));
+    local.ps.push_back(std::make_unique<Server>(ServerOptions{
+        .cluster = unbound, .job_name = "ps", .task_index = i, .limits = limits, .security = security}));
     jobs["ps"][i] = local.ps.back()->bound_address();
   }
   local.cluster = ClusterSpec(jobs);

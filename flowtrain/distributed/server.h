@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "flowtrain/distributed/cluster_spec.h"
+#include "flowtrain/distributed/transport_security.h"
 #include "flowtrain/framework/resource_mgr.h"
 
 namespace flowtrain::distributed {
@@ -59,6 +60,9 @@ struct ServerOptions {
   // Threads a kernel may split its work across; 0 = one per core.
   int intra_op_parallelism_threads = 0;
   ServerLimits limits;
+  // TLS and the token its clients must present (default: plaintext, anyone served). Sessions
+  // of this process on this server's target use it too (SetClientSecurity).
+  TransportSecurity security;
 };
 
 // What a server holds for its clients right now (Server::GetStats), to watch the limits.
@@ -71,15 +75,16 @@ struct ServerStats {
 
 class Server {
  public:
-  // Throws InvalidArgument when the task is not in the cluster or a limit is negative; with
-  // `start`, as Start().
+  // Throws InvalidArgument when the task is not in the cluster, a limit is negative or the
+  // security is inconsistent (ValidateTransportSecurity); with `start`, as Start().
   explicit Server(ServerOptions options);
   ~Server();  // Stop()
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // Binds the task's address and serves; Unavailable when the address cannot be bound.
-  // Does nothing when started; FailedPrecondition after Stop().
+  // Binds the task's address and serves; Unavailable when the address cannot be bound,
+  // NotFound when a TLS file cannot be read. Does nothing when started; FailedPrecondition
+  // after Stop().
   void Start();
   // Cancels the steps in flight (their RPCs fail), stops serving and joins its threads.
   // Idempotent; returns promptly even while a step blocks in a kernel.
@@ -108,7 +113,8 @@ class Server {
 };
 
 // Running servers of one cluster on localhost's ephemeral ports, every one knowing the
-// others' bound addresses (TF's test_util.create_local_cluster), all with `limits`.
+// others' bound addresses (TF's test_util.create_local_cluster), all with `limits` and
+// `security`.
 //
 //   distributed::LocalCluster local = distributed::CreateLocalCluster(2, 1);
 //   auto sess = NewSession(graph, {.target = local.workers[0]->target()});
@@ -117,7 +123,8 @@ struct LocalCluster {
   std::vector<std::unique_ptr<Server>> workers;
   std::vector<std::unique_ptr<Server>> ps;
 };
-LocalCluster CreateLocalCluster(int num_workers, int num_ps, const ServerLimits& limits = {});
+LocalCluster CreateLocalCluster(int num_workers, int num_ps, const ServerLimits& limits = {},
+                                const TransportSecurity& security = {});
 
 }  // namespace flowtrain::distributed
 

@@ -2,6 +2,7 @@
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
+#include "flowtrain/distributed/internal/transport_credentials.h"
 
 namespace flowtrain::distributed {
 namespace {
@@ -40,7 +41,8 @@ std::string TaskPeer(std::string_view task_name, std::string_view address) {
   return StrCat("Task ", task_name, " at ", address);
 }
 
-std::unique_ptr<WorkerService::Stub> NewWorkerStub(const std::string& address) {
+std::unique_ptr<WorkerService::Stub> NewWorkerStub(const std::string& address,
+                                                   const TransportSecurity& security) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
@@ -52,7 +54,7 @@ std::unique_ptr<WorkerService::Stub> NewWorkerStub(const std::string& address) {
   // 40 s instead of hanging: pings during calls, and a peer that stops answering is dead.
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepalivePingMs);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
-  return WorkerService::NewStub(grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+  return WorkerService::NewStub(NewSecureChannel(address, security, std::move(args)));
 }
 
 }  // namespace flowtrain::distributed

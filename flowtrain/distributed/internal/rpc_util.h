@@ -13,6 +13,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "flowtrain/distributed/transport_security.h"
 #include "flowtrain/distributed/worker_service.grpc.pb.h"
 
 namespace flowtrain::distributed {
@@ -33,8 +34,10 @@ std::string TaskPeer(std::string_view task_name, std::string_view address);
 // How often a client pings a task during a call; servers accept pings this often.
 inline constexpr int kKeepalivePingMs = 30000;
 
-// A stub for the worker service at `address` ("host:port"), with no message size limit.
-std::unique_ptr<WorkerService::Stub> NewWorkerStub(const std::string& address);
+// A stub for the worker service at `address` ("host:port"), with no message size limit,
+// connecting and calling with `security` (throws as NewSecureChannel).
+std::unique_ptr<WorkerService::Stub> NewWorkerStub(const std::string& address,
+                                                   const TransportSecurity& security = {});
 
 }  // namespace flowtrain::distributed
 

@@ -12,6 +12,7 @@
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/core/tensor_shape.h"
 #include "flowtrain/distributed/internal/rpc_util.h"
+#include "flowtrain/distributed/internal/transport_credentials.h"
 #include "flowtrain/distributed/internal/worker_requests.h"
 #include "flowtrain/graph/graph_def.h"
 #include "flowtrain/proto/tensor_proto_util.h"
@@ -106,8 +107,9 @@ struct Worker::StepState {
 };
 
 Worker::Worker(ClusterSpec cluster, std::string job_name, int task_index, int intra_op_threads,
-               ServerLimits limits)
+               ServerLimits limits, TransportSecurity security)
     : limits_(limits),
+      security_(std::move(security)),
       job_name_(std::move(job_name)),
       task_index_(task_index),
       task_name_(TaskName(job_name_, task_index_)),
@@ -211,15 +213,18 @@ void Worker::ExpireLocked(Clock::time_point now, std::vector<std::shared_ptr<Par
   }
 }
 
-grpc::Status Worker::GetStatus(grpc::ServerContext*, const GetStatusRequest*, GetStatusResponse* response) {
+grpc::Status Worker::GetStatus(grpc::ServerContext* context, const GetStatusRequest*,
+                               GetStatusResponse* response) {
+  if (grpc::Status denied = CheckCallToken(*context, security_.token); !denied.ok()) return denied;
   response->set_cluster(cluster().ToString());
   response->set_job_name(job_name_);
   response->set_task_index(task_index_);
   return grpc::Status::OK;
 }
 
-grpc::Status Worker::RegisterGraph(grpc::ServerContext*, const RegisterGraphRequest* request,
+grpc::Status Worker::RegisterGraph(grpc::ServerContext* context, const RegisterGraphRequest* request,
                                    RegisterGraphResponse* response) {
+  if (grpc::Status denied = CheckCallToken(*context, security_.token); !denied.ok()) return denied;
   return ToRpcStatus([&] {
     const int64_t bytes = static_cast<int64_t>(request->ByteSizeLong());
     ClusterSpec cluster;
@@ -331,8 +336,9 @@ grpc::Status Worker::RegisterGraph(grpc::ServerContext*, const RegisterGraphRequ
   });
 }
 
-grpc::Status Worker::DeregisterGraph(grpc::ServerContext*, const DeregisterGraphRequest* request,
+grpc::Status Worker::DeregisterGraph(grpc::ServerContext* context, const DeregisterGraphRequest* request,
                                      DeregisterGraphResponse*) {
+  if (grpc::Status denied = CheckCallToken(*context, security_.token); !denied.ok()) return denied;
   std::vector<std::shared_ptr<Partition>> removed;  // destroyed after the lock is released
   absl::MutexLock lock(&mu_);
   for (const std::string& handle : request->handles()) {
@@ -411,7 +417,7 @@ WorkerService::Stub* Worker::StubFor(const std::string& job, int task, std::stri
   absl::MutexLock lock(&mu_);
   *address = cluster_.task_address(job, task);
   std::unique_ptr<WorkerService::Stub>& stub = stubs_[*address];
-  if (stub == nullptr) stub = NewWorkerStub(*address);
+  if (stub == nullptr) stub = NewWorkerStub(*address, security_);
   return stub.get();
 }
 
@@ -429,8 +435,9 @@ void Worker::Push(int64_t step_id, const std::string& job, int task, SendTensors
   if (!status.ok()) ThrowRpcError(status, TaskPeer(TaskName(job, task), address));
 }
 
-grpc::Status Worker::SendTensors(grpc::ServerContext*, const SendTensorsRequest* request,
+grpc::Status Worker::SendTensors(grpc::ServerContext* context, const SendTensorsRequest* request,
                                  SendTensorsResponse*) {
+  if (grpc::Status denied = CheckCallToken(*context, security_.token); !denied.ok()) return denied;
   return ToRpcStatus([&] { SendTensorsOrThrow(*request); });
 }
 
@@ -507,6 +514,7 @@ void Worker::SendTensorsOrThrow(const SendTensorsRequest& request) {
 
 grpc::Status Worker::RunStep(grpc::ServerContext* context, const RunStepRequest* request,
                              RunStepResponse* response) {
+  if (grpc::Status denied = CheckCallToken(*context, security_.token); !denied.ok()) return denied;
   grpc::Status status = ToRpcStatus([&] { RunStepOrThrow(context, *request, response); });
   absl::MutexLock lock(&mu_);
   if (!status.ok() && shutting_down_) {

@@ -31,6 +31,7 @@
 #include "flowtrain/core/thread_pool.h"
 #include "flowtrain/distributed/cluster_spec.h"
 #include "flowtrain/distributed/server.h"
+#include "flowtrain/distributed/transport_security.h"
 #include "flowtrain/distributed/worker_service.grpc.pb.h"
 #include "flowtrain/framework/cancellation.h"
 #include "flowtrain/framework/resource_mgr.h"
@@ -39,9 +40,10 @@ namespace flowtrain::distributed {
 
 class Worker final : public WorkerService::Service {
  public:
-  // InvalidArgument for a negative limit.
+  // InvalidArgument for a negative limit. Calls without `security`'s token are refused;
+  // pushes to other tasks go out with `security`.
   Worker(ClusterSpec cluster, std::string job_name, int task_index, int intra_op_threads,
-         ServerLimits limits = {});
+         ServerLimits limits = {}, TransportSecurity security = {});
   ~Worker() override;
 
   // Cancels every step in flight, refuses new ones and joins the watchdog; idempotent.
@@ -106,6 +108,7 @@ class Worker final : public WorkerService::Service {
   void CancelStepsLocked(const Partition* partition) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const ServerLimits limits_;
+  const TransportSecurity security_;
   const std::string job_name_;
   const int task_index_;
   const std::string task_name_;
