@@ -69,8 +69,12 @@ std::string BinaryDir() { return FLOWTRAIN_BINARY_DIR; }
 std::string FlowtrainCliPath() { return BinaryDir() + "/tools/flowtrain"; }
 
 CliResult RunFlowtrainCli(const std::string& args) {
+  return RunShellCommand("'" + FlowtrainCliPath() + "' " + args);
+}
+
+CliResult RunShellCommand(const std::string& command) {
   CliResult result;
-  FILE* pipe = popen(("'" + FlowtrainCliPath() + "' " + args + " 2>&1").c_str(), "r");
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
   if (pipe == nullptr) return result;
   char buf[4096];
   size_t n;

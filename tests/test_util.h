@@ -54,6 +54,8 @@ struct CliResult {
 // Runs FlowtrainCliPath() with `args`, a shell command line's words after the program (the
 // caller quotes paths), and returns its exit code and everything it printed.
 CliResult RunFlowtrainCli(const std::string& args);
+// The same for any shell command line.
+CliResult RunShellCommand(const std::string& command);
 
 // PEM files for TLS tests, made by the openssl command in a new temp dir: a CA, a
 // certificate for "localhost" and 127.0.0.1 signed by it (server and client use), and a

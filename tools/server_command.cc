@@ -7,7 +7,10 @@
 //   Started server for /job:ps/task:0 at grpc://localhost:2222
 //
 // TF's flag style works too: --ps-hosts localhost:2222 --worker-hosts localhost:2223
-// --job-name ps --task-index 0. The bounds on what clients can make the server hold
+// --job-name ps --task-index 0. Without a cluster flag the cluster and the task come from the
+// environment (distributed::ResolveClusterFromEnvironment): TF_CONFIG, else Slurm's variables,
+// whose tasks are all workers unless --slurm-jobs says otherwise ("ps=1,worker=3"), on ports
+// from --slurm-port-base (8888). The bounds on what clients can make the server hold
 // (distributed::ServerLimits) have a flag each: --max-registered-graphs,
 // --max-registered-graph-bytes, --graph-idle-timeout, --max-pending-step-bytes,
 // --max-pending-bytes and --orphan-step-timeout (timeouts in seconds, 0 = never).
@@ -18,12 +21,18 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <map>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+
+#include "flowtrain/distributed/cluster_resolver.h"
 #include "flowtrain/distributed/cluster_spec.h"
 #include "flowtrain/distributed/server.h"
 #include "tools/commands.h"
@@ -36,7 +45,9 @@ struct ServerFlags {
   std::string ps_hosts;
   std::string worker_hosts;
   std::string job;
-  int task = 0;
+  int task = -1;
+  std::string slurm_jobs;
+  int slurm_port_base = distributed::SlurmOptions{}.port_base;
   distributed::ServerLimits limits;
   distributed::TransportSecurity security;
   std::string token_file;
@@ -55,12 +66,45 @@ struct ServerFlags {
   }
 };
 
-distributed::ClusterSpec ClusterFromFlags(const ServerFlags& flags) {
+// "ps=1,worker=3".
+std::map<std::string, int> ParseSlurmJobs(const std::string& text) {
+  std::map<std::string, int> jobs;
+  if (text.empty()) return jobs;
+  for (const std::string& entry : std::vector<std::string>(absl::StrSplit(text, ','))) {
+    const size_t eq = entry.find('=');
+    int count = 0;
+    const std::string job = entry.substr(0, eq);
+    if (eq == std::string::npos || job.empty() || !absl::SimpleAtoi(entry.substr(eq + 1), &count) ||
+        count <= 0 || !jobs.emplace(job, count).second) {
+      InvalidArgument("flowtrain server: --slurm-jobs '", text, "': '", entry,
+                      "' is not job=count (each job once, count > 0)");
+    }
+  }
+  return jobs;
+}
+
+// The cluster and this task, from the flags or else from the environment.
+distributed::ResolvedCluster ResolveFromFlags(const ServerFlags& flags) {
+  if (flags.cluster.empty() && flags.ps_hosts.empty() && flags.worker_hosts.empty()) {
+    std::optional<distributed::ResolvedCluster> resolved = distributed::ResolveClusterFromEnvironment(
+        {.jobs = ParseSlurmJobs(flags.slurm_jobs), .port_base = flags.slurm_port_base});
+    if (!resolved) {
+      InvalidArgument("flowtrain server: no cluster given (--cluster or --ps-hosts/--worker-hosts) and none ",
+                      "in the environment (TF_CONFIG, Slurm's SLURM_PROCID)");
+    }
+    // Flags given beside the environment's cluster choose the task in it.
+    if (!flags.job.empty()) resolved->job_name = flags.job;
+    if (flags.task >= 0) resolved->task_index = flags.task;
+    return *resolved;
+  }
+  if (flags.job.empty()) InvalidArgument("flowtrain server: --job is required with a cluster flag");
+  distributed::ResolvedCluster resolved{.job_name = flags.job, .task_index = std::max(flags.task, 0)};
   if (!flags.cluster.empty()) {
     if (!flags.ps_hosts.empty() || !flags.worker_hosts.empty()) {
       InvalidArgument("flowtrain server: give either --cluster or --ps-hosts/--worker-hosts, not both");
     }
-    return distributed::ClusterSpec::Parse(flags.cluster);
+    resolved.cluster = distributed::ClusterSpec::Parse(flags.cluster);
+    return resolved;
   }
   std::string spec;
   if (!flags.ps_hosts.empty()) spec = StrCat("ps=", flags.ps_hosts);
@@ -68,9 +112,8 @@ distributed::ClusterSpec ClusterFromFlags(const ServerFlags& flags) {
     spec =
         spec.empty() ? StrCat("worker=", flags.worker_hosts) : StrCat(spec, ";worker=", flags.worker_hosts);
   }
-  if (spec.empty())
-    InvalidArgument("flowtrain server: no cluster given (--cluster or --ps-hosts/--worker-hosts)");
-  return distributed::ClusterSpec::Parse(spec);
+  resolved.cluster = distributed::ClusterSpec::Parse(spec);
+  return resolved;
 }
 
 // Waits for SIGINT or SIGTERM. The signals are blocked in every thread (the server's threads
@@ -94,9 +137,17 @@ void AddServerCommand(CLI::App& app) {
   cmd->add_option("--ps-hosts", flags->ps_hosts, "Comma-separated ps addresses (TF's flag style)");
   cmd->add_option("--worker-hosts", flags->worker_hosts,
                   "Comma-separated worker addresses (TF's flag style)");
-  cmd->add_option("--job,--job-name", flags->job, "This task's job, e.g. ps")->required();
-  cmd->add_option("--task,--task-index", flags->task, "This task's index in its job")
+  cmd->add_option("--job,--job-name", flags->job,
+                  "This task's job, e.g. ps (required with a cluster flag; else from the environment)");
+  cmd->add_option("--task,--task-index", flags->task, "This task's index in its job (default 0)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--slurm-jobs", flags->slurm_jobs,
+                  "Under Slurm without a cluster flag: the jobs and their task counts, e.g. ps=1,worker=3 "
+                  "(default: every task a worker)");
+  cmd->add_option("--slurm-port-base", flags->slurm_port_base,
+                  "Under Slurm: the port of each node's first task")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65535));
   distributed::ServerLimits& limits = flags->limits;
   cmd->add_option("--max-registered-graphs", limits.max_registered_graphs,
                   "Graph partitions clients may register at once")
@@ -133,23 +184,24 @@ void AddServerCommand(CLI::App& app) {
   cmd->add_option("--token-file", flags->token_file,
                   "File holding the token every call must carry (others are refused as Unauthenticated)");
   cmd->callback([flags] {
-    const distributed::ClusterSpec cluster = ClusterFromFlags(*flags);
+    const distributed::ResolvedCluster resolved = ResolveFromFlags(*flags);
     if (!flags->token_file.empty()) flags->security.token = distributed::ReadTokenFile(flags->token_file);
     sigset_t signals;
     sigemptyset(&signals);
     sigaddset(&signals, SIGINT);
     sigaddset(&signals, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-    distributed::Server server({.cluster = cluster,
-                                .job_name = flags->job,
-                                .task_index = flags->task,
+    distributed::Server server({.cluster = resolved.cluster,
+                                .job_name = resolved.job_name,
+                                .task_index = resolved.task_index,
                                 .limits = flags->Limits(),
                                 .security = flags->security});
-    std::printf("Started server for /job:%s/task:%d at %s\n", flags->job.c_str(), flags->task,
-                server.target().c_str());
+    const std::string from = resolved.source.empty() ? "" : " (cluster from " + resolved.source + ")";
+    std::printf("Started server for /job:%s/task:%d at %s%s\n", resolved.job_name.c_str(),
+                resolved.task_index, server.target().c_str(), from.c_str());
     std::fflush(stdout);
     const int signal = WaitForStopSignal(signals);
-    std::printf("Stopping server for /job:%s/task:%d (%s)\n", flags->job.c_str(), flags->task,
+    std::printf("Stopping server for /job:%s/task:%d (%s)\n", resolved.job_name.c_str(), resolved.task_index,
                 signal == SIGINT ? "SIGINT" : "SIGTERM");
     std::fflush(stdout);
     server.Stop();

@@ -1,6 +1,10 @@
 // `flowtrain server` with its limit and security flags: runs the built command-line binary as a ps task and
 // talks to it as any client on the network can.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <fstream>
@@ -39,12 +43,55 @@ distributed::RegisterGraphRequest FetchConstRequest() {
   return request;
 }
 
-// A `flowtrain server` process started in the background; SIGTERM'd when destroyed.
+// The cluster flags of a ps task on an ephemeral port.
+constexpr char kPsFlags[] = "--cluster ps=localhost:0 --job ps";
+// The command's environment without the cluster managers' variables of the test's own.
+constexpr char kCleanEnvironment[] =
+    "env -u TF_CONFIG -u SLURM_PROCID -u SLURM_STEP_NODELIST -u SLURM_JOB_NODELIST -u "
+    "SLURM_STEP_TASKS_PER_NODE "
+    "-u SLURM_TASKS_PER_NODE -u SLURM_STEP_NUM_TASKS -u SLURM_NTASKS";
+
+// `flowtrain server` with `args` in `environment`; its exit code and output.
+testing::CliResult RunServerCommand(const std::string& environment, const std::string& args) {
+  return testing::RunShellCommand(std::string(kCleanEnvironment) + " " + environment + " '" +
+                                  testing::FlowtrainCliPath() + "' server " + args);
+}
+
+// A port p of localhost where p and p + 1 are free just now (the Slurm layout needs
+// consecutive ports), or 0.
+int TwoFreePorts() {
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    int first = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(address);
+    if (bind(first, reinterpret_cast<sockaddr*>(&address), length) != 0 ||
+        getsockname(first, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+      close(first);
+      continue;
+    }
+    const int port = ntohs(address.sin_port);
+    int second = socket(AF_INET, SOCK_STREAM, 0);
+    address.sin_port = htons(port + 1);
+    const bool free =
+        port < 65535 && bind(second, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+    close(first);
+    close(second);
+    if (free) return port;
+  }
+  return 0;
+}
+
+// A `flowtrain server` process started in the background with `flags` (after the
+// subcommand) and `environment` (shell assignments before the command); SIGTERM'd when
+// destroyed.
 class ServerProcess {
  public:
-  explicit ServerProcess(const std::string& flags) : log_(testing::MakeTempDir("server") + "/server.out") {
-    const std::string command = "'" + testing::FlowtrainCliPath() +
-                                "' server --cluster ps=localhost:0 --job ps " + flags + " > '" + log_ +
+  explicit ServerProcess(const std::string& flags, const std::string& environment = "")
+      : log_(testing::MakeTempDir("server") + "/server.out") {
+    const std::string command = std::string(kCleanEnvironment) + " " + environment + " '" +
+                                testing::FlowtrainCliPath() + "' server " + flags + " > '" + log_ +
                                 "' 2>&1 & echo $!";
     FILE* pipe = popen(command.c_str(), "r");
     if (pipe != nullptr) {
@@ -61,7 +108,7 @@ class ServerProcess {
     for (int i = 0; i < 3000; ++i) {
       const std::string out = Output();
       const size_t at = out.find(" at grpc://");
-      const size_t end = out.find('\n', at);
+      const size_t end = out.find_first_of(" \n", at + 11);
       if (at != std::string::npos && end != std::string::npos) {
         return out.substr(at + 11, end - at - 11);
       }
@@ -97,7 +144,7 @@ class ServerCommandTest : public ::testing::Test {
 };
 
 TEST_F(ServerCommandTest, LimitFlagsBoundWhatClientsRegister) {
-  ServerProcess server("--max-registered-graphs 1 --graph-idle-timeout 0");
+  ServerProcess server(std::string(kPsFlags) + " --max-registered-graphs 1 --graph-idle-timeout 0");
   const std::string address = server.WaitForAddress();
   ASSERT_FALSE(address.empty()) << server.Output();
   auto stub = distributed::NewWorkerStub(address);
@@ -123,8 +170,8 @@ TEST_F(ServerCommandTest, TokenFileAndTlsFlagsSecureTheServer) {
   if (tls.ca.empty()) GTEST_SKIP() << "TLS not tested: " << why_not;
   const std::string token_file = testing::MakeTempDir("token") + "/token";
   std::ofstream(token_file) << "cli-token\n";
-  ServerProcess server("--token-file '" + token_file + "' --tls-cert '" + tls.cert + "' --tls-key '" +
-                       tls.key + "' --tls-ca '" + tls.ca + "' --tls-require-client-cert");
+  ServerProcess server(std::string(kPsFlags) + " --token-file '" + token_file + "' --tls-cert '" + tls.cert +
+                       "' --tls-key '" + tls.key + "' --tls-ca '" + tls.ca + "' --tls-require-client-cert");
   const std::string address = server.WaitForAddress();
   ASSERT_FALSE(address.empty()) << server.Output();
   auto register_graph = [&](const distributed::TransportSecurity& security) {
@@ -141,6 +188,40 @@ TEST_F(ServerCommandTest, TokenFileAndTlsFlagsSecureTheServer) {
   EXPECT_EQ(register_graph(client), grpc::StatusCode::UNAUTHENTICATED);
   client.token = "cli-token";
   EXPECT_EQ(register_graph(client), grpc::StatusCode::OK);
+}
+
+TEST_F(ServerCommandTest, ClusterAndTaskComeFromTfConfigOrSlurmWithoutFlags) {
+  ServerProcess from_tf_config(
+      "",
+      R"(TF_CONFIG='{"cluster": {"ps": ["localhost:0"], "worker": ["localhost:1"]}, "task": {"type": "ps"}}')");
+  ASSERT_FALSE(from_tf_config.WaitForAddress().empty()) << from_tf_config.Output();
+  EXPECT_THAT(from_tf_config.Output(), HasSubstr("/job:ps/task:0 at grpc://localhost:"));
+  EXPECT_THAT(from_tf_config.Output(), HasSubstr("(cluster from TF_CONFIG)"));
+  from_tf_config.Stop();
+
+  // Rank 1 of two Slurm tasks on one node, the first a ps: worker 0 on the node's second port.
+  const int port = TwoFreePorts();
+  ASSERT_NE(port, 0);
+  ServerProcess from_slurm("--slurm-jobs ps=1,worker=1 --slurm-port-base " + std::to_string(port),
+                           "SLURM_PROCID=1 SLURM_STEP_NODELIST=localhost SLURM_STEP_TASKS_PER_NODE=2 "
+                           "SLURM_STEP_NUM_TASKS=2");
+  EXPECT_EQ(from_slurm.WaitForAddress(), "localhost:" + std::to_string(port + 1)) << from_slurm.Output();
+  EXPECT_THAT(from_slurm.Output(), HasSubstr("/job:worker/task:0 at"));
+  EXPECT_THAT(from_slurm.Output(), HasSubstr("(cluster from Slurm)"));
+  from_slurm.Stop();
+
+  const testing::CliResult none = RunServerCommand("", "");
+  EXPECT_NE(none.exit_code, 0);
+  EXPECT_THAT(none.output, HasSubstr("none in the environment"));
+  const testing::CliResult bad_jobs = RunServerCommand("SLURM_PROCID=0", "--slurm-jobs ps=0");
+  EXPECT_NE(bad_jobs.exit_code, 0);
+  EXPECT_THAT(bad_jobs.output, HasSubstr("is not job=count"));
+  const testing::CliResult bad_config = RunServerCommand("TF_CONFIG='{\"cluster\": 3}'", "");
+  EXPECT_NE(bad_config.exit_code, 0);
+  EXPECT_THAT(bad_config.output, HasSubstr("TF_CONFIG: cluster is not an object"));
+  const testing::CliResult no_job = RunServerCommand("", "--cluster ps=localhost:0");
+  EXPECT_NE(no_job.exit_code, 0);
+  EXPECT_THAT(no_job.output, HasSubstr("--job is required"));
 }
 
 TEST_F(ServerCommandTest, DefaultLimitsAreShownAndBadOnesRefused) {

@@ -26,6 +26,10 @@ class ClusterSpec {
   // Parses "job=host:port,host:port;job=host:port". Throws InvalidArgument naming what is
   // malformed: an empty or repeated job, a job without tasks, an address without a port.
   static ClusterSpec Parse(std::string_view text);
+  // The cluster TF_CONFIG or Slurm's variables describe (ResolveClusterFromEnvironment in
+  // cluster_resolver.h, which also gives this process's task); NotFound when neither is set,
+  // InvalidArgument naming what is malformed.
+  static ClusterSpec FromEnvironment();
 
   // Job names in sorted order.
   std::vector<std::string> jobs() const;
