@@ -1,7 +1,9 @@
 // `flowtrain server --cluster SPEC --job NAME --task INDEX`: runs one task of a cluster (TF's
 // tf.train.Server as a program), typically a parameter server that holds the variables the
-// workers train. It serves until SIGINT or SIGTERM, then stops cleanly: in-flight steps are
-// cancelled and the port is released.
+// workers train. It serves until SIGINT or SIGTERM, or until the job ends (the chief's
+// MonitoredTrainingSession finished: distributed::EndJob) and the grace period the chief gave
+// has passed, then stops cleanly and exits with 0: in-flight steps are cancelled and the port
+// is released.
 //
 //   $ flowtrain server --cluster "ps=localhost:2222;worker=localhost:2223" --job ps --task 0
 //   Started server for /job:ps/task:0 at grpc://localhost:2222
@@ -17,6 +19,7 @@
 // distributed::TransportSecurity: --tls-cert, --tls-key and --tls-ca (PEM files),
 // --tls-require-client-cert for mutual TLS, --token-file for the token every call must carry
 // (read from a file so that it does not show in the process list).
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -24,6 +27,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 
@@ -200,10 +204,26 @@ void AddServerCommand(CLI::App& app) {
     std::printf("Started server for /job:%s/task:%d at %s%s\n", resolved.job_name.c_str(),
                 resolved.task_index, server.target().c_str(), from.c_str());
     std::fflush(stdout);
-    const int signal = WaitForStopSignal(signals);
-    std::printf("Stopping server for /job:%s/task:%d (%s)\n", resolved.job_name.c_str(), resolved.task_index,
-                signal == SIGINT ? "SIGINT" : "SIGTERM");
-    std::fflush(stdout);
+    // Serve until a signal, or until the job ends (the chief's session said so).
+    std::atomic<int> signal{0};
+    std::thread signal_waiter([&] {
+      signal = WaitForStopSignal(signals);
+      server.Stop();
+    });
+    server.Join();
+    if (signal == 0) {
+      std::printf("The job ended (%s): stopping server for /job:%s/task:%d\n",
+                  server.job_end_reason().value_or("").c_str(), resolved.job_name.c_str(),
+                  resolved.task_index);
+      std::fflush(stdout);
+      pthread_kill(signal_waiter.native_handle(), SIGTERM);
+    }
+    signal_waiter.join();
+    if (signal != 0 && !server.job_end_reason()) {
+      std::printf("Stopping server for /job:%s/task:%d (%s)\n", resolved.job_name.c_str(),
+                  resolved.task_index, signal == SIGINT ? "SIGINT" : "SIGTERM");
+      std::fflush(stdout);
+    }
     server.Stop();
   });
 }

@@ -18,7 +18,15 @@
 #include "flowtrain/distributed/internal/rpc_util.h"
 #include "flowtrain/distributed/worker_service.grpc.pb.h"
 #include "flowtrain/graph/graph.h"
+#include "flowtrain/distributed/server.h"
 #include "flowtrain/ops/array_ops.h"
+#include "flowtrain/ops/math_ops.h"
+#include "flowtrain/ops/training_util.h"
+#include "flowtrain/ops/variables.h"
+#include "flowtrain/train/basic_session_run_hooks.h"
+#include "flowtrain/train/device_setter.h"
+#include "flowtrain/train/gradient_descent.h"
+#include "flowtrain/train/monitored_training_session.h"
 #include "tests/test_util.h"
 
 namespace flowtrain {
@@ -93,14 +101,13 @@ class ServerProcess {
     const std::string command = std::string(kCleanEnvironment) + " " + environment + " '" +
                                 testing::FlowtrainCliPath() + "' server " + flags + " > '" + log_ +
                                 "' 2>&1 & echo $!";
-    FILE* pipe = popen(command.c_str(), "r");
-    if (pipe != nullptr) {
-      if (std::fscanf(pipe, "%d", &pid_) != 1) pid_ = -1;
-      pclose(pipe);
-    }
+    // The shell stays to wait for the server and write its exit code.
+    pipe_ = popen((command + "; wait $!; echo $? > '" + log_ + ".code'").c_str(), "r");
+    if (pipe_ != nullptr && std::fscanf(pipe_, "%d", &pid_) != 1) pid_ = -1;
   }
   ~ServerProcess() {
     if (pid_ > 0) Stop();
+    if (pipe_ != nullptr) pclose(pipe_);
   }
 
   // The "host:port" the server reports it serves at, or "" when it does not start within 30 s.
@@ -112,7 +119,7 @@ class ServerProcess {
       if (at != std::string::npos && end != std::string::npos) {
         return out.substr(at + 11, end - at - 11);
       }
-      if (kill(pid_, 0) != 0) return "";  // it exited
+      if (FileExists(log_ + ".code")) return "";  // it exited
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     return "";
@@ -121,16 +128,30 @@ class ServerProcess {
   // SIGTERM, then waits up to 30 s for it to exit.
   void Stop() {
     kill(pid_, SIGTERM);
-    for (int i = 0; i < 3000 && kill(pid_, 0) == 0; ++i) {
+    if (pid_ > 0 && WaitForExit(std::chrono::seconds(30)) == -1) {
+      kill(pid_, SIGKILL);
+      WaitForExit(std::chrono::seconds(30));
+    }
+  }
+
+  // Waits up to `timeout` for the server to exit; its exit code, or -1 when it did not.
+  int WaitForExit(std::chrono::seconds timeout) {
+    const std::string code_file = log_ + ".code";
+    for (auto end = std::chrono::steady_clock::now() + timeout; std::chrono::steady_clock::now() < end;) {
+      if (FileExists(code_file) && !ReadFileToString(code_file).empty()) {
+        pid_ = -1;
+        return std::stoi(ReadFileToString(code_file));
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    pid_ = -1;
+    return -1;
   }
 
   std::string Output() const { return FileExists(log_) ? ReadFileToString(log_) : std::string(); }
 
  private:
   std::string log_;
+  FILE* pipe_ = nullptr;
   int pid_ = -1;
 };
 
@@ -222,6 +243,39 @@ TEST_F(ServerCommandTest, ClusterAndTaskComeFromTfConfigOrSlurmWithoutFlags) {
   const testing::CliResult no_job = RunServerCommand("", "--cluster ps=localhost:0");
   EXPECT_NE(no_job.exit_code, 0);
   EXPECT_THAT(no_job.output, HasSubstr("--job is required"));
+}
+
+TEST_F(ServerCommandTest, PsExitsByItselfWhenTheChiefFinishes) {
+  const int port = TwoFreePorts();
+  ASSERT_NE(port, 0);
+  const std::string cluster_text =
+      "ps=localhost:" + std::to_string(port) + ";worker=localhost:" + std::to_string(port + 1);
+  ServerProcess ps("--cluster '" + cluster_text + "' --job ps");
+  ASSERT_FALSE(ps.WaitForAddress().empty()) << ps.Output();
+  const distributed::ClusterSpec cluster = distributed::ClusterSpec::Parse(cluster_text);
+  distributed::Server worker({.cluster = cluster, .job_name = "worker"});
+
+  Graph g;
+  auto as_default = g.AsDefault();
+  Operation train_op;
+  {
+    auto scope = g.Device(train::ReplicaDeviceSetter({.cluster = &cluster}));
+    Variable step = train::GetOrCreateGlobalStep();
+    Variable w(Tensor::Scalar<float>(5), {.name = "w"});
+    train_op = train::GradientDescentOptimizer(0.1).Minimize(ops::Square(w), step);
+  }
+  train::MonitoredTrainingSessionOptions options;
+  options.master = worker.target();
+  options.hooks = {std::make_shared<train::StopAtStepHook>(train::LastStep{20})};
+  options.end_job_at_close = true;
+  options.end_job_grace_period = std::chrono::milliseconds(200);
+  auto sess = train::MonitoredTrainingSession(options);
+  while (!sess->ShouldStop()) sess->Run({}, {}, {train_op});
+  sess->Close();
+
+  EXPECT_EQ(ps.WaitForExit(std::chrono::seconds(30)), 0) << ps.Output();
+  EXPECT_THAT(ps.Output(),
+              HasSubstr("The job ended (its chief finished training): stopping server for /job:ps/task:0"));
 }
 
 TEST_F(ServerCommandTest, DefaultLimitsAreShownAndBadOnesRefused) {

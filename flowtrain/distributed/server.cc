@@ -4,6 +4,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
@@ -24,6 +26,9 @@ struct Server::Impl {
   bool started ABSL_GUARDED_BY(mu) = false;
   bool stopped ABSL_GUARDED_BY(mu) = false;    // Stop() began
   bool stop_done ABSL_GUARDED_BY(mu) = false;  // Stop() finished
+  // Set by an EndJob request: why, and when Join() returns.
+  std::optional<std::string> job_end_reason ABSL_GUARDED_BY(mu);
+  absl::Time join_deadline ABSL_GUARDED_BY(mu) = absl::InfiniteFuture();
 };
 
 Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
@@ -32,6 +37,13 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->worker =
       std::make_unique<Worker>(options.cluster, options.job_name, options.task_index,
                                options.intra_op_parallelism_threads, options.limits, options.security);
+  impl_->worker->SetJobEndedCallback(
+      [impl = impl_.get()](const std::string& reason, std::chrono::milliseconds grace) {
+        absl::MutexLock lock(&impl->mu);
+        impl->job_end_reason = reason;
+        impl->join_deadline = absl::Now() + absl::FromChrono(grace);
+        impl->stopped_cv.SignalAll();
+      });
   impl_->options = std::move(options);
   if (impl_->options.start) Start();
 }
@@ -89,7 +101,14 @@ void Server::Stop() {
 
 void Server::Join() {
   absl::MutexLock lock(&impl_->mu);
-  while (!impl_->stop_done) impl_->stopped_cv.Wait(&impl_->mu);
+  while (!impl_->stop_done && absl::Now() < impl_->join_deadline) {
+    impl_->stopped_cv.WaitWithDeadline(&impl_->mu, impl_->join_deadline);
+  }
+}
+
+std::optional<std::string> Server::job_end_reason() const {
+  absl::MutexLock lock(&impl_->mu);
+  return impl_->job_end_reason;
 }
 
 std::string Server::target() const { return StrCat("grpc://", bound_address()); }

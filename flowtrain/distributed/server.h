@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -89,8 +90,13 @@ class Server {
   // Cancels the steps in flight (their RPCs fail), stops serving and joins its threads.
   // Idempotent; returns promptly even while a step blocks in a kernel.
   void Stop();
-  // Blocks until Stop() (from another thread).
+  // Blocks until Stop() (from another thread), or until the job ended: a client (the chief's
+  // MonitoredTrainingSession, or EndJob) said so and the grace period it gave has passed.
+  // The server still serves then (steps and new graphs are refused with OutOfRange naming
+  // the reason, so workers still training stop cleanly): a ps program returns from main.
   void Join();
+  // Why the job ended, once an EndJob request said so; nullopt before.
+  std::optional<std::string> job_end_reason() const;
 
   // "grpc://host:port" with the bound port.
   std::string target() const;

@@ -583,6 +583,7 @@ void MonitoredSession::Close() {
   Impl& m = *impl_;
   if (m.closed) return;
   m.closed = true;
+  const bool finished = m.stack != nullptr && (m.stop_requested || m.input_exhausted || m.stack->hooked_stop);
   std::exception_ptr end_error;
   if (m.stack != nullptr) {
     try {
@@ -600,6 +601,7 @@ void MonitoredSession::Close() {
   if (!m.graph_was_finalized) m.graph->Unfinalize();
   if (close_error != nullptr) std::rethrow_exception(close_error);
   if (end_error != nullptr) std::rethrow_exception(end_error);
+  if (finished && m.options.on_finished) m.options.on_finished();
 }
 
 bool MonitoredSession::closed() const { return impl_->closed; }

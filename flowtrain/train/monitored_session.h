@@ -121,6 +121,11 @@ struct MonitoredSessionOptions {
   RecoveryOptions recovery;
   HookScheduling hook_scheduling = HookScheduling::kWhenDue;
   OnOutOfRange on_out_of_range = OnOutOfRange::kStop;
+  // Called at the end of Close() when the session had finished — a hook or RequestStop asked
+  // it to stop, or its input ran out — and closed without error (not after a failure, so that
+  // a restarted chief finds its cluster still up). MonitoredTrainingSession's chief ends its
+  // cluster's job from here. What it throws, Close() throws.
+  std::function<void()> on_finished;
 };
 
 // Given to RunStepFn's function: the raw session (runs bypass hooks), a Run that goes through

@@ -1,5 +1,8 @@
 #include "flowtrain/train/monitored_training_session.h"
 
+#include "flowtrain/core/error.h"
+#include "flowtrain/core/logging.h"
+#include "flowtrain/distributed/end_job.h"
 #include "flowtrain/train/basic_session_run_hooks.h"
 #include "flowtrain/train/session_creator.h"
 
@@ -52,6 +55,20 @@ std::unique_ptr<MonitoredSession> MonitoredTrainingSession(MonitoredTrainingSess
                                               session_options);
   }
 
+  if (options.end_job_at_close && options.master.starts_with("grpc://")) {
+    session_options.on_finished = [master = options.master, grace = options.end_job_grace_period] {
+      try {
+        for (const std::string& missed :
+             distributed::EndJob(master, "its chief finished training", {.grace_period = grace})) {
+          FT_LOG(WARNING) << "Could not tell a task that the job ended: " << missed;
+        }
+      } catch (const Error& e) {
+        // Training itself succeeded and its last checkpoint is saved: a cluster that cannot be
+        // told only serves on, as TF's does.
+        FT_LOG(WARNING) << "Could not tell the cluster that the job ended: " << e.what();
+      }
+    };
+  }
   HookList all_hooks = options.chief_only_hooks;
   ChiefSessionCreatorOptions chief;
   chief.scaffold = options.scaffold;

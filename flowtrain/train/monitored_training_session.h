@@ -99,6 +99,15 @@ struct MonitoredTrainingSessionOptions {
   // returns empty Tensors, ShouldStop() turns true), or kThrow: Run throws OutOfRangeError.
   OnOutOfRange on_out_of_range = OnOutOfRange::kStop;
   Graph* graph = nullptr;  // null: the default graph
+  // Beyond TF, opt-in: when the chief's session on a grpc:// master finishes (stops at its
+  // last step or at the end of its input) and closes without error, it tells every task of
+  // the cluster that the job ended (distributed::EndJob): workers still training stop cleanly
+  // at their next step, the ps tasks' Server::Join() returns after end_job_grace_period and
+  // `flowtrain server` exits, instead of serving until killed. A worker that starts after the
+  // end fails to create its session with OutOfRange naming the end. False (the default) is
+  // TF's behaviour: the tasks serve on.
+  bool end_job_at_close = false;
+  std::chrono::milliseconds end_job_grace_period = std::chrono::seconds(10);
 };
 
 std::unique_ptr<MonitoredSession> MonitoredTrainingSession(MonitoredTrainingSessionOptions options = {});

@@ -230,6 +230,7 @@ grpc::Status Worker::RegisterGraph(grpc::ServerContext* context, const RegisterG
     ClusterSpec cluster;
     auto check_limits = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       if (shutting_down_) Unavailable("Task ", task_name_, " is shutting down");
+      CheckJobNotEndedLocked();
       const std::string expiry = limits_.graph_idle_timeout.count() == 0
                                      ? std::string()
                                      : StrCat("; graphs no step ran for ServerLimits::graph_idle_timeout (",
@@ -350,6 +351,32 @@ grpc::Status Worker::DeregisterGraph(grpc::ServerContext* context, const Deregis
     partitions_.erase(it);
   }
   return grpc::Status::OK;
+}
+
+void Worker::CheckJobNotEndedLocked() const {
+  if (job_end_reason_) {
+    OutOfRange("The job ended (", *job_end_reason_, "): task ", task_name_, " takes no more graphs or steps");
+  }
+}
+
+void Worker::SetJobEndedCallback(
+    std::function<void(const std::string&, std::chrono::milliseconds)> callback) {
+  job_ended_callback_ = std::move(callback);
+}
+
+grpc::Status Worker::EndJob(grpc::ServerContext* context, const EndJobRequest* request, EndJobResponse*) {
+  if (grpc::Status denied = CheckCallToken(*context, security_.token); !denied.ok()) return denied;
+  return ToRpcStatus([&] {
+    if (request->grace_ms() < 0) InvalidArgument("EndJob: grace_ms ", request->grace_ms(), " is negative");
+    const std::string reason = request->reason().empty() ? "no reason given" : request->reason();
+    {
+      absl::MutexLock lock(&mu_);
+      if (job_end_reason_) return;  // told already (by another task's chief, or twice)
+      job_end_reason_ = reason;
+    }
+    FT_LOG(INFO) << "Task " << task_name_ << ": the job ended (" << reason << ")";
+    if (job_ended_callback_) job_ended_callback_(reason, std::chrono::milliseconds(request->grace_ms()));
+  });
 }
 
 std::shared_ptr<Worker::Partition> Worker::FindPartitionLocked(const std::string& handle) {
@@ -539,6 +566,7 @@ void Worker::RunStepOrThrow(grpc::ServerContext* context, const RunStepRequest& 
   std::shared_ptr<StepState> step;
   {
     absl::MutexLock lock(&mu_);
+    CheckJobNotEndedLocked();
     partition = FindPartitionLocked(request.handle());
     step = ClaimStepLocked(step_id);
     active.partition = partition.get();

@@ -17,8 +17,10 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -63,6 +65,13 @@ class Worker final : public WorkerService::Service {
                        RunStepResponse* response) override;
   grpc::Status SendTensors(grpc::ServerContext* context, const SendTensorsRequest* request,
                            SendTensorsResponse* response) override;
+  grpc::Status EndJob(grpc::ServerContext* context, const EndJobRequest* request,
+                      EndJobResponse* response) override;
+
+  // Called (once, outside the worker's lock) when an EndJob request arrives, with its reason
+  // and grace period. Set before serving.
+  void SetJobEndedCallback(
+      std::function<void(const std::string& reason, std::chrono::milliseconds grace)> callback);
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -81,6 +90,8 @@ class Worker final : public WorkerService::Service {
 
   std::shared_ptr<Partition> FindPartitionLocked(const std::string& handle)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // OutOfRange naming the reason once EndJob arrived.
+  void CheckJobNotEndedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The state of a step RunStep starts here: Aborted when the tensors sent to it expired.
   std::shared_ptr<StepState> ClaimStepLocked(int64_t step_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // ResourceExhausted unless `bytes` more may be sent ahead to step `step_id` (a step not
@@ -119,6 +130,8 @@ class Worker final : public WorkerService::Service {
   mutable absl::Mutex mu_;
   ClusterSpec cluster_ ABSL_GUARDED_BY(mu_);
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<std::string> job_end_reason_ ABSL_GUARDED_BY(mu_);  // set by EndJob
+  std::function<void(const std::string&, std::chrono::milliseconds)> job_ended_callback_;
   int64_t next_handle_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, std::shared_ptr<Partition>> partitions_ ABSL_GUARDED_BY(mu_);
   int64_t partition_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // their requests' serialized sizes
