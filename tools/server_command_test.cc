@@ -231,18 +231,15 @@ TEST_F(ServerCommandTest, ClusterAndTaskComeFromTfConfigOrSlurmWithoutFlags) {
   EXPECT_THAT(from_slurm.Output(), HasSubstr("(cluster from Slurm)"));
   from_slurm.Stop();
 
-  const testing::CliResult none = RunServerCommand("", "");
-  EXPECT_NE(none.exit_code, 0);
-  EXPECT_THAT(none.output, HasSubstr("none in the environment"));
-  const testing::CliResult bad_jobs = RunServerCommand("SLURM_PROCID=0", "--slurm-jobs ps=0");
-  EXPECT_NE(bad_jobs.exit_code, 0);
-  EXPECT_THAT(bad_jobs.output, HasSubstr("is not job=count"));
-  const testing::CliResult bad_config = RunServerCommand("TF_CONFIG='{\"cluster\": 3}'", "");
-  EXPECT_NE(bad_config.exit_code, 0);
-  EXPECT_THAT(bad_config.output, HasSubstr("TF_CONFIG: cluster is not an object"));
-  const testing::CliResult no_job = RunServerCommand("", "--cluster ps=localhost:0");
-  EXPECT_NE(no_job.exit_code, 0);
-  EXPECT_THAT(no_job.output, HasSubstr("--job is required"));
+  auto expect_refused = [](const std::string& environment, const std::string& args, const std::string& why) {
+    const testing::CliResult refused = RunServerCommand(environment, args);
+    EXPECT_NE(refused.exit_code, 0) << args;
+    EXPECT_THAT(refused.output, HasSubstr(why));
+  };
+  expect_refused("", "", "none in the environment");
+  expect_refused("SLURM_PROCID=0", "--slurm-jobs ps=0", "is not job=count");
+  expect_refused("TF_CONFIG='{\"cluster\": 3}'", "", "TF_CONFIG: cluster is not an object");
+  expect_refused("", "--cluster ps=localhost:0", "--job is required");
 }
 
 TEST_F(ServerCommandTest, PsExitsByItselfWhenTheChiefFinishes) {
