@@ -9,9 +9,13 @@
 //   cluster="ps=localhost:2222;worker=localhost:2223,localhost:2224"
 //   flowtrain server --cluster "$cluster" --job ps --task 0 &
 //   distributed_fashion_mnist --cluster "$cluster" --task 1 &
-//   distributed_fashion_mnist --cluster "$cluster" --task 0 --model-dir runs/distributed
+//   distributed_fashion_mnist --cluster "$cluster" --task 0 --model-dir runs/distributed --end-job
+//
+// With --end-job the chief, once it has trained and evaluated, tells every task that the job
+// ended (distributed::EndJob): the ps tasks' `flowtrain server` exits by itself.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <numeric>
@@ -31,6 +35,7 @@ int Main(int argc, char** argv) {
   std::string cluster_spec, model_dir = "runs/distributed", data_dir = fashion_mnist::kDefaultDataDir;
   int task = 0;
   int64_t steps = 400, batch_size = 64;
+  bool end_job = false;
   app.add_option("--cluster", cluster_spec, "e.g. \"ps=localhost:2222;worker=localhost:2223,localhost:2224\"")
       ->required();
   app.add_option("--task", task, "This worker's index in the worker job; 0 is the chief");
@@ -38,6 +43,8 @@ int Main(int argc, char** argv) {
   app.add_option("--batch-size", batch_size, "Examples per step");
   app.add_option("--model-dir", model_dir, "The chief's checkpoints and TensorBoard logs");
   app.add_option("--data-dir", data_dir, "Where the Fashion-MNIST .gz files are");
+  app.add_flag("--end-job", end_job,
+               "The chief, when done: tell every task that the job ended (ps tasks exit)");
   CLI11_PARSE(app, argc, argv);
 
   const auto cluster = ft::distributed::ClusterSpec::Parse(cluster_spec);
@@ -119,6 +126,15 @@ int Main(int argc, char** argv) {
     const int64_t step = sess->Run({}, {global_step.value()}, {})[0].scalar<int64_t>();
     std::printf("Test accuracy at global step %lld: %.2f%%\n", static_cast<long long>(step),
                 100.0 * right / n);
+    if (end_job) {
+      // The evaluation above read the ps's variables: only now may the ps go.
+      // The workers stopped at the last step already: a short grace period is enough.
+      for (const std::string& missed :
+           ft::distributed::EndJob(server.target(), "the chief trained and evaluated",
+                                   {.grace_period = std::chrono::seconds(2)})) {
+        std::printf("Could not tell %s\n", missed.c_str());
+      }
+    }
   }
   return 0;
 }

@@ -88,7 +88,8 @@ expect "$work/preempt2.out" "Resuming from $saved"
 # Distributed: a ps task (`flowtrain server`) and two workers on loopback ports. The chief
 # trains with a worker beside it; then the ps is killed with SIGKILL mid-run and restarted,
 # and the chief recovers by itself: it restores the latest checkpoint into the new ps and
-# finishes. Then SIGTERM stops the ps cleanly.
+# finishes; with --end-job it then tells the cluster that the job ended, and the ps exits by
+# itself.
 free_port() {  # a port nothing listens on (bash's /dev/tcp connects, so failure means free)
   local port
   while :; do
@@ -110,7 +111,7 @@ expect "$work/worker1.out" "Worker 1 ran"
 expect "$work/dist/checkpoint" "model_checkpoint_path:"
 
 "$bin/distributed_fashion_mnist" --cluster "$cluster" --task 0 --steps 400 --model-dir "$work/dist" \
-  > "$work/recover.out" 2>&1 &
+  --end-job > "$work/recover.out" 2>&1 &
 chief=$!
 # Kill the ps once the chief has saved a checkpoint beyond the first run's.
 for _ in $(seq 600); do
@@ -124,7 +125,16 @@ sleep 1
 ps=$!
 wait "$chief"
 expect "$work/recover.out" "Test accuracy at global step 400"
-kill -TERM "$ps"
-wait "$ps"
-expect "$work/ps2.out" "Stopping server for /job:ps/task:0 (SIGTERM)"
+# The ps exits by itself once the grace period the chief gave (2 s) has passed.
+for _ in $(seq 300); do
+  kill -0 "$ps" 2>/dev/null || break
+  sleep 0.1
+done
+if kill -0 "$ps" 2>/dev/null; then
+  echo "examples_test: the ps did not exit after the job ended"
+  kill -9 "$ps"
+  exit 1
+fi
+wait "$ps" || { echo "examples_test: the ps exited with an error"; exit 1; }
+expect "$work/ps2.out" "The job ended (the chief trained and evaluated): stopping server for /job:ps/task:0"
 echo "examples_test: all examples ran"

@@ -8,7 +8,7 @@
 //   distributed::Server server({.cluster = cluster, .job_name = "worker", .task_index = 0});
 //   auto sess = NewSession(graph, {.target = server.target()});   // "grpc://localhost:2223"
 //   ...
-//   server.Join();   // a ps task: serve until Stop()
+//   server.Join();   // a ps task: serve until Stop() or until the chief ends the job
 //
 // Port 0 in the task's address binds an ephemeral port; bound_address() and target() report
 // it. Tests use CreateLocalCluster, which starts servers on ephemeral ports and gives every
