@@ -118,6 +118,7 @@ FLOWTRAIN_ERROR_HELPER(Unimplemented)
 FLOWTRAIN_ERROR_HELPER(Internal)
 FLOWTRAIN_ERROR_HELPER(Unavailable)
 FLOWTRAIN_ERROR_HELPER(DataLoss)
+FLOWTRAIN_ERROR_HELPER(Unauthenticated)
 #undef FLOWTRAIN_ERROR_HELPER
 
 // Throws InvalidArgument with the message parts when `condition` is false.

@@ -106,9 +106,8 @@ grpc::Status CheckCallToken(const grpc::ServerContext& context, const std::strin
   }
   if (authenticated) return grpc::Status::OK;
   return ToRpcStatus([&] {
-    ThrowError(Code::kUnauthenticated,
-               StrCat(begin == end ? "The call carries no token" : "The call's token is not this server's",
-                      " (the server was started with TransportSecurity::token)"));
+    Unauthenticated(begin == end ? "The call carries no token" : "The call's token is not this server's",
+                    " (the server was started with TransportSecurity::token)");
   });
 }
 
