@@ -31,11 +31,11 @@
 
 #include <CLI/CLI.hpp>
 
-#include "flowtrain/core/error.h"
-#include "flowtrain/core/str_util.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 
+#include "flowtrain/core/error.h"
+#include "flowtrain/core/str_util.h"
 #include "flowtrain/distributed/cluster_resolver.h"
 #include "flowtrain/distributed/cluster_spec.h"
 #include "flowtrain/distributed/server.h"

@@ -10,23 +10,13 @@ namespace flowtrain::distributed {
 
 std::vector<std::string> EndJob(const std::string& target, const std::string& reason,
                                 const EndJobOptions& options) {
-  constexpr std::string_view kScheme = "grpc://";
-  if (!target.starts_with(kScheme)) InvalidArgument("EndJob: target '", target, "' is not grpc://host:port");
+  const std::string own_address = TargetAddress(target, "EndJob:");
   if (options.grace_period.count() < 0 || options.call_timeout.count() <= 0) {
     InvalidArgument("EndJob: the grace period must not be negative and the call timeout must be positive");
   }
-  const std::string own_address = target.substr(kScheme.size());
   const TransportSecurity security = ClientSecurityFor(target);
-  auto deadline = [&] { return std::chrono::system_clock::now() + options.call_timeout; };
-
-  GetStatusResponse status;
-  {
-    auto stub = NewWorkerStub(own_address, security);
-    grpc::ClientContext context;
-    context.set_deadline(deadline());
-    const grpc::Status answer = stub->GetStatus(&context, GetStatusRequest(), &status);
-    if (!answer.ok()) ThrowRpcError(answer, StrCat("The server of target ", target));
-  }
+  const GetStatusResponse status =
+      GetTaskStatus(*NewWorkerStub(own_address, security), target, options.call_timeout);
   const ClusterSpec cluster = ClusterSpec::Parse(status.cluster());
   const std::string own_task = TaskName(status.job_name(), status.task_index());
 
@@ -45,7 +35,7 @@ std::vector<std::string> EndJob(const std::string& target, const std::string& re
   for (const auto& [name, address] : tasks) {
     auto stub = NewWorkerStub(address, security);
     grpc::ClientContext context;
-    context.set_deadline(deadline());
+    context.set_deadline(std::chrono::system_clock::now() + options.call_timeout);
     EndJobResponse response;
     const grpc::Status answer = stub->EndJob(&context, request, &response);
     if (!answer.ok()) {

@@ -12,8 +12,8 @@
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/distributed/internal/partition.h"
 #include "flowtrain/distributed/internal/rpc_util.h"
-#include "flowtrain/distributed/transport_security.h"
 #include "flowtrain/distributed/internal/worker_requests.h"
+#include "flowtrain/distributed/transport_security.h"
 #include "flowtrain/proto/tensor_proto_util.h"
 #include "flowtrain/runtime/run_arguments.h"
 #include "flowtrain/runtime/session_factory.h"
@@ -102,17 +102,10 @@ struct GrpcSession::Impl {
 GrpcSession::GrpcSession(Graph& graph, SessionOptions options)
     : impl_(std::make_unique<Impl>(graph, std::move(options))) {
   const std::string& target = impl_->options.target;
-  if (!target.starts_with(kScheme))
-    InvalidArgument("GrpcSession target '", target, "' is not grpc://host:port");
-  const std::string address = target.substr(sizeof(kScheme) - 1);
+  const std::string address = TargetAddress(target, "GrpcSession");
   const TransportSecurity security = ClientSecurityFor(target);
   auto stub = NewWorkerStub(address, security);
-  grpc::ClientContext context;
-  context.set_deadline(Clock::now() + kConnectTimeout);
-  GetStatusRequest request;
-  GetStatusResponse response;
-  const grpc::Status status = stub->GetStatus(&context, request, &response);
-  if (!status.ok()) ThrowRpcError(status, StrCat("The server of target ", target));
+  const GetStatusResponse response = GetTaskStatus(*stub, target, kConnectTimeout);
   impl_->cluster = ClusterSpec::Parse(response.cluster());
   impl_->own_task = TaskId{response.job_name(), response.task_index()};
   for (const std::string& job : impl_->cluster.jobs()) {

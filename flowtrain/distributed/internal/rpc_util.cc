@@ -41,6 +41,22 @@ std::string TaskPeer(std::string_view task_name, std::string_view address) {
   return StrCat("Task ", task_name, " at ", address);
 }
 
+std::string TargetAddress(const std::string& target, std::string_view who) {
+  constexpr std::string_view kScheme = "grpc://";
+  if (!target.starts_with(kScheme)) InvalidArgument(who, " target '", target, "' is not grpc://host:port");
+  return target.substr(kScheme.size());
+}
+
+GetStatusResponse GetTaskStatus(WorkerService::Stub& stub, const std::string& target,
+                                std::chrono::milliseconds timeout) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + timeout);
+  GetStatusResponse response;
+  const grpc::Status status = stub.GetStatus(&context, GetStatusRequest(), &response);
+  if (!status.ok()) ThrowRpcError(status, StrCat("The server of target ", target));
+  return response;
+}
+
 std::unique_ptr<WorkerService::Stub> NewWorkerStub(const std::string& address,
                                                    const TransportSecurity& security) {
   grpc::ChannelArguments args;

@@ -6,6 +6,7 @@
 #ifndef FLOWTRAIN_DISTRIBUTED_INTERNAL_RPC_UTIL_H_
 #define FLOWTRAIN_DISTRIBUTED_INTERNAL_RPC_UTIL_H_
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -33,6 +34,15 @@ std::string TaskPeer(std::string_view task_name, std::string_view address);
 
 // How often a client pings a task during a call; servers accept pings this often.
 inline constexpr int kKeepalivePingMs = 30000;
+
+// The "host:port" of a "grpc://host:port" target; InvalidArgument naming `who` and the target
+// otherwise.
+std::string TargetAddress(const std::string& target, std::string_view who);
+
+// What the task at `address` answers to GetStatus within `timeout` (its cluster, job and
+// index), through `stub`; a failure throws as ThrowRpcError, naming the server of `target`.
+GetStatusResponse GetTaskStatus(WorkerService::Stub& stub, const std::string& target,
+                                std::chrono::milliseconds timeout);
 
 // A stub for the worker service at `address` ("host:port"), with no message size limit,
 // connecting and calling with `security` (throws as NewSecureChannel).
