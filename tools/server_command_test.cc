@@ -28,28 +28,12 @@
 #include "flowtrain/train/gradient_descent.h"
 #include "flowtrain/train/monitored_training_session.h"
 #include "tests/test_util.h"
+#include "tests/worker_requests.h"
 
 namespace flowtrain {
 namespace {
 
 using ::testing::HasSubstr;
-
-// A registration of a graph of one Const whose value the step fetches.
-distributed::RegisterGraphRequest FetchConstRequest() {
-  Graph g;
-  {
-    auto as_default = g.AsDefault();
-    ops::Const(Tensor::Scalar<float>(3), "c");
-  }
-  distributed::RegisterGraphRequest request;
-  *request.mutable_graph_def() = g.ToGraphDef();
-  distributed::Stage* stage = request.add_stages();
-  stage->add_targets("c");
-  distributed::StageOutput* output = stage->add_outputs();
-  output->set_tensor("c:0");
-  output->add_client_fetches(0);
-  return request;
-}
 
 // The cluster flags of a ps task on an ephemeral port.
 constexpr char kPsFlags[] = "--cluster ps=localhost:0 --job ps";
@@ -172,7 +156,7 @@ TEST_F(ServerCommandTest, LimitFlagsBoundWhatClientsRegister) {
   auto register_graph = [&] {
     grpc::ClientContext context;
     distributed::RegisterGraphResponse response;
-    return stub->RegisterGraph(&context, FetchConstRequest(), &response);
+    return stub->RegisterGraph(&context, testing::FetchConstRequest(), &response);
   };
   ASSERT_TRUE(register_graph().ok());
   const grpc::Status refused = register_graph();
@@ -200,7 +184,7 @@ TEST_F(ServerCommandTest, TokenFileAndTlsFlagsSecureTheServer) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     distributed::RegisterGraphResponse response;
-    return stub->RegisterGraph(&context, FetchConstRequest(), &response).error_code();
+    return stub->RegisterGraph(&context, testing::FetchConstRequest(), &response).error_code();
   };
   distributed::TransportSecurity client{
       .certificate_file = tls.cert, .private_key_file = tls.key, .ca_file = tls.ca};

@@ -16,6 +16,7 @@
 #include "flowtrain/ops/variables.h"
 #include "flowtrain/runtime/session_factory.h"
 #include "tests/test_util.h"
+#include "tests/worker_requests.h"
 
 namespace flowtrain::distributed {
 namespace {
@@ -24,30 +25,12 @@ using ::testing::HasSubstr;
 
 constexpr char kToken[] = "s3cr3t-t0ken";
 
-// A registration of a graph of one Const the step fetches (any call that changes what a
-// server holds).
-RegisterGraphRequest FetchConstRequest() {
-  Graph g;
-  {
-    auto as_default = g.AsDefault();
-    ops::Const(Tensor::Scalar<float>(3), "c");
-  }
-  RegisterGraphRequest request;
-  *request.mutable_graph_def() = g.ToGraphDef();
-  Stage* stage = request.add_stages();
-  stage->add_targets("c");
-  StageOutput* output = stage->add_outputs();
-  output->set_tensor("c:0");
-  output->add_client_fetches(0);
-  return request;
-}
-
 grpc::Status RegisterThrough(const std::string& address, const TransportSecurity& security) {
   auto stub = NewWorkerStub(address, security);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   RegisterGraphResponse response;
-  return stub->RegisterGraph(&context, FetchConstRequest(), &response);
+  return stub->RegisterGraph(&context, testing::FetchConstRequest(), &response);
 }
 
 // Trains v (on the ps) by 1 per step from the worker and reads it back: tensors cross the

@@ -19,38 +19,19 @@
 #include "flowtrain/proto/tensor_proto_util.h"
 #include "flowtrain/runtime/session_factory.h"
 #include "tests/test_util.h"
+#include "tests/worker_requests.h"
 
 namespace flowtrain::distributed {
 namespace {
 
+using testing::FetchConstRequest;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
-// The GraphDef of a graph of one Const `c` and y = Identity(p).
-tensorflow::GraphDef TestGraphDef() {
-  Graph g;
-  auto as_default = g.AsDefault();
-  ops::Const(Tensor::Scalar<float>(3), "c");
-  ops::Identity(ops::Placeholder(DT_FLOAT, PartialTensorShape::Unknown(), "p"), "y");
-  return g.ToGraphDef();
-}
-
-// One stage that fetches `tensor` (of node c) to the client.
-RegisterGraphRequest FetchConstRequest(const std::string& tensor = "c:0") {
-  RegisterGraphRequest request;
-  *request.mutable_graph_def() = TestGraphDef();
-  Stage* stage = request.add_stages();
-  stage->add_targets("c");
-  StageOutput* output = stage->add_outputs();
-  output->set_tensor(tensor);
-  output->add_client_fetches(0);
-  return request;
-}
 
 // One stage that waits for the tensor pushed under `key`, feeds it to p and fetches y.
 RegisterGraphRequest EchoPushRequest(const std::string& key = "x:0") {
   RegisterGraphRequest request;
-  *request.mutable_graph_def() = TestGraphDef();
+  *request.mutable_graph_def() = testing::ConstAndEchoGraphDef();
   Stage* stage = request.add_stages();
   StageInput* input = stage->add_inputs();
   input->set_placeholder("p");
