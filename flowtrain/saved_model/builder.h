@@ -93,7 +93,10 @@ class Builder {
   std::string export_dir_;
   tensorflow::SavedModel saved_model_;
   Graph* graph_ = nullptr;  // the graph of AddMetaGraphAndVariables; null until then
-  std::map<std::string, std::string> asset_sources_;  // asset base name -> the file copied there
+  std::map<std::string, std::string> asset_sources_;  // asset file name -> the file copied there
+  // The AssetFileDefs added for each graph so far: every later MetaGraph of the graph lists them
+  // too, as TF1's builder keeps them in a collection of the graph.
+  std::map<const Graph*, std::vector<tensorflow::AssetFileDef>> asset_file_defs_;
   std::vector<std::set<std::string>> tag_sets_;
 };
 

@@ -34,7 +34,8 @@ class SavedModelBundle {
   SavedModelBundle(std::unique_ptr<Graph> graph, std::unique_ptr<Session> session,
                    tensorflow::MetaGraphDef meta_graph_def);
   SavedModelBundle(SavedModelBundle&&) = default;
-  SavedModelBundle& operator=(SavedModelBundle&&) = default;
+  // Releases this bundle's session, then its graph, before taking `other`'s.
+  SavedModelBundle& operator=(SavedModelBundle&& other) noexcept;
   ~SavedModelBundle();
 
   Graph& graph() const { return *graph_; }
@@ -53,6 +54,9 @@ class SavedModelBundle {
                                              const std::map<std::string, Tensor>& inputs) const;
 
  private:
+  // Closes and destroys the session, then the graph.
+  void Release();
+
   // Declared in this order so the session goes before the graph it runs.
   std::unique_ptr<Graph> graph_;
   std::unique_ptr<Session> session_;
