@@ -88,4 +88,12 @@
 #include "flowtrain/train/session_run_hook.h"
 #include "flowtrain/train/stop_on_signal_hook.h"
 
+#include "flowtrain/saved_model/builder.h"
+#include "flowtrain/saved_model/constants.h"
+#include "flowtrain/saved_model/loader.h"
+#include "flowtrain/saved_model/reader.h"
+#include "flowtrain/saved_model/signature_constants.h"
+#include "flowtrain/saved_model/signature_def_utils.h"
+#include "flowtrain/saved_model/tag_constants.h"
+
 #endif  // FLOWTRAIN_FLOWTRAIN_H_
