@@ -177,6 +177,16 @@ class VariableShapeOp : public OpKernel {
 };
 FT_REGISTER_KERNEL("VariableShape", VariableShapeOp);
 
+// TF turns a variable's copy-on-read mode off here; flowtrain's variables have none, so what
+// remains is TF's check that the handle names an existing variable.
+class DisableCopyOnReadOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override { LookupResourceVar(ctx, 0); }
+  KernelCost cost() const override { return KernelCost::kCheap; }
+};
+FT_REGISTER_KERNEL("DisableCopyOnRead", DisableCopyOnReadOp);
+
 // Gathers rows of the variable along axis 0, as GatherV2 with a constant axis of 0.
 class ResourceGatherOp : public OpKernel {
  public:

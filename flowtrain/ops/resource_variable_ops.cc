@@ -99,6 +99,14 @@ FT_REGISTER_OP("DestroyResourceOp")
     .SetIsStateful()
     .SetShapeFn(shape_fns::UnknownShape);
 
+// TF 2.x's SavedModels call it on every restored variable. flowtrain's variables have no
+// copy-on-read mode (a sparse update never makes reads copy), so it only checks the variable
+// exists.
+FT_REGISTER_OP("DisableCopyOnRead")
+    .Input("resource: resource")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::UnknownShape);
+
 FT_REGISTER_OP("VariableShape")
     .Input("input: resource")
     .Output("output: out_type")
@@ -163,6 +171,7 @@ FT_REGISTER_NO_GRADIENT("ResourceScatterAdd");
 FT_REGISTER_NO_GRADIENT("VarIsInitializedOp");
 FT_REGISTER_NO_GRADIENT("DestroyResourceOp");
 FT_REGISTER_NO_GRADIENT("VariableShape");
+FT_REGISTER_NO_GRADIENT("DisableCopyOnRead");
 
 namespace ops {
 
@@ -212,6 +221,11 @@ Operation DestroyResourceOp(Output handle, bool ignore_lookup_error, std::string
       .Input(handle)
       .Attr("ignore_lookup_error", ignore_lookup_error)
       .Finalize();
+}
+
+Operation DisableCopyOnRead(Output handle, std::string_view name) {
+  RequireHandle(handle, "DisableCopyOnRead");
+  return NodeBuilder("DisableCopyOnRead", name).Input(handle).Finalize();
 }
 
 Output VariableShape(Output handle, DataType out_type, std::string_view name) {

@@ -36,6 +36,10 @@ Output VarIsInitializedOp(Output handle, std::string_view name = "VarIsInitializ
 // Deletes the resource behind `handle`; with ignore_lookup_error a missing one is no error.
 Operation DestroyResourceOp(Output handle, bool ignore_lookup_error = true,
                             std::string_view name = "DestroyResourceOp");
+// TF 2.x's DisableCopyOnRead, which TF2 SavedModels run on each restored variable. flowtrain's
+// variables have no copy-on-read mode, so it only fails (FailedPrecondition) when the variable
+// does not exist.
+Operation DisableCopyOnRead(Output handle, std::string_view name = "DisableCopyOnRead");
 // The variable's current shape (TF's VariableShape), int32 or int64.
 Output VariableShape(Output handle, DataType out_type = DT_INT32, std::string_view name = "VariableShape");
 // Rows `indices` of the variable (tf.gather on a resource variable, axis 0).

@@ -132,6 +132,20 @@ TEST(ResourceVariableOpsTest, DestroyResourceOp) {
   EXPECT_THROW(s.Run({}, {}, {ops::DestroyResourceOp(h, /*ignore_lookup_error=*/false)}), NotFoundError);
 }
 
+TEST(ResourceVariableOpsTest, DisableCopyOnReadNeedsAnExistingVariable) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output h = ops::VarHandleOp(DT_FLOAT, TensorShape({}), "w", "", "w");
+  Session s(g);
+  const std::string msg =
+      ErrorOf<FailedPreconditionError>([&] { s.Run({}, {}, {ops::DisableCopyOnRead(h)}); });
+  EXPECT_NE(msg.find("resource variable w"), std::string::npos) << msg;
+  s.Run({}, {}, {ops::AssignVariableOp(h, ops::Const(2.5f))});
+  s.Run({}, {}, {ops::DisableCopyOnRead(h)});
+  EXPECT_EQ(s.Run({}, {ops::ReadVariableOp(h, DT_FLOAT)})[0].scalar<float>(), 2.5f);
+  EXPECT_THROW(ops::DisableCopyOnRead(ops::Const(1.0f)), InvalidArgumentError);
+}
+
 TEST(ResourceVariableOpsTest, ResourceGather) {
   Graph g;
   auto as_default = g.AsDefault();

@@ -25,10 +25,8 @@
 // type). The file is enforced strictly: a listed check that passes fails ("remove the entry"),
 // an unlisted failure fails with flowtrain's error, and a check whose prerequisite failed
 // (import -> restore -> forward/gradients/train) is not run and must not be listed.
-#include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
-#include <google/protobuf/wire_format_lite.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -54,6 +52,7 @@
 #include "flowtrain/ops/gradients.h"
 #include "flowtrain/proto/meta_graph.pb.h"
 #include "flowtrain/runtime/session.h"
+#include "flowtrain/saved_model/loader.h"
 #include "flowtrain/train/meta_graph.h"
 #include "flowtrain/train/monitored_training_session.h"
 #include "flowtrain/train/saver.h"
@@ -597,86 +596,55 @@ TEST(SeedProgramTest, MonitoredSessionOverG1AndSessionOverG2) {
 
 // ---- 9. SavedModel -----------------------------------------------------------------------
 
-// saved_model.pb is a SavedModel proto: field 1 the schema version, field 2 the MetaGraphDefs.
-// flowtrain has no SavedModel loader; this reads the MetaGraphDef tagged `tag` out of it.
-std::optional<tensorflow::MetaGraphDef> MetaGraphFromSavedModel(const std::string& bytes,
-                                                                const std::string& tag) {
-  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
-                                            static_cast<int>(bytes.size()));
-  in.SetTotalBytesLimit(INT32_MAX);
-  for (uint32_t t = in.ReadTag(); t != 0; t = in.ReadTag()) {
-    if (t == ((2u << 3) | 2u)) {
-      uint32_t length = 0;
-      std::string message;
-      if (!in.ReadVarint32(&length) || !in.ReadString(&message, static_cast<int>(length))) break;
-      tensorflow::MetaGraphDef meta;
-      if (!meta.ParseFromString(message)) DataLoss("saved_model.pb: a MetaGraphDef does not parse");
-      const auto& tags = meta.meta_info_def().tags();
-      if (std::find(tags.begin(), tags.end(), tag) != tags.end()) return meta;
-    } else if (!google::protobuf::internal::WireFormatLite::SkipField(&in, t)) {
-      break;
-    }
-  }
-  return std::nullopt;
-}
-
-TEST(SavedModelTest, ServesTheSignatureFromTheRestoredVariables) {
-  const fs::path dir = ModelDir("saved_model");
+// saved_model::Load of the model's SavedModel (restore, init ops, signatures), then its
+// signature fed TF's inputs against TF's outputs.
+void ServeSavedModel(const std::string& model) {
+  const fs::path dir = ModelDir(model);
   const Manifest manifest(dir);
   const io::CheckpointReader data((dir / "data").string());
-  const fs::path saved = dir / manifest.One("saved_model");
-  CheckRunner checks("saved_model");
-  Graph graph;
-  std::shared_ptr<train::Saver> saver;
-  tensorflow::MetaGraphDef meta;
+  CheckRunner checks(model);
+  std::optional<saved_model::SavedModelBundle> bundle;
   checks.Run("load", {}, [&] {
-    auto found = MetaGraphFromSavedModel(ReadFileOrFail(saved / "saved_model.pb"), manifest.One("tag"));
-    if (!found) return StrCat("saved_model.pb has no MetaGraphDef tagged ", manifest.One("tag"));
-    meta = *found;
-    saver = train::ImportMetaGraph(meta, &graph);
-    return saver ? std::string() : std::string("the SavedModel's MetaGraphDef has no SaverDef");
+    bundle.emplace(
+        saved_model::Load({}, {manifest.One("tag")}, (dir / manifest.One("saved_model")).string()));
+    return std::string();
   });
   checks.Run("serve", {"load"}, [&] {
-    Session sess(graph);
-    saver->Restore(sess, (saved / "variables" / "variables").string());
-    const auto& sigs = meta.signature_def();
-    auto sig = sigs.find(manifest.One("signature"));
-    if (sig == sigs.end()) return StrCat("no signature ", manifest.One("signature"));
-    std::vector<std::pair<std::string, Tensor>> feeds;
-    std::vector<std::string> fetches;
-    const auto& inputs = manifest.All("sig_input");
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const std::string key = inputs[i].substr(0, inputs[i].find(' '));
-      auto in = sig->second.inputs().find(key);
-      if (in == sig->second.inputs().end()) return StrCat("signature has no input ", key);
-      feeds.emplace_back(in->second.name(), data.GetTensor(StrCat("input/", i)));
+    const std::string key = manifest.One("signature");
+    if (!bundle->signatures().contains(key)) return StrCat("no signature ", key);
+    std::map<std::string, Tensor> inputs;
+    const auto& input_lines = manifest.All("sig_input");
+    for (size_t i = 0; i < input_lines.size(); ++i) {
+      inputs[input_lines[i].substr(0, input_lines[i].find(' '))] = data.GetTensor(StrCat("input/", i));
     }
-    for (const std::string& o : manifest.All("sig_output")) {
-      const std::string key = o.substr(0, o.find(' '));
-      auto out = sig->second.outputs().find(key);
-      if (out == sig->second.outputs().end()) return StrCat("signature has no output ", key);
-      fetches.push_back(out->second.name());
-    }
-    const std::vector<Tensor> outs = sess.Run(feeds, fetches, {});
+    const std::map<std::string, Tensor> outputs = bundle->RunSignature(key, inputs);
     std::string failures;
-    for (size_t i = 0; i < outs.size(); ++i) {
-      failures += Compare(fetches[i], outs[i], data.GetTensor(StrCat("output/", i)), 1e-5);
+    const auto& output_lines = manifest.All("sig_output");
+    for (size_t i = 0; i < output_lines.size(); ++i) {
+      const std::string out_key = output_lines[i].substr(0, output_lines[i].find(' '));
+      auto found = outputs.find(out_key);
+      if (found == outputs.end()) return StrCat("signature ", key, " gave no output ", out_key);
+      failures += Compare(out_key, found->second, data.GetTensor(StrCat("output/", i)), 1e-5);
     }
     return failures;
   });
   checks.CheckNoStrayEntries();
 }
 
+// TF1's tf.compat.v1.saved_model.Builder.
+TEST(SavedModelTest, ServesTheSignatureFromTheRestoredVariables) { ServeSavedModel("saved_model"); }
+
+// TF2's tf.saved_model.save of a tf.Module: a tf.function signature (StatefulPartitionedCall)
+// and the object-graph restore.
+TEST(SavedModelTest, ServesTfTwosModuleSignature) { ServeSavedModel("saved_model_tf2"); }
+
 // ---- the expected-failures file itself ---------------------------------------------------
 
 TEST(ExpectedFailuresTest, NamesKnownModelsAndAllowedFeaturesOnly) {
-  const std::set<std::string> models = {"seed_program",      "logistic_regression",
-                                        "mlp_adam",          "cnn",
-                                        "control_flow",      "lstm",
-                                        "embedding_adagrad", "monitored_training",
-                                        "saved_model",       "dtypes",
-                                        "partitioned",       "resource_variables",
-                                        "optimizers",        "control_flow_v2"};
+  const std::set<std::string> models = {
+      "seed_program", "logistic_regression", "mlp_adam",           "cnn",         "control_flow",
+      "lstm",         "embedding_adagrad",   "monitored_training", "saved_model", "saved_model_tf2",
+      "dtypes",       "partitioned",         "resource_variables", "optimizers",  "control_flow_v2"};
   // Models 1, 2, 3, 10 and 11 (partitioned), the resource-variable MLP and the optimizers must
   // pass fully, whatever the file says.
   const std::set<std::string> must_pass = {"seed_program", "logistic_regression", "mlp_adam",  "dtypes",

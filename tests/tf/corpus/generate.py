@@ -38,6 +38,7 @@ import contextlib
 import os
 import warnings
 import shutil
+import subprocess
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -46,6 +47,7 @@ os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from tensorflow.core.protobuf import saved_model_pb2  # noqa: E402
 
 warnings.filterwarnings("ignore")
 v1 = tf.compat.v1
@@ -438,6 +440,30 @@ def saved_model(out):
     m.finish()
 
 
+# --- 9b. SavedModel of TF2 (tf.saved_model.save of a tf.Module, a tf.function signature) -------
+# Directives as in 9; written by saved_model_tf2.py in a process of its own (TF2 behaviour).
+def saved_model_tf2(out):
+    m = Model(out, "saved_model_tf2")
+    fx = np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)
+    np.save(os.path.join(m.dir, "input.npy"), fx)
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "saved_model_tf2.py")
+    subprocess.run([sys.executable, script, "--dir", os.path.join(m.dir, "saved"),
+                    "--input", os.path.join(m.dir, "input.npy"),
+                    "--output", os.path.join(m.dir, "output.npy")], check=True)
+    m.data["input/0"] = fx
+    m.data["output/0"] = np.load(os.path.join(m.dir, "output.npy"))
+    m.line("saved_model", "saved")
+    m.line("tag", "serve")
+    m.line("signature", "serving_default")
+    saved = saved_model_pb2.SavedModel()
+    with open(os.path.join(m.dir, "saved", "saved_model.pb"), "rb") as f:
+        saved.ParseFromString(f.read())
+    sig = saved.meta_graphs[0].signature_def["serving_default"]
+    m.line("sig_input", "x", sig.inputs["x"].name)
+    m.line("sig_output", "scores", sig.outputs["scores"].name)
+    m.finish()
+
+
 # --- 10. every dtype flowtrain supports ------------------------------------------------------
 # One placeholder and one variable per dtype; outputs are identities, casts and arithmetic of
 # each; a float64 variable is trained so that double gradients and Apply ops are checked too.
@@ -641,6 +667,7 @@ MODELS = {
     "embedding_adagrad": embedding_adagrad,
     "monitored_training": monitored_training,
     "saved_model": saved_model,
+    "saved_model_tf2": saved_model_tf2,
     "dtypes": all_dtypes,
     "partitioned": partitioned,
     "resource_variables": resource_variables,
