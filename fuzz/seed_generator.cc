@@ -18,6 +18,7 @@
 #include "flowtrain/graph/graph.h"
 #include "flowtrain/io/event_file_writer.h"
 #include "flowtrain/io/idx_file.h"
+#include "flowtrain/io/npy_file.h"
 #include "flowtrain/io/record_writer.h"
 #include "flowtrain/io/tensor_bundle_writer.h"
 #include "flowtrain/ops/array_ops.h"
@@ -135,6 +136,30 @@ void Idx(const SeedWriter& seeds) {
   seeds.Write("idx", "float_3", ReadFileToString(path));
 }
 
+// .npy files as numpy.save writes them, and a big-endian Fortran-order one and a UCS-4 one
+// as numpy writes them on request (np.asfortranarray, astype('>i4'), np.array(['...'])).
+void Npys(const SeedWriter& seeds) {
+  seeds.Write("npy", "float_2x3",
+              io::SerializeNpy(Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, TensorShape({2, 3}))));
+  seeds.Write("npy", "int64_scalar", io::SerializeNpy(Tensor::Scalar<int64_t>(7)));
+  seeds.Write("npy", "bytes", io::SerializeNpy(Tensor::FromVector<std::string>({"ab", "", "xyz"})));
+  seeds.Write("npy", "bool", io::SerializeNpy(Tensor::FromVector<bool>({true, false})));
+  const std::string big_fortran = "{'descr': '>i4', 'fortran_order': True, 'shape': (2, 2), }";
+  std::string bytes = "\x93NUMPY\x01";
+  bytes += '\0';
+  bytes += static_cast<char>(big_fortran.size());
+  bytes += '\0';
+  bytes += big_fortran;
+  bytes += std::string("\0\0\0\1\0\0\0\3\0\0\0\2\0\0\0\4", 16);
+  seeds.Write("npy", "big_endian_fortran", bytes);
+  const std::string unicode = "{'descr': '<U2', 'fortran_order': False, 'shape': (1,), }";
+  bytes = "\x93NUMPY\x03";
+  bytes += std::string(1, '\0') + static_cast<char>(unicode.size()) + std::string(3, '\0');
+  bytes += unicode;
+  bytes += std::string("h\0\0\0\xe9\0\0\0", 8);
+  seeds.Write("npy", "unicode_v3", bytes);
+}
+
 void Examples(const SeedWriter& seeds) {
   tensorflow::Example full;
   auto& features = *full.mutable_features()->mutable_feature();
@@ -247,6 +272,7 @@ int main(int argc, char** argv) {
   flowtrain::Checkpoints(seeds);
   flowtrain::Events(seeds);
   flowtrain::Idx(seeds);
+  flowtrain::Npys(seeds);
   flowtrain::Examples(seeds);
   flowtrain::Graphs(seeds);
   flowtrain::CheckpointStates(seeds);
