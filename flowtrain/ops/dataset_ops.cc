@@ -106,6 +106,40 @@ FT_REGISTER_OP("ModelDataset")
 
 FT_REGISTER_OP("TakeDataset").Input("input_dataset: variant").Input("count: int64") FT_DATASET_OUTPUT;
 FT_REGISTER_OP("SkipDataset").Input("input_dataset: variant").Input("count: int64") FT_DATASET_OUTPUT;
+// ---- tf.data breadth (issue #20): sources and structural datasets, with TF 1.15's signatures.
+FT_REGISTER_OP("RangeDataset")
+    .Input("start: int64")
+    .Input("stop: int64")
+    .Input("step: int64") FT_DATASET_OUTPUT;
+
+FT_REGISTER_OP("ZipDataset").Input("input_datasets: N * variant").Attr("N: int >= 1") FT_DATASET_OUTPUT;
+
+FT_REGISTER_OP("ConcatenateDataset")
+    .Input("input_dataset: variant")
+    .Input("another_dataset: variant") FT_DATASET_OUTPUT;
+
+FT_REGISTER_OP("PaddedBatchDatasetV2")
+    .Input("input_dataset: variant")
+    .Input("batch_size: int64")
+    .Input("padded_shapes: N * int64")
+    .Input("padding_values: Toutput_types")
+    .Input("drop_remainder: bool")
+    .Output("handle: variant")
+    .Attr("parallel_copy: bool = false")
+    .Attr("Toutput_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .Attr("N: int >= 1")
+    .SetShapeFn(shape_fns::ScalarShape);
+
+FT_REGISTER_OP("UnbatchDataset").Input("input_dataset: variant") FT_DATASET_OUTPUT;
+
+FT_REGISTER_OP("ShardDataset")
+    .Input("input_dataset: variant")
+    .Input("num_shards: int64")
+    .Input("index: int64")
+    .Attr("require_non_empty: bool = false") FT_DATASET_OUTPUT;
+
+// ---- end of tf.data breadth datasets.
 #undef FT_DATASET_OUTPUT
 
 FT_REGISTER_OP("IteratorV2")
@@ -398,6 +432,152 @@ std::shared_ptr<SaveableObject> MakeSaveableFromIterator(const Iterator& iterato
   };
   return saveable;
 }
+
+// ---- tf.data breadth (issue #20).
+
+Dataset Dataset::Range(int64_t start, int64_t stop, int64_t step) {
+  if (step == 0) InvalidArgument("Dataset::Range: step must be a non-zero integer.");
+  OpNameScope scope(GetDefaultGraph(), "RangeDataset");
+  Output start_t = ops::Const(start, "start");
+  Output stop_t = ops::Const(stop, "stop");
+  Output step_t = ops::Const(step, "step");
+  scope.Exit();
+  const std::vector<DataType> types = {DT_INT64};
+  const std::vector<PartialTensorShape> shapes = {PartialTensorShape({})};
+  Output variant = NodeBuilder("RangeDataset", scope.op_name())
+                       .ExactName()
+                       .Input(start_t)
+                       .Input(stop_t)
+                       .Input(step_t)
+                       .Attr("output_types", types)
+                       .Attr("output_shapes", shapes)
+                       .Finalize();
+  return Dataset(variant, types, shapes);
+}
+
+Dataset Dataset::Zip(const std::vector<Dataset>& datasets) {
+  if (datasets.empty()) InvalidArgument("Dataset::Zip needs at least one dataset");
+  std::vector<Output> variants;
+  std::vector<DataType> types;
+  std::vector<PartialTensorShape> shapes;
+  for (const Dataset& d : datasets) {
+    variants.push_back(d.variant());
+    types.insert(types.end(), d.types_.begin(), d.types_.end());
+    shapes.insert(shapes.end(), d.shapes_.begin(), d.shapes_.end());
+  }
+  Output variant = NodeBuilder("ZipDataset", "ZipDataset")
+                       .Input(variants)
+                       .Attr("output_types", types)
+                       .Attr("output_shapes", shapes)
+                       .Finalize();
+  return Dataset(variant, types, shapes);
+}
+
+Dataset Dataset::Concatenate(const Dataset& other, std::string_view name) const {
+  if (other.types_ != types_) {
+    std::vector<std::string> mine, theirs;
+    for (DataType t : types_) mine.push_back(DataTypeString(t));
+    for (DataType t : other.types_) theirs.push_back(DataTypeString(t));
+    InvalidArgument("Two datasets to concatenate have different types (", StrJoin(mine, ", "), ") and (",
+                    StrJoin(theirs, ", "), ")");
+  }
+  // The most specific shape both inputs' elements have: a dimension they disagree on is unknown.
+  std::vector<PartialTensorShape> shapes;
+  for (size_t i = 0; i < shapes_.size(); ++i) {
+    const PartialTensorShape& a = shapes_[i];
+    const PartialTensorShape& b = other.shapes_[i];
+    if (a.unknown_rank() || b.unknown_rank() || a.dims() != b.dims()) {
+      shapes.push_back(PartialTensorShape::Unknown());
+      continue;
+    }
+    DimVector dims;
+    for (int d = 0; d < a.dims(); ++d) dims.push_back(a.dim_size(d) == b.dim_size(d) ? a.dim_size(d) : -1);
+    shapes.emplace_back(std::span<const int64_t>(dims.data(), dims.size()));
+  }
+  Output variant = NodeBuilder("ConcatenateDataset", name)
+                       .Input(variant_)
+                       .Input(other.variant_)
+                       .Attr("output_types", types_)
+                       .Attr("output_shapes", shapes)
+                       .Finalize();
+  return Dataset(variant, types_, shapes);
+}
+
+Dataset Dataset::PaddedBatch(int64_t batch_size, std::vector<PartialTensorShape> padded_shapes,
+                             std::vector<Tensor> padding_values, bool drop_remainder) const {
+  if (batch_size < 1) InvalidArgument("PaddedBatch: batch size must be at least 1, got ", batch_size);
+  if (padded_shapes.empty()) padded_shapes = shapes_;
+  if (padded_shapes.size() != types_.size()) {
+    InvalidArgument("PaddedBatch: ", padded_shapes.size(), " padded shapes for ", types_.size(),
+                    " components");
+  }
+  if (padding_values.empty()) {
+    for (DataType t : types_) {
+      Tensor zero(t, TensorShape());
+      DispatchDataType(t, "PaddedBatch", [&]<typename T>() { zero.scalar<T>() = T(); });
+      padding_values.push_back(zero);
+    }
+  }
+  if (padding_values.size() != types_.size()) {
+    InvalidArgument("PaddedBatch: ", padding_values.size(), " padding values for ", types_.size(),
+                    " components");
+  }
+  OpNameScope scope(*variant_.graph(), "PaddedBatchDataset");
+  Output batch = ops::Const(batch_size, "batch_size");
+  std::vector<Output> shape_inputs, value_inputs;
+  std::vector<PartialTensorShape> out_shapes;
+  for (size_t i = 0; i < types_.size(); ++i) {
+    const PartialTensorShape& p = padded_shapes[i];
+    if (p.unknown_rank())
+      InvalidArgument("PaddedBatch: component ", i, " needs a padded shape of known rank");
+    if (!shapes_[i].unknown_rank() && shapes_[i].dims() != p.dims()) {
+      InvalidArgument("PaddedBatch: the padded shape ", p.DebugString(), " of component ", i,
+                      " is not compatible with its shape ", shapes_[i].DebugString());
+    }
+    const Tensor& v = padding_values[i];
+    if (v.dtype() != types_[i] || v.dims() != 0) {
+      InvalidArgument("PaddedBatch: the padding value of component ", i, " must be a scalar of ",
+                      DataTypeString(types_[i]), ", got ", DataTypeString(v.dtype()), " of shape ",
+                      v.shape().DebugString());
+    }
+    std::vector<int64_t> dims(p.dim_sizes().begin(), p.dim_sizes().end());
+    shape_inputs.push_back(ops::Const(Tensor::FromVector<int64_t>(dims), "padded_shapes"));
+    value_inputs.push_back(ops::Const(v, "padding_values"));
+    out_shapes.push_back(WithFirstDim(p, drop_remainder ? batch_size : -1));
+  }
+  Output drop = ops::Const(drop_remainder, "drop_remainder");
+  scope.Exit();
+  Output variant = NodeBuilder("PaddedBatchDatasetV2", scope.op_name())
+                       .ExactName()
+                       .Input(variant_)
+                       .Input(batch)
+                       .Input(shape_inputs)
+                       .Input(value_inputs)
+                       .Input(drop)
+                       .Attr("output_shapes", out_shapes)
+                       .Finalize();
+  return Dataset(variant, types_, out_shapes);
+}
+
+Dataset Dataset::Unbatch() const {
+  std::vector<PartialTensorShape> shapes;
+  for (const auto& s : shapes_) {
+    if (!s.unknown_rank() && s.dims() == 0)
+      InvalidArgument("Cannot unbatch an input with scalar components.");
+    shapes.push_back(s.unknown_rank() ? s : WithoutFirstDim(s));
+  }
+  return Dataset(UnaryDataset(*this, "UnbatchDataset", {}, types_, shapes), types_, shapes);
+}
+
+Dataset Dataset::Shard(int64_t num_shards, int64_t index, bool require_non_empty) const {
+  Output variant = UnaryDataset(
+      *this, "ShardDataset",
+      {{"num_shards", Tensor::Scalar<int64_t>(num_shards)}, {"index", Tensor::Scalar<int64_t>(index)}},
+      types_, shapes_, [&](NodeBuilder& b) { b.Attr("require_non_empty", require_non_empty); });
+  return Dataset(variant, types_, shapes_);
+}
+
+// ---- end of tf.data breadth.
 
 }  // namespace data
 }  // namespace flowtrain

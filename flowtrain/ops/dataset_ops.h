@@ -94,6 +94,25 @@ class Dataset {
   const std::vector<DataType>& output_types() const { return types_; }
   const std::vector<PartialTensorShape>& output_shapes() const { return shapes_; }
 
+  // ---- tf.data breadth (issue #20).
+  // start, start + step, ... while before stop (int64 scalars); step 0 is InvalidArgument.
+  static Dataset Range(int64_t start, int64_t stop, int64_t step = 1);
+  // The elements of `datasets` side by side (their components concatenated), as long as the
+  // shortest.
+  static Dataset Zip(const std::vector<Dataset>& datasets);
+  // This dataset's elements, then `other`'s; InvalidArgument if their component types differ.
+  Dataset Concatenate(const Dataset& other, std::string_view name = "ConcatenateDataset") const;
+  // Batches with every component padded to `padded_shapes` (default: the components' shapes,
+  // which must have known ranks), -1 dimensions to the largest in the batch, with
+  // `padding_values` (default: 0 or ""; one scalar per component).
+  Dataset PaddedBatch(int64_t batch_size, std::vector<PartialTensorShape> padded_shapes = {},
+                      std::vector<Tensor> padding_values = {}, bool drop_remainder = false) const;
+  // Splits each element along its first dimension.
+  Dataset Unbatch() const;
+  // Elements index, index + num_shards, ... of this dataset.
+  Dataset Shard(int64_t num_shards, int64_t index, bool require_non_empty = false) const;
+  // ---- end of tf.data breadth.
+
  private:
   Dataset(Output variant, std::vector<DataType> types, std::vector<PartialTensorShape> shapes);
   // Map over the function registered under `hint` by `register_fn(hint)`.

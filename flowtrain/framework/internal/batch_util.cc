@@ -71,7 +71,7 @@ void CopyPadded(const T* src, const TensorShape& src_shape, T* dst, const Tensor
 }  // namespace
 
 Tensor PadAndStack(const std::vector<Tensor>& elements, const PartialTensorShape& padded_shape,
-                   std::string_view what) {
+                   std::string_view what, const Tensor* padding_value) {
   if (elements.empty()) InvalidArgument(what, ": nothing to batch");
   const int rank = elements.front().dims();
   DimVector dims(rank, 0);
@@ -101,10 +101,17 @@ Tensor PadAndStack(const std::vector<Tensor>& elements, const PartialTensorShape
   TensorShape shape = row_shape;
   shape.InsertDim(0, static_cast<int64_t>(elements.size()));
   Tensor out(elements.front().dtype(), shape);
+  if (padding_value != nullptr &&
+      (padding_value->dtype() != out.dtype() || padding_value->NumElements() != 1)) {
+    InvalidArgument(what, ": the padding value must be a scalar of ", DataTypeString(out.dtype()), ", got ",
+                    DataTypeString(padding_value->dtype()), " of shape ",
+                    padding_value->shape().DebugString());
+  }
   DispatchDataType(out.dtype(), what, [&]<typename T>() {
     T* dst = out.data<T>();
     const int64_t n = out.NumElements();
-    for (int64_t i = 0; i < n; ++i) dst[i] = T();
+    const T fill = padding_value != nullptr ? padding_value->data<T>()[0] : T();
+    for (int64_t i = 0; i < n; ++i) dst[i] = fill;
     for (size_t i = 0; i < elements.size(); ++i) {
       const Tensor& e = elements[i];
       if (e.NumElements() == 0) continue;

@@ -21,9 +21,10 @@ Tensor Stack(const std::vector<Tensor>& elements, std::string_view what, DataTyp
 // Splits dimension 0; the rows share `batch`'s buffer.
 std::vector<Tensor> Unstack(const Tensor& batch);
 // Stacks tensors of one rank, padding each to the largest size of every dimension (or to
-// the size given in `padded_shape` where it is not -1) with zeros or empty strings.
+// the size given in `padded_shape` where it is not -1) with zeros or empty strings, or with
+// `padding_value` (a scalar of the elements' dtype) when given.
 Tensor PadAndStack(const std::vector<Tensor>& elements, const PartialTensorShape& padded_shape,
-                   std::string_view what);
+                   std::string_view what, const Tensor* padding_value = nullptr);
 
 }  // namespace flowtrain::batch_util
 

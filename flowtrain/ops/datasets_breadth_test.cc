@@ -1,0 +1,184 @@
+// The tf.data breadth datasets (issue #20) run in a session: Range, Zip, Concatenate, Shard,
+// Unbatch, PaddedBatch, with their errors and a save/restore of each iterator's position.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "flowtrain/ops/array_ops.h"
+#include "flowtrain/ops/dataset_ops.h"
+#include "flowtrain/runtime/session.h"
+#include "tests/test_util.h"
+
+namespace flowtrain::data {
+namespace {
+
+// Every element's components, flattened to int64 values, until OutOfRange.
+std::vector<std::vector<int64_t>> DrainAll(Session& sess, const std::vector<Output>& next) {
+  std::vector<std::vector<int64_t>> out;
+  try {
+    for (;;) {
+      std::vector<int64_t> row;
+      for (const Tensor& t : sess.Run({}, next))
+        for (int64_t v : t.flat<int64_t>()) row.push_back(v);
+      out.push_back(row);
+    }
+  } catch (const OutOfRangeError&) {
+  }
+  return out;
+}
+
+// Runs the pipeline `build` makes to the end; then again, saving after `taken` elements and
+// restoring into a fresh graph and session: the restored run must produce the same rest.
+void ExpectRestoreContinues(const std::function<Dataset()>& build, int taken) {
+  Graph g1;
+  std::vector<std::vector<int64_t>> all, seen;
+  Tensor state;
+  {
+    auto as_default = g1.AsDefault();
+    Iterator it = build().MakeInitializableIterator();
+    auto next = it.GetNext();
+    Output save = it.Serialize();
+    Session sess(g1);
+    sess.Run({}, {}, {it.initializer()});
+    all = DrainAll(sess, next);
+    ASSERT_GT(static_cast<int>(all.size()), taken);
+    sess.Run({}, {}, {it.initializer()});
+    for (int i = 0; i < taken; ++i) {
+      std::vector<int64_t> row;
+      for (const Tensor& t : sess.Run({}, next))
+        for (int64_t v : t.flat<int64_t>()) row.push_back(v);
+      seen.push_back(row);
+    }
+    state = sess.Run({}, {save})[0];
+  }
+  Graph g2;
+  auto as_default = g2.AsDefault();
+  Iterator it = build().MakeInitializableIterator();
+  auto next = it.GetNext();
+  Output state_in = ops::Placeholder(DT_STRING, PartialTensorShape({}), "state");
+  Operation restore = it.Deserialize(state_in);
+  Session sess(g2);
+  sess.Run({}, {}, {it.initializer()});
+  sess.Run({{state_in, state}}, {}, {restore});
+  auto rest = DrainAll(sess, next);
+  seen.insert(seen.end(), rest.begin(), rest.end());
+  EXPECT_EQ(seen, all);
+}
+
+std::vector<std::vector<int64_t>> RunToEnd(const Dataset& ds) {
+  Iterator it = ds.MakeInitializableIterator();
+  auto next = it.GetNext();
+  Session sess(*ds.variant().graph());
+  sess.Run({}, {}, {it.initializer()});
+  return DrainAll(sess, next);
+}
+
+using Rows = std::vector<std::vector<int64_t>>;
+
+TEST(RangeDataset, CountsUpAndDownAndRejectsAZeroStep) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  EXPECT_EQ(RunToEnd(Dataset::Range(0, 10, 3)), (Rows{{0}, {3}, {6}, {9}}));
+  EXPECT_EQ(RunToEnd(Dataset::Range(10, 0, -3)), (Rows{{10}, {7}, {4}, {1}}));
+  EXPECT_TRUE(RunToEnd(Dataset::Range(5, 5)).empty());
+  EXPECT_EQ(Dataset::Range(0, 1).variant().op().type(), "RangeDataset");
+  testing::ExpectInvalidArgument([] { Dataset::Range(0, 5, 0); }, "step must be a non-zero integer");
+  ExpectRestoreContinues([] { return Dataset::Range(3, 20, 2); }, 3);
+}
+
+TEST(ZipDataset, PairsElementsAndEndsWithTheShortest) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Dataset zipped = Dataset::Zip({Dataset::Range(0, 5), Dataset::Range(10, 13)});
+  EXPECT_EQ(zipped.output_types().size(), 2u);
+  EXPECT_EQ(RunToEnd(zipped), (Rows{{0, 10}, {1, 11}, {2, 12}}));
+  ExpectRestoreContinues([] { return Dataset::Zip({Dataset::Range(0, 8), Dataset::Range(0, 16, 2)}); }, 2);
+}
+
+TEST(ConcatenateDataset, RunsOneThenTheOtherAndChecksTypes) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  EXPECT_EQ(RunToEnd(Dataset::Range(0, 2).Concatenate(Dataset::Range(7, 9))), (Rows{{0}, {1}, {7}, {8}}));
+  Dataset strings = Dataset::FromTensorSlices(std::vector<Tensor>{Tensor::FromVector<std::string>({"a"})});
+  testing::ExpectInvalidArgument([&] { Dataset::Range(0, 2).Concatenate(strings); }, "different types");
+  ExpectRestoreContinues([] { return Dataset::Range(0, 3).Concatenate(Dataset::Range(10, 14)); }, 2);
+  ExpectRestoreContinues([] { return Dataset::Range(0, 3).Concatenate(Dataset::Range(10, 14)); }, 5);
+}
+
+TEST(ShardDataset, TakesEveryNthElementAndChecksItsArguments) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  EXPECT_EQ(RunToEnd(Dataset::Range(0, 10).Shard(3, 1)), (Rows{{1}, {4}, {7}}));
+  ExpectRestoreContinues([] { return Dataset::Range(0, 20).Shard(4, 3); }, 2);
+  Session sess(g);
+  auto run_init = [&](const Dataset& ds) {
+    Iterator it = ds.MakeInitializableIterator();
+    auto next = it.GetNext();
+    Session s(g);
+    s.Run({}, {}, {it.initializer()});
+    DrainAll(s, next);
+  };
+  testing::ExpectInvalidArgument([&] { run_init(Dataset::Range(0, 5).Shard(0, 0)); },
+                                 "Number of shards must be greater than zero (currently num_shards = 0).");
+  testing::ExpectInvalidArgument([&] { run_init(Dataset::Range(0, 5).Shard(2, 2)); },
+                                 "Index must be between 0 and 1 (currently index = 2).");
+  testing::ExpectInvalidArgument([&] { run_init(Dataset::Range(0, 1).Shard(2, 0, true)); },
+                                 "Could not apply FILE based sharding");
+}
+
+TEST(UnbatchDataset, SplitsBatchesBackIntoElements) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Dataset ds = Dataset::Range(0, 7).Batch(3).Unbatch();
+  EXPECT_EQ(ds.output_shapes()[0].DebugString(), "[]");
+  EXPECT_EQ(RunToEnd(ds), (Rows{{0}, {1}, {2}, {3}, {4}, {5}, {6}}));
+  ExpectRestoreContinues([] { return Dataset::Range(0, 10).Batch(4).Unbatch(); }, 5);
+  Dataset scalars = Dataset::FromTensorSlices(std::vector<Tensor>{Tensor::FromVector<int64_t>({1, 2})});
+  testing::ExpectInvalidArgument([&] { scalars.Unbatch(); },
+                                 "Cannot unbatch an input with scalar components.");
+}
+
+TEST(PaddedBatchDataset, PadsToTheBatchMaximumWithThePaddingValue) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  // Elements [], [1], [2, 2], [3, 3, 3]: Range mapped to a vector of n copies of n.
+  auto fill = [] {
+    return Dataset::Range(0, 4).Map(
+        [](const std::vector<Tensor>& e) {
+          const int64_t n = e[0].scalar<int64_t>();
+          return std::vector<Tensor>{Tensor::FromVector<int64_t>(std::vector<int64_t>(n, n))};
+        },
+        {.output_shapes = {PartialTensorShape({-1})}});
+  };
+  Dataset ds = fill().PaddedBatch(3, {PartialTensorShape({-1})}, {Tensor::Scalar<int64_t>(-1)});
+  EXPECT_EQ(ds.output_shapes()[0].DebugString(), "[?,?]");
+  Iterator it = ds.MakeInitializableIterator();
+  auto next = it.GetNext();
+  Session sess(g);
+  sess.Run({}, {}, {it.initializer()});
+  Tensor first = sess.Run({}, next)[0];
+  EXPECT_EQ(first.shape(), TensorShape({3, 2}));
+  EXPECT_EQ(testing::Values<int64_t>(first), (std::vector<int64_t>{-1, -1, 1, -1, 2, 2}));
+  Tensor second = sess.Run({}, next)[0];
+  EXPECT_EQ(second.shape(), TensorShape({1, 3}));
+  EXPECT_THROW(sess.Run({}, next), OutOfRangeError);
+  // A fixed padded shape, and drop_remainder.
+  EXPECT_EQ(RunToEnd(fill().PaddedBatch(2, {PartialTensorShape({4})}, {}, true)),
+            (Rows{{0, 0, 0, 0, 1, 0, 0, 0}, {2, 2, 0, 0, 3, 3, 3, 0}}));
+  // Too small a padded shape is an error at run time.
+  Iterator small = fill().PaddedBatch(4, {PartialTensorShape({2})}).MakeInitializableIterator();
+  auto small_next = small.GetNext();
+  sess.Run({}, {}, {small.initializer()});
+  testing::ExpectInvalidArgument([&] { sess.Run({}, small_next); }, "larger than the padded shape");
+  testing::ExpectInvalidArgument(
+      [&] {
+        fill().PaddedBatch(2, {PartialTensorShape({2, 2})});
+      },
+      "is not compatible with its shape");
+  ExpectRestoreContinues([&] { return fill().Repeat(3).PaddedBatch(5); }, 1);
+}
+
+}  // namespace
+}  // namespace flowtrain::data
