@@ -139,6 +139,29 @@ FT_REGISTER_OP("ShardDataset")
     .Input("index: int64")
     .Attr("require_non_empty: bool = false") FT_DATASET_OUTPUT;
 
+// filename "" caches in memory; otherwise in a tensor bundle with that prefix.
+FT_REGISTER_OP("CacheDataset").Input("input_dataset: variant").Input("filename: string") FT_DATASET_OUTPUT;
+
+// TF 2.x's cache: the memory cache is a resource (DummyMemoryCache in graphs TF writes).
+FT_REGISTER_OP("CacheDatasetV2")
+    .Input("input_dataset: variant")
+    .Input("filename: string")
+    .Input("cache: resource")
+    .SetIsStateful() FT_DATASET_OUTPUT;
+
+FT_REGISTER_OP("DummyMemoryCache")
+    .Output("handle: resource")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::ScalarShape);
+
+FT_REGISTER_OP("ShuffleAndRepeatDataset")
+    .Input("input_dataset: variant")
+    .Input("buffer_size: int64")
+    .Input("seed: int64")
+    .Input("seed2: int64")
+    .Input("count: int64")
+    .Attr("reshuffle_each_iteration: bool = true") FT_DATASET_OUTPUT;
+
 // ---- end of tf.data breadth datasets.
 #undef FT_DATASET_OUTPUT
 
@@ -170,6 +193,16 @@ FT_REGISTER_OP("IteratorGetNext")
 FT_REGISTER_OP("IteratorToStringHandle")
     .Input("resource_handle: resource")
     .Output("string_handle: string")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::ScalarShape);
+
+// A feedable iterator: the iterator resource a string handle names. With output_types (and
+// output_shapes) given, the iterator must produce them.
+FT_REGISTER_OP("IteratorFromStringHandleV2")
+    .Input("string_handle: string")
+    .Output("resource_handle: resource")
+    .Attr("output_types: list(type) >= 0 = []")
+    .Attr("output_shapes: list(shape) >= 0 = []")
     .SetIsStateful()
     .SetShapeFn(shape_fns::ScalarShape);
 
@@ -575,6 +608,50 @@ Dataset Dataset::Shard(int64_t num_shards, int64_t index, bool require_non_empty
       {{"num_shards", Tensor::Scalar<int64_t>(num_shards)}, {"index", Tensor::Scalar<int64_t>(index)}},
       types_, shapes_, [&](NodeBuilder& b) { b.Attr("require_non_empty", require_non_empty); });
   return Dataset(variant, types_, shapes_);
+}
+
+Dataset Dataset::Cache(const std::string& filename) const {
+  Output variant = UnaryDataset(*this, "CacheDataset", {{"filename", Tensor::Scalar<std::string>(filename)}},
+                                types_, shapes_);
+  return Dataset(variant, types_, shapes_);
+}
+
+Dataset Dataset::ShuffleAndRepeat(int64_t buffer_size, int64_t count, std::optional<int64_t> seed,
+                                  bool reshuffle_each_iteration) const {
+  if (buffer_size < 1) InvalidArgument("ShuffleAndRepeat buffer_size must be at least 1, got ", buffer_size);
+  const auto [seed1, seed2] = ops::GetSeeds(*variant_.graph(), seed);
+  Output variant = UnaryDataset(
+      *this, "ShuffleAndRepeatDataset",
+      {{"buffer_size", Tensor::Scalar<int64_t>(buffer_size)},
+       {"seed", Tensor::Scalar<int64_t>(seed1)},
+       {"seed2", Tensor::Scalar<int64_t>(seed2)},
+       {"count", Tensor::Scalar<int64_t>(count)}},
+      types_, shapes_, [&](NodeBuilder& b) { b.Attr("reshuffle_each_iteration", reshuffle_each_iteration); });
+  return Dataset(variant, types_, shapes_);
+}
+
+Iterator Iterator::FromStringHandle(Output string_handle, std::vector<DataType> types,
+                                    std::vector<PartialTensorShape> shapes, std::string_view name) {
+  if (types.size() != shapes.size()) {
+    InvalidArgument("Iterator::FromStringHandle: ", types.size(), " types but ", shapes.size(), " shapes");
+  }
+  if (!string_handle || string_handle.dtype() != DT_STRING) {
+    InvalidArgument("Iterator::FromStringHandle: the handle must be a DT_STRING scalar, got ",
+                    string_handle ? DataTypeString(string_handle.dtype()) : std::string("an empty Output"));
+  }
+  Iterator it;
+  it.handle_ = NodeBuilder("IteratorFromStringHandleV2", name)
+                   .Input(string_handle)
+                   .Attr("output_types", types)
+                   .Attr("output_shapes", shapes)
+                   .Finalize();
+  it.types_ = std::move(types);
+  it.shapes_ = std::move(shapes);
+  return it;
+}
+
+Output Iterator::StringHandle(std::string_view name) const {
+  return NodeBuilder("IteratorToStringHandle", name).Input(handle_).Finalize();
 }
 
 // ---- end of tf.data breadth.

@@ -111,6 +111,18 @@ class Dataset {
   Dataset Unbatch() const;
   // Elements index, index + num_shards, ... of this dataset.
   Dataset Shard(int64_t num_shards, int64_t index, bool require_non_empty = false) const;
+  // The elements of this dataset, kept on the first complete pass and read from the cache
+  // on every later one: in memory when `filename` is "", otherwise in a tensor bundle with
+  // that prefix (the layout TF's cache files have, so either system reads the other's). A
+  // pass that stops early keeps nothing; a second writer of the same prefix fails with
+  // AlreadyExists while the first one runs ("<filename>_0.lockfile").
+  Dataset Cache(const std::string& filename = "") const;
+  // tf.data.experimental.shuffle_and_repeat: Shuffle and Repeat(count) in one, the buffer
+  // refilled across epoch boundaries (no drain at the end of each epoch), so an element of
+  // one epoch may follow one of the next.
+  Dataset ShuffleAndRepeat(int64_t buffer_size, int64_t count = -1,
+                           std::optional<int64_t> seed = std::nullopt,
+                           bool reshuffle_each_iteration = true) const;
   // ---- end of tf.data breadth.
 
  private:
@@ -135,6 +147,21 @@ class Iterator {
   // kGlobalIterators collection of an imported graph), with its types and shapes from the
   // node; it has no initializer(). InvalidArgument if `handle` is not an IteratorV2 output.
   static Iterator FromHandle(Output handle);
+  // tf.data.Iterator.from_string_handle: a feedable iterator, whichever iterator the string
+  // fed to `string_handle` names (the StringHandle() of another iterator, run once), as TF1
+  // code switches between training and evaluation data. InvalidArgument at run time if that
+  // iterator's types or shapes differ from these. It has no initializer().
+  //
+  //   Output handle = ops::Placeholder(DT_STRING, PartialTensorShape({}));
+  //   Iterator feedable = Iterator::FromStringHandle(handle, train.output_types(), train.output_shapes());
+  //   auto next = feedable.GetNext();
+  //   Tensor train_handle = sess.Run({}, {train_it.StringHandle()})[0];
+  //   sess.Run({{handle, train_handle}}, next);
+  static Iterator FromStringHandle(Output string_handle, std::vector<DataType> types,
+                                   std::vector<PartialTensorShape> shapes,
+                                   std::string_view name = "IteratorFromStringHandleV2");
+  // The iterator's handle as a DT_STRING scalar, for FromStringHandle.
+  Output StringHandle(std::string_view name = "IteratorToStringHandle") const;
 
   Output handle() const { return handle_; }
   Operation initializer() const { return initializer_; }

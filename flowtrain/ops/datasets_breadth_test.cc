@@ -1,13 +1,21 @@
 // The tf.data breadth datasets (issue #20) run in a session: Range, Zip, Concatenate, Shard,
-// Unbatch, PaddedBatch, with their errors and a save/restore of each iterator's position.
+// Unbatch, PaddedBatch, Cache, ShuffleAndRepeat and feedable iterators, with their errors and a
+// save/restore of each iterator's position.
+#include <atomic>
 #include <functional>
+#include <map>
+#include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "flowtrain/core/file_util.h"
+#include "flowtrain/io/tensor_bundle_reader.h"
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/dataset_ops.h"
+#include "flowtrain/proto/resource_handle.pb.h"
 #include "flowtrain/runtime/session.h"
 #include "tests/test_util.h"
 
@@ -178,6 +186,129 @@ TEST(PaddedBatchDataset, PadsToTheBatchMaximumWithThePaddingValue) {
       },
       "is not compatible with its shape");
   ExpectRestoreContinues([&] { return fill().Repeat(3).PaddedBatch(5); }, 1);
+}
+
+// Range(0, n) through a map that counts its calls in `*calls`.
+Dataset Counted(int64_t n, std::shared_ptr<std::atomic<int>> calls) {
+  return Dataset::Range(0, n).Map([calls](const std::vector<Tensor>& e) {
+    ++*calls;
+    return e;
+  });
+}
+
+TEST(CacheDataset, InMemoryTheInputRunsOnceAndAnIncompletePassKeepsNothing) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  EXPECT_EQ(RunToEnd(Counted(4, calls).Cache().Repeat(3)),
+            (Rows{{0}, {1}, {2}, {3}, {0}, {1}, {2}, {3}, {0}, {1}, {2}, {3}}));
+  EXPECT_EQ(*calls, 4);
+  // Take(2) stops each pass early: nothing is cached, every epoch reads the input again.
+  *calls = 0;
+  EXPECT_EQ(RunToEnd(Counted(4, calls).Cache().Take(2).Repeat(2)), (Rows{{0}, {1}, {0}, {1}}));
+  EXPECT_EQ(*calls, 4);
+  // Restores while filling (the cached part travels in the state) and while replaying.
+  ExpectRestoreContinues([] { return Dataset::Range(0, 5).Cache().Repeat(2); }, 2);
+  ExpectRestoreContinues([] { return Dataset::Range(0, 5).Cache().Repeat(2); }, 7);
+}
+
+TEST(CacheDataset, InAFileItIsReadByTheNextPipelineWithTfsKeys) {
+  const std::string dir = testing::MakeTempDir("cache");
+  const std::string prefix = dir + "/sub/cache";
+  {
+    Graph g;
+    auto as_default = g.AsDefault();
+    auto calls = std::make_shared<std::atomic<int>>(0);
+    EXPECT_EQ(RunToEnd(Counted(3, calls).Cache(prefix).Repeat(2)), (Rows{{0}, {1}, {2}, {0}, {1}, {2}}));
+    EXPECT_EQ(*calls, 3);  // the second epoch read the file
+  }
+  io::BundleReader reader(prefix);
+  EXPECT_EQ(reader.ListKeys(), (std::vector<std::string>{"      0_0", "      1_0", "      2_0"}));
+  EXPECT_FALSE(FileExists(prefix + "_0.lockfile"));
+  {
+    // Another pipeline over other data with the same cache replays the file, as TF does.
+    Graph g;
+    auto as_default = g.AsDefault();
+    EXPECT_EQ(RunToEnd(Dataset::Range(50, 60).Cache(prefix)), (Rows{{0}, {1}, {2}}));
+    // A cache of another dtype is refused, naming the file.
+    Dataset strings = Dataset::FromTensorSlices(std::vector<Tensor>{Tensor::FromVector<std::string>({"a"})});
+    testing::ExpectInvalidArgument([&] { RunToEnd(strings.Cache(prefix)); }, prefix);
+  }
+  ExpectRestoreContinues([&] { return Dataset::Range(0, 9).Cache(prefix); }, 1);  // replaying
+}
+
+TEST(CacheDataset, InAFileAnIncompletePassOrASecondWriterLeavesNoCache) {
+  const std::string dir = testing::MakeTempDir("cache_partial");
+  Graph g;
+  auto as_default = g.AsDefault();
+  EXPECT_EQ(RunToEnd(Dataset::Range(0, 5).Cache(dir + "/c").Take(2)), (Rows{{0}, {1}}));
+  EXPECT_TRUE(ListDirectory(dir).empty()) << ListDirectory(dir)[0];
+  WriteFileAtomically(dir + "/d_0.lockfile", "Created at: 0");
+  testing::ExpectError<AlreadyExistsError>([&] { RunToEnd(Dataset::Range(0, 5).Cache(dir + "/d")); },
+                                           {"concurrent caching iterator", dir + "/d_0.lockfile"});
+  EXPECT_FALSE(FileExists(dir + "/d.index"));
+  // Saved while writing, the restored iterator yields the rest and the next full pass writes.
+  ExpectRestoreContinues([&] { return Dataset::Range(0, 6).Cache(dir + "/e"); }, 2);
+  EXPECT_EQ(RunToEnd(Dataset::Range(0, 6).Cache(dir + "/e")), (Rows{{0}, {1}, {2}, {3}, {4}, {5}}));
+  EXPECT_TRUE(FileExists(dir + "/e.index"));
+}
+
+TEST(ShuffleAndRepeatDataset, RepeatsCountTimesAndBlendsEpochs) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Rows all = RunToEnd(Dataset::Range(0, 10).ShuffleAndRepeat(5, 3, 7));
+  ASSERT_EQ(all.size(), 30u);
+  std::map<int64_t, int> seen;
+  for (const auto& row : all) ++seen[row[0]];
+  for (int64_t v = 0; v < 10; ++v) EXPECT_EQ(seen[v], 3) << v;
+  EXPECT_EQ(RunToEnd(Dataset::Range(0, 10).ShuffleAndRepeat(5, 3, 7)), all);  // seeded
+  // The buffer is refilled from the next epoch before it drains: for some seed the first ten
+  // elements are not one epoch's ten values.
+  bool blended = false;
+  for (int seed = 1; seed <= 10 && !blended; ++seed) {
+    Rows r = RunToEnd(Dataset::Range(0, 10).ShuffleAndRepeat(5, 2, seed));
+    std::set<int64_t> values;
+    for (int i = 0; i < 10; ++i) values.insert(r[i][0]);
+    blended = values.size() < 10;
+  }
+  EXPECT_TRUE(blended);
+  EXPECT_TRUE(RunToEnd(Dataset::Range(0, 0).ShuffleAndRepeat(4)).empty());  // ends, not forever
+  EXPECT_TRUE(RunToEnd(Dataset::Range(0, 3).ShuffleAndRepeat(4, 0)).empty());
+  ExpectRestoreContinues([] { return Dataset::Range(0, 6).ShuffleAndRepeat(4, 3, 11); }, 8);
+}
+
+TEST(FeedableIterator, RunsWhicheverIteratorItsStringHandleNames) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  Dataset train = Dataset::Range(0, 100);
+  Dataset eval = Dataset::Range(1000, 1002);
+  Iterator train_it = train.MakeInitializableIterator();
+  Iterator eval_it = eval.MakeInitializableIterator();
+  Output handle = ops::Placeholder(DT_STRING, PartialTensorShape({}), "handle");
+  Iterator feedable = Iterator::FromStringHandle(handle, train.output_types(), train.output_shapes());
+  EXPECT_EQ(feedable.handle().op().type(), "IteratorFromStringHandleV2");
+  auto next = feedable.GetNext();
+  Dataset floats = Dataset::FromTensorSlices(std::vector<Tensor>{Tensor::FromVector<float>({1.5f})});
+  Iterator float_it = floats.MakeInitializableIterator();
+  Session sess(g);
+  sess.Run({}, {}, {train_it.initializer(), eval_it.initializer(), float_it.initializer()});
+  const auto handles =
+      sess.Run({}, {train_it.StringHandle(), eval_it.StringHandle(), float_it.StringHandle()});
+  auto next_of = [&](const Tensor& h) { return sess.Run({{handle, h}}, next)[0].scalar<int64_t>(); };
+  EXPECT_EQ(next_of(handles[0]), 0);
+  EXPECT_EQ(next_of(handles[0]), 1);
+  EXPECT_EQ(next_of(handles[1]), 1000);
+  EXPECT_EQ(next_of(handles[0]), 2);
+  EXPECT_EQ(next_of(handles[1]), 1001);
+  EXPECT_THROW(next_of(handles[1]), OutOfRangeError);
+  EXPECT_EQ(next_of(handles[0]), 3);
+  testing::ExpectInvalidArgument([&] { next_of(handles[2]); }, "data type mismatch at component 0");
+  testing::ExpectInvalidArgument([&] { next_of(Tensor::Scalar<std::string>("\xff garbage")); },
+                                 "could not parse string_handle");
+  tensorflow::ResourceHandleProto missing;
+  missing.set_name("no_such_iterator");
+  testing::ExpectError<NotFoundError>(
+      [&] { next_of(Tensor::Scalar<std::string>(missing.SerializeAsString())); }, {"no_such_iterator"});
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The iterator ops of tf.data: IteratorV2 holds the session's iterator resource; MakeIterator,
 // IteratorGetNext, SerializeIterator and DeserializeIterator create, advance, save and restore it;
-// IteratorToStringHandle names it as a string.
+// IteratorToStringHandle names it as a string and IteratorFromStringHandleV2 finds it by that
+// name (TF1's feedable iterators).
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,7 +22,12 @@ namespace {
 // MakeIterator (a monitored session restores checkpoints before it runs local_init_op).
 class IteratorResource : public ResourceBase {
  public:
+  IteratorResource(std::vector<DataType> types, std::vector<PartialTensorShape> shapes)
+      : output_types(std::move(types)), output_shapes(std::move(shapes)) {}
   std::string DebugString() const override { return "Iterator"; }
+  // What the IteratorV2 op that made the resource declared it yields.
+  const std::vector<DataType> output_types;
+  const std::vector<PartialTensorShape> output_shapes;
   absl::Mutex mu;
   DatasetRef dataset ABSL_GUARDED_BY(mu);
   std::unique_ptr<IteratorBase> iterator ABSL_GUARDED_BY(mu);
@@ -36,7 +42,10 @@ constexpr char kIteratorPrefix[] = "Iterator";
 
 class IteratorHandleOp : public OpKernel {
  public:
-  explicit IteratorHandleOp(OpKernelConstruction& c) : OpKernel(c) {
+  explicit IteratorHandleOp(OpKernelConstruction& c)
+      : OpKernel(c),
+        types_(c.GetAttr<std::vector<DataType>>("output_types")),
+        shapes_(c.GetAttr<std::vector<PartialTensorShape>>("output_shapes")) {
     const std::string shared_name = c.GetAttr<std::string>("shared_name");
     handle_ = Tensor(DT_RESOURCE, TensorShape());
     handle_.scalar<ResourceHandle>() = {.container = c.GetAttr<std::string>("container"),
@@ -46,12 +55,14 @@ class IteratorHandleOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const ResourceHandle& h = handle_.scalar<ResourceHandle>();
     ctx->resource_manager()->LookupOrCreate<IteratorResource>(
-        h.container, h.name, [] { return std::make_shared<IteratorResource>(); });
+        h.container, h.name, [this] { return std::make_shared<IteratorResource>(types_, shapes_); });
     ctx->set_output(0, handle_);
   }
   KernelCost cost() const override { return KernelCost::kCheap; }
 
  private:
+  std::vector<DataType> types_;
+  std::vector<PartialTensorShape> shapes_;
   Tensor handle_;
 };
 FT_REGISTER_KERNEL("IteratorV2", IteratorHandleOp);
@@ -151,6 +162,64 @@ struct IteratorToStringHandleOp : OpKernel {
   }
 };
 FT_REGISTER_KERNEL("IteratorToStringHandle", IteratorToStringHandleOp);
+
+// The handle of the iterator a string from IteratorToStringHandle names, after checking that it
+// exists and, when this op declares output types and shapes, that it yields them.
+class IteratorFromStringHandleOp : public OpKernel {
+ public:
+  explicit IteratorFromStringHandleOp(OpKernelConstruction& c)
+      : OpKernel(c),
+        types_(c.GetAttr<std::vector<DataType>>("output_types")),
+        shapes_(c.GetAttr<std::vector<PartialTensorShape>>("output_shapes")) {
+    if (!shapes_.empty() && shapes_.size() != types_.size()) {
+      InvalidArgument(name(), ": ", types_.size(), " output_types but ", shapes_.size(), " output_shapes");
+    }
+  }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    if (in.NumElements() != 1) {
+      InvalidArgument(name(), ": string_handle must be a scalar, got shape ", in.shape().DebugString());
+    }
+    tensorflow::ResourceHandleProto proto;
+    if (!proto.ParseFromString(in.flat<std::string>()[0]) || proto.name().empty()) {
+      InvalidArgument(name(), ": could not parse string_handle as a valid ResourceHandle");
+    }
+    Tensor handle(DT_RESOURCE, TensorShape());
+    handle.scalar<ResourceHandle>() = {
+        .container = proto.container(), .name = proto.name(), .type_name = proto.maybe_type_name()};
+    auto resource = ctx->resource_manager()->Lookup<IteratorResource>(proto.container(), proto.name());
+    if (resource == nullptr) {
+      NotFound(name(), ": the string handle names the iterator '", proto.name(),
+               "', which does not exist in this session");
+    }
+    if (!types_.empty()) Verify(*resource);
+    ctx->set_output(0, handle);
+  }
+
+ private:
+  void Verify(const IteratorResource& resource) const {
+    if (types_.size() != resource.output_types.size()) {
+      InvalidArgument(name(), ": number of components does not match: expected ", types_.size(),
+                      " types but got ", resource.output_types.size(), ".");
+    }
+    for (size_t i = 0; i < types_.size(); ++i) {
+      if (types_[i] != resource.output_types[i]) {
+        InvalidArgument(name(), ": data type mismatch at component ", i, ": expected ",
+                        DataTypeString(types_[i]), " but got ", DataTypeString(resource.output_types[i]),
+                        ".");
+      }
+      if (i < shapes_.size() && i < resource.output_shapes.size() &&
+          !shapes_[i].IsCompatibleWith(resource.output_shapes[i])) {
+        InvalidArgument(name(), ": incompatible shapes at component ", i, ": expected ",
+                        shapes_[i].DebugString(), " but got ", resource.output_shapes[i].DebugString(), ".");
+      }
+    }
+  }
+
+  std::vector<DataType> types_;
+  std::vector<PartialTensorShape> shapes_;
+};
+FT_REGISTER_KERNEL("IteratorFromStringHandleV2", IteratorFromStringHandleOp);
 
 struct SerializeIteratorOp : OpKernel {
   using OpKernel::OpKernel;

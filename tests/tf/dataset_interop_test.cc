@@ -1,0 +1,144 @@
+// tf.data between flowtrain and TF, both ways (interop/check_datasets.py holds TF's side):
+// file caches written by one system are replayed by the other, TF's feedable-iterator MetaGraph
+// runs in flowtrain to TF's values, and flowtrain's GraphDef of a ShuffleAndRepeat pipeline
+// behind a feedable iterator runs in TF.
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "flowtrain/core/file_util.h"
+#include "flowtrain/graph/graph_def.h"
+#include "flowtrain/ops/array_ops.h"
+#include "flowtrain/ops/dataset_ops.h"
+#include "flowtrain/runtime/session.h"
+#include "flowtrain/train/meta_graph.h"
+#include "tests/test_util.h"
+#include "tests/tf/tf_test_util.h"
+
+namespace flowtrain::testing {
+namespace {
+
+std::vector<std::string> Words(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  return words;
+}
+
+// The next element's first component as text, or "end" at OutOfRange.
+std::string NextOrEnd(const std::function<Tensor()>& run) {
+  try {
+    return std::to_string(run().scalar<int64_t>());
+  } catch (const OutOfRangeError&) {
+    return "end";
+  }
+}
+
+TEST(DatasetInterop, FlowtrainReplaysTfsCacheAndRunsTfsFeedableIterator) {
+  const std::string dir = MakeTempDir("datasets_tf");
+  PythonRun r = RunTfPython({TfScript("interop/check_datasets.py"), "--mode", "write_tf", "--dir", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  {
+    // A pipeline over other data with TF's cache file replays TF's elements.
+    Graph g;
+    auto as_default = g.AsDefault();
+    data::Dataset other = data::Dataset::FromTensorSlices(
+        std::vector<Tensor>{Tensor::FromVector<int64_t>({7}), Tensor::FromVector<std::string>({"other"})});
+    data::Iterator it = other.Cache(dir + "/tf_cache").MakeInitializableIterator();
+    auto next = it.GetNext();
+    Session sess(g);
+    sess.Run({}, {}, {it.initializer()});
+    for (int64_t x = 0; x < 5; ++x) {
+      const std::vector<Tensor> e = sess.Run({}, next);
+      EXPECT_EQ(e[0].scalar<int64_t>(), x * 10);
+      EXPECT_EQ(e[1].scalar<std::string>(), "tf-" + std::to_string(x));
+    }
+    EXPECT_THROW(sess.Run({}, next), OutOfRangeError);
+  }
+  std::ifstream in(dir + "/feedable.txt");
+  std::vector<std::vector<std::string>> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(Words(line));
+  ASSERT_EQ(lines.size(), 5u) << r.output;
+  Graph g;
+  train::ImportMetaGraph(dir + "/feedable.meta", &g);
+  Session sess(g);
+  sess.Run({}, {}, lines[0]);
+  const std::vector<Tensor> handles = sess.Run({}, lines[1], {});
+  std::vector<std::string> got;
+  for (const std::string& which : lines[3]) {
+    const Tensor& h = handles[which == "a" ? 0 : 1];
+    got.push_back(NextOrEnd([&] { return sess.Run({{lines[2][0], h}}, {lines[2][1]}, {})[0]; }));
+  }
+  EXPECT_EQ(got, lines[4]);
+}
+
+TEST(DatasetInterop, TfReplaysFlowtrainsCacheAndRunsItsShuffleAndRepeatBehindAFeedableIterator) {
+  const std::string dir = MakeTempDir("datasets_ft");
+  std::string cache_json;
+  {
+    Graph g;
+    auto as_default = g.AsDefault();
+    data::Dataset ds = data::Dataset::FromTensorSlices(std::vector<Tensor>{
+        Tensor::FromVector<int64_t>({3, 1, 4}), Tensor::FromVector<std::string>({"ft-a", "ft-b", "ft-c"})});
+    data::Iterator it = ds.Cache(dir + "/ft_cache").MakeInitializableIterator();
+    auto next = it.GetNext();
+    Session sess(g);
+    sess.Run({}, {}, {it.initializer()});
+    for (;;) {
+      try {
+        const std::vector<Tensor> e = sess.Run({}, next);
+        cache_json += StrCat(cache_json.empty() ? "" : ",", "[", e[0].scalar<int64_t>(), ",\"",
+                             e[1].scalar<std::string>(), "\"]");
+      } catch (const OutOfRangeError&) {
+        break;
+      }
+    }
+  }
+  ASSERT_TRUE(FileExists(dir + "/ft_cache.index"));
+
+  Graph g;
+  auto as_default = g.AsDefault();
+  data::Dataset shuffled = data::Dataset::Range(0, 6).ShuffleAndRepeat(4, 3, 5);
+  data::Dataset plain = data::Dataset::Range(100, 102);
+  data::Iterator a = shuffled.MakeInitializableIterator();
+  data::Iterator b = plain.MakeInitializableIterator();
+  Output ha = a.StringHandle(), hb = b.StringHandle();
+  Output handle = ops::Placeholder(DT_STRING, PartialTensorShape({}), "handle");
+  auto next =
+      data::Iterator::FromStringHandle(handle, shuffled.output_types(), shuffled.output_shapes()).GetNext();
+  // All 18 shuffled elements and the end, with the second iterator's in between.
+  std::vector<std::string> order = {"a", "a", "a", "a", "a", "b", "a", "a", "a", "a", "a", "b"};
+  for (int i = 0; i < 9; ++i) order.push_back("a");
+  order.push_back("b");
+  Session sess(g);
+  sess.Run({}, {}, {a.initializer(), b.initializer()});
+  const std::vector<Tensor> handles = sess.Run({}, {ha, hb});
+  std::vector<std::string> values;
+  for (const std::string& which : order) {
+    values.push_back(NextOrEnd([&] { return sess.Run({{handle, handles[which == "a" ? 0 : 1]}}, next)[0]; }));
+  }
+  EXPECT_EQ(values.back(), "end");
+  std::ofstream(dir + "/ft_graph.pb", std::ios::binary) << g.ToGraphDef().SerializeAsString();
+  auto quoted = [](const std::vector<std::string>& v, bool as_numbers) {
+    std::string out;
+    for (const std::string& s : v) {
+      out += out.empty() ? "" : ",";
+      out += as_numbers ? (s == "end" ? "null" : s) : "\"" + s + "\"";
+    }
+    return "[" + out + "]";
+  };
+  std::ofstream(dir + "/ft_expected.json")
+      << "{\"cache\":[" << cache_json
+      << "],\"initializers\":" << quoted({a.initializer().name(), b.initializer().name()}, false)
+      << ",\"handles\":" << quoted({ha.name(), hb.name()}, false) << ",\"placeholder\":\"" << handle.name()
+      << "\",\"next\":\"" << next[0].name() << "\",\"order\":" << quoted(order, false)
+      << ",\"values\":" << quoted(values, true) << "}";
+  PythonRun r = RunTfPython({TfScript("interop/check_datasets.py"), "--mode", "check", "--dir", dir});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+}  // namespace
+}  // namespace flowtrain::testing
