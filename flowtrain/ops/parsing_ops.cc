@@ -89,6 +89,19 @@ FT_REGISTER_OP("DecodeRaw")
       c.set_output(0, PartialTensorShape(std::span<const int64_t>(dims.data(), dims.size())));
     });
 
+FT_REGISTER_OP("DecodeCSV")
+    .Input("records: string")
+    .Input("record_defaults: OUT_TYPE")
+    .Output("output: OUT_TYPE")
+    .Attr("OUT_TYPE: list(type) >= 1")
+    .Attr("field_delim: string = ','")
+    .Attr("use_quote_delim: bool = true")
+    .Attr("na_value: string = ''")
+    .Attr("select_cols: list(int) = []")
+    .SetShapeFn([](InferenceContext& c) {
+      for (int i = 0; i < c.num_outputs(); ++i) c.set_output(i, c.input(0));
+    });
+
 namespace ops {
 namespace {
 
@@ -255,6 +268,30 @@ data::Dataset MapParseExample(const data::Dataset& serialized,
     return parser->Parse(records, nullptr, /*single=*/records.dims() == 0, {}, nullptr, namer);
   };
   return serialized.Map(std::move(parse), options);
+}
+
+std::vector<Output> DecodeCSV(Output records, const std::vector<Output>& record_defaults,
+                              const DecodeCSVOptions& options) {
+  if (record_defaults.empty()) InvalidArgument("DecodeCSV needs at least one record default");
+  if (options.field_delim.size() != 1) InvalidArgument("field_delim should be only 1 char");
+  for (size_t i = 1; i < options.select_cols.size(); ++i) {
+    if (options.select_cols[i] <= options.select_cols[i - 1])
+      InvalidArgument("select_cols is not strictly increasing.");
+  }
+  if (!options.select_cols.empty() && options.select_cols.size() != record_defaults.size()) {
+    InvalidArgument("Length of select_cols and record_defaults do not match.");
+  }
+  Operation op = NodeBuilder("DecodeCSV", options.name)
+                     .Input(records)
+                     .Input(record_defaults)
+                     .Attr("field_delim", options.field_delim)
+                     .Attr("use_quote_delim", options.use_quote_delim)
+                     .Attr("na_value", options.na_value)
+                     .Attr("select_cols", options.select_cols)
+                     .Finalize();
+  std::vector<Output> out;
+  for (int i = 0; i < op.num_outputs(); ++i) out.push_back(op.output(i));
+  return out;
 }
 
 }  // namespace ops

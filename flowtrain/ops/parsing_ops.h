@@ -1,5 +1,5 @@
-// Parsing of tf.train.Example protos (ParseExample, ParseSingleExample) and of raw bytes
-// (DecodeRaw), with TF's op names and feature semantics.
+// Parsing of tf.train.Example protos (ParseExample, ParseSingleExample), of raw bytes
+// (DecodeRaw) and of CSV records (DecodeCSV), with TF's op names and feature semantics.
 //
 //   Output serialized = iterator.GetNext()[0];                  // [batch] string
 //   ops::ParsedExample parsed = ops::ParseExample(serialized, {
@@ -22,6 +22,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "flowtrain/core/tensor.h"
 #include "flowtrain/graph/graph.h"
@@ -84,6 +85,23 @@ data::Dataset MapParseExample(const data::Dataset& serialized,
 // same length): output shape is the input's plus one dimension.
 Output DecodeRaw(Output bytes, DataType out_type, bool little_endian = true,
                  std::string_view name = "DecodeRaw");
+
+struct DecodeCSVOptions {
+  std::string field_delim = ",";     // one character
+  bool use_quote_delim = true;       // RFC 4180 quotes; false makes '"' an ordinary character
+  std::string na_value;              // a field equal to it takes the default
+  std::vector<int64_t> select_cols;  // the columns to decode, increasing; empty: all
+  std::string name = "DecodeCSV";
+};
+
+// tf.io.decode_csv: one output per default (float, double, int32, int64 or string; a scalar or
+// 1-element vector, or a 0-element vector for a required column), each of `records`' shape.
+// Bad records are InvalidArgumentError at run time in TF's words, naming the record and field
+// (io/csv_record.h).
+//
+//   auto cols = ops::DecodeCSV(line, {ops::Const(0.0f), ops::Const(0.0f), ops::Const(int64_t{0})});
+std::vector<Output> DecodeCSV(Output records, const std::vector<Output>& record_defaults,
+                              const DecodeCSVOptions& options = {});
 
 }  // namespace flowtrain::ops
 

@@ -114,12 +114,46 @@ def check(directory):
         fail("the feedable iterator gave %s in TF, flowtrain %s" % (values, want))
 
 
+def check_csv(directory):
+    """TF runs flowtrain's DecodeCSV GraphDef (csv_graph.pb: records fed to "records:0") on
+    each record of csv_records.txt (hex) and must give flowtrain's result in csv_results.txt:
+    "ok <int32> <float as %.9g> <string hex>" or "error <TF's message>"."""
+    graph_def = tf.GraphDef()
+    with open(os.path.join(directory, "csv_graph.pb"), "rb") as f:
+        graph_def.ParseFromString(f.read())
+    with open(os.path.join(directory, "csv_records.txt")) as f:
+        records = [bytes.fromhex(line.strip()) for line in f]
+    with open(os.path.join(directory, "csv_results.txt")) as f:
+        results = [line.rstrip("\n") for line in f]
+    if len(records) != len(results) or not records:
+        fail("%d records but %d results" % (len(records), len(results)))
+    with tf.Graph().as_default() as g:
+        tf.import_graph_def(graph_def, name="")
+        records_in = g.get_tensor_by_name("records:0")
+        outputs = [g.get_tensor_by_name("DecodeCSV:%d" % i) for i in range(3)]
+        with tf.Session() as sess:
+            for i, (record, want) in enumerate(zip(records, results)):
+                try:
+                    a, b, c = sess.run(outputs, {records_in: [record]})
+                    got = "ok %d %.9g %s" % (a[0], float(b[0]), c[0].hex())
+                except tf.errors.InvalidArgumentError as e:
+                    got = "error " + e.message
+                if got.startswith("ok") != want.startswith("ok"):
+                    fail("record %d %r: TF %s, flowtrain %s" % (i, record, got, want))
+                if got.startswith("ok") and got != want:
+                    fail("record %d %r: TF %s, flowtrain %s" % (i, record, got, want))
+                if got.startswith("error") and want[len("error "):] not in got:
+                    fail("record %d %r: TF's error %r lacks flowtrain's %r" % (i, record, got, want))
+
+
 def main():
     args = parse_flags("mode", "dir")
     if args.mode == "write_tf":
         write_tf(args.dir)
     elif args.mode == "check":
         check(args.dir)
+    elif args.mode == "check_csv":
+        check_csv(args.dir)
     else:
         fail("unknown --mode " + args.mode)
 
