@@ -66,7 +66,13 @@ std::string ResolveCheckpointPrefix(const std::string& path) {
 
 void PrintTensor(const io::CheckpointReader& reader, const std::string& name,
                  const NumpyPrintOptions& options) {
-  const Tensor value = reader.GetTensor(name);
+  Tensor value = reader.GetTensor(name);
+  // TF's reader hands a 0-d tensor back as a Python scalar, so a float32 or half one prints as
+  // the double it widens to (0.1f as 0.10000000149011612), not as numpy's float32 does.
+  if (value.dims() == 0 && (value.dtype() == DT_FLOAT || value.dtype() == DT_HALF)) {
+    value = Tensor::Scalar<double>(value.dtype() == DT_FLOAT ? value.scalar<float>()
+                                                             : static_cast<double>(value.scalar<half>()));
+  }
   std::printf("tensor_name:  %s\n%s\n", name.c_str(), NumpyString(value, options).c_str());
 }
 

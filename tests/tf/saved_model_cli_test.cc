@@ -2,6 +2,7 @@
 // numpy's, with one TF process writing TF's side (interop/saved_model_cli.py): a SavedModel TF1's
 // Builder wrote is shown by `flowtrain saved-model show --all` as saved_model_cli shows it, and
 // `flowtrain saved-model run` writes the .npy outputs saved_model_cli writes.
+#include <cmath>
 #include <set>
 #include <sstream>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "flowtrain/core/file_util.h"
 #include "flowtrain/io/npy_file.h"
+#include "flowtrain/io/tensor_bundle_writer.h"
 #include "tests/test_util.h"
 #include "tests/tf/tf_test_util.h"
 
@@ -131,6 +133,33 @@ TEST_F(SavedModelCliTest, NpyFilesGoBothWaysBetweenNumpyAndFlowtrain) {
   PythonRun checked =
       RunTfPython({TfScript("interop/saved_model_cli.py"), "--mode", "check_npy", "--dir", dir});
   EXPECT_EQ(checked.exit_code, 0) << checked.output;
+}
+
+// inspect-checkpoint prints values as numpy's str() prints the arrays TF reads: float alignment,
+// scientific form, nan and inf, line wrapping, "..." past 1000 values, bools, bytes, scalars.
+TEST_F(SavedModelCliTest, InspectCheckpointPrintsValuesAsNumpyDoes) {
+  const std::string prefix = Out("numpy_print/ckpt");
+  io::BundleWriter writer(prefix);
+  std::vector<float> sevenths(100);
+  for (int i = 0; i < 100; ++i) sevenths[i] = static_cast<float>(i) / 7;
+  writer.Add("sevenths", Tensor::FromVector<float>(sevenths));
+  writer.Add("scientific", Tensor::FromVector<float>({1e-5f, 1, std::nanf(""), -INFINITY}));
+  writer.Add("wide", Tensor::FromVector<double>({1e10, 1.5e-5, -3}));
+  std::vector<int64_t> counts(2 * 3 * 400);
+  for (size_t i = 0; i < counts.size(); ++i) counts[i] = static_cast<int64_t>(i) - 7;
+  writer.Add("summarized", Tensor::FromVector<int64_t>(counts, TensorShape({2, 3, 400})));
+  writer.Add("flags", Tensor::FromVector<bool>({true, false, true}));
+  writer.Add("words", Tensor::FromVector<std::string>({"a", "it's", "b\n"}));
+  writer.Add("step", Tensor::Scalar<int64_t>(42));
+  writer.Add("rate", Tensor::Scalar<float>(0.1f));
+  writer.Add("grid", Tensor::FromVector<float>({0.5f, -2, 3.25f, 100, 0, 1}, TensorShape({3, 2})));
+  writer.Finish();
+  CliResult ours = RunFlowtrainCli("inspect-checkpoint " + prefix + " --all_tensors");
+  ASSERT_EQ(ours.exit_code, 0) << ours.output;
+  PythonRun numpy = RunTfPython({TfScript("interop/saved_model_cli.py"), "--mode", "print_checkpoint",
+                                 "--prefix", prefix, "--out", Out("numpy_print/numpy.txt")});
+  ASSERT_EQ(numpy.exit_code, 0) << numpy.output;
+  EXPECT_EQ(ours.output, ReadFileToString(Out("numpy_print/numpy.txt")));
 }
 
 }  // namespace

@@ -9,6 +9,9 @@ runs each signature. numpy also writes OUT/np/*.npy (see NPY_CASES) for flowtrai
 --mode compare --a DIR --b DIR: every .npy under DIR a has a twin under DIR b of the same dtype
 and shape and allclose values (and DIR b no more files).
 --mode check_npy --dir DIR: the .npy files flowtrain wrote into DIR hold NPY_CASES' values.
+--mode print_checkpoint --prefix P --out FILE: for each tensor of checkpoint P (sorted by name),
+"tensor_name:  <name>" and numpy's str() of the array tf.train.load_checkpoint gives, as TF's
+inspect_checkpoint --all_tensors prints values.
 """
 import argparse
 import os
@@ -106,20 +109,30 @@ def check_npy(directory):
                  f"{expected.shape} {expected}")
 
 
+def print_checkpoint(prefix, out):
+    reader = tf.train.load_checkpoint(prefix)
+    with open(out, "w") as f:
+        for name in sorted(reader.get_variable_to_shape_map()):
+            f.write(f"tensor_name:  {name}\n{reader.get_tensor(name)}\n")
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--mode", required=True, choices=["write", "compare", "check_npy"])
+    parser.add_argument("--mode", required=True, choices=["write", "compare", "check_npy", "print_checkpoint"])
     parser.add_argument("--out", default="")
     parser.add_argument("--a", default="")
     parser.add_argument("--b", default="")
     parser.add_argument("--dir", default="")
+    parser.add_argument("--prefix", default="")
     flags = parser.parse_args()
     if flags.mode == "write":
         write(flags.out)
     elif flags.mode == "compare":
         compare(flags.a, flags.b)
-    else:
+    elif flags.mode == "check_npy":
         check_npy(flags.dir)
+    else:
+        print_checkpoint(flags.prefix, flags.out)
 
 
 if __name__ == "__main__":
