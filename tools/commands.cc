@@ -13,10 +13,11 @@ void AddVersionCommand(CLI::App& app) {
 
 std::vector<AddCommand> AllCommands() {
   return {
-      AddVersionCommand,
-      AddInspectCheckpointCommand,
-      AddEventsCommand,
-      AddServerCommand,
+      AddVersionCommand,            //
+      AddInspectCheckpointCommand,  //
+      AddEventsCommand,             //
+      AddServerCommand,             //
+      AddSavedModelCommand,
   };
 }
 

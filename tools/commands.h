@@ -26,6 +26,7 @@ void AddVersionCommand(CLI::App& app);
 void AddInspectCheckpointCommand(CLI::App& app);
 void AddEventsCommand(CLI::App& app);
 void AddServerCommand(CLI::App& app);
+void AddSavedModelCommand(CLI::App& app);
 
 }  // namespace flowtrain::tools
 
