@@ -48,6 +48,23 @@ FT_REGISTER_OP("TFRecordDataset")
     .Output("handle: variant")
     .SetShapeFn(shape_fns::ScalarShape);
 
+FT_REGISTER_OP("TextLineDataset")
+    .Input("filenames: string")
+    .Input("compression_type: string")
+    .Input("buffer_size: int64")
+    .Output("handle: variant")
+    .SetShapeFn(shape_fns::ScalarShape);
+
+FT_REGISTER_OP("FixedLengthRecordDatasetV2")
+    .Input("filenames: string")
+    .Input("header_bytes: int64")
+    .Input("record_bytes: int64")
+    .Input("footer_bytes: int64")
+    .Input("buffer_size: int64")
+    .Input("compression_type: string")
+    .Output("handle: variant")
+    .SetShapeFn(shape_fns::ScalarShape);
+
 FT_REGISTER_OP("MapDataset")
     .Input("input_dataset: variant")
     .Attr("f: func")
@@ -268,6 +285,46 @@ Dataset Dataset::TFRecord(Output filenames, const std::string& compression_type,
                        .Input(filenames)
                        .Input(compression)
                        .Input(buffer)
+                       .Finalize();
+  return Dataset(variant, {DT_STRING}, {PartialTensorShape({})});
+}
+
+Dataset Dataset::TextLine(const std::vector<std::string>& filenames, const std::string& compression_type,
+                          int64_t buffer_size) {
+  Graph& graph = GetDefaultGraph();
+  OpNameScope scope(graph, "TextLineDataset");
+  Output files = ops::Const(Tensor::FromVector<std::string>(filenames), "filenames");
+  Output compression = ops::Const(compression_type, "compression_type");
+  Output buffer = ops::Const(buffer_size, "buffer_size");
+  scope.Exit();
+  Output variant = NodeBuilder("TextLineDataset", scope.op_name())
+                       .ExactName()
+                       .Input(files)
+                       .Input(compression)
+                       .Input(buffer)
+                       .Finalize();
+  return Dataset(variant, {DT_STRING}, {PartialTensorShape({})});
+}
+
+Dataset Dataset::FixedLengthRecord(const std::vector<std::string>& filenames, int64_t record_bytes,
+                                   const FixedLengthRecordOptions& options) {
+  Graph& graph = GetDefaultGraph();
+  OpNameScope scope(graph, "FixedLengthRecordDataset");
+  Output files = ops::Const(Tensor::FromVector<std::string>(filenames), "filenames");
+  Output header = ops::Const(options.header_bytes, "header_bytes");
+  Output record = ops::Const(record_bytes, "record_bytes");
+  Output footer = ops::Const(options.footer_bytes, "footer_bytes");
+  Output buffer = ops::Const(options.buffer_size, "buffer_size");
+  Output compression = ops::Const(options.compression_type, "compression_type");
+  scope.Exit();
+  Output variant = NodeBuilder("FixedLengthRecordDatasetV2", scope.op_name())
+                       .ExactName()
+                       .Input(files)
+                       .Input(header)
+                       .Input(record)
+                       .Input(footer)
+                       .Input(buffer)
+                       .Input(compression)
                        .Finalize();
   return Dataset(variant, {DT_STRING}, {PartialTensorShape({})});
 }
