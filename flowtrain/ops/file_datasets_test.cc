@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "flowtrain/core/file_util.h"
+#include "flowtrain/graph/graph_def.h"
 #include "flowtrain/io/compression.h"
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/dataset_ops.h"
@@ -186,6 +187,34 @@ TEST(FixedLengthRecordDataset, RestoresItsPositionMidFile) {
         },
         taken);
   }
+}
+
+// TF 2.x writes `metadata` on every dataset op: accepted on import, and at its default left out
+// of the GraphDefs flowtrain writes (TF 1.15 has no such attr).
+TEST(TextLineDataset, TakesTf2sMetadataAttr) {
+  const std::string file = WriteFile(testing::MakeTempDir("text_line_metadata"), "a.txt", "p\nq\n");
+  Graph g;
+  std::string init, next;
+  {
+    auto as_default = g.AsDefault();
+    Iterator it = Dataset::TextLine({file}).MakeInitializableIterator();
+    init = it.initializer().name();
+    next = it.GetNext()[0].op().name();
+  }
+  tensorflow::GraphDef def = g.ToGraphDef();
+  int found = 0;
+  for (tensorflow::NodeDef& node : *def.mutable_node()) {
+    if (node.op() != "TextLineDataset") continue;
+    ++found;
+    EXPECT_EQ(node.attr().count("metadata"), 0u);
+    (*node.mutable_attr())["metadata"].set_s("\n\x0etf2_dataset");
+  }
+  ASSERT_EQ(found, 1);
+  Graph imported;
+  ImportGraphDef(def, &imported);
+  Session sess(imported);
+  sess.Run(std::vector<std::pair<std::string, Tensor>>{}, {}, {init});
+  EXPECT_EQ(sess.Run({}, {next + ":0"}, {})[0].scalar<std::string>(), "p");
 }
 
 }  // namespace
