@@ -26,7 +26,12 @@ void GetNextShape(InferenceContext& c) {
       .SetShapeFn(shape_fns::ScalarShape)
 
 // Dataset.from_tensors: one element, the components themselves.
+// Every dataset op takes TF 2.x's `metadata` (a debug name; TensorSliceDataset's `is_files` and
+// `replicate_on_split`, RangeDataset's `replicate_on_split`, for tf.data service sharding): TF 2.x
+// writes them; flowtrain accepts and ignores them, and leaves them out of the GraphDefs it writes
+// when at their defaults (graph_def.cc), for TF 1.15.
 FT_REGISTER_OP("TensorDataset")
+    .Attr("metadata: string = \"\"")
     .Input("components: Toutput_types")
     .Output("handle: variant")
     .Attr("Toutput_types: list(type) >= 1")
@@ -35,6 +40,9 @@ FT_REGISTER_OP("TensorDataset")
     .SetShapeFn(shape_fns::ScalarShape);
 
 FT_REGISTER_OP("TensorSliceDataset")
+    .Attr("metadata: string = \"\"")
+    .Attr("is_files: bool = false")
+    .Attr("replicate_on_split: bool = false")
     .Input("components: Toutput_types")
     .Output("handle: variant")
     .Attr("Toutput_types: list(type) >= 1")
@@ -42,19 +50,41 @@ FT_REGISTER_OP("TensorSliceDataset")
     .SetShapeFn(shape_fns::ScalarShape);
 
 FT_REGISTER_OP("TFRecordDataset")
+    .Attr("metadata: string = \"\"")
     .Input("filenames: string")
     .Input("compression_type: string")
     .Input("buffer_size: int64")
     .Output("handle: variant")
     .SetShapeFn(shape_fns::ScalarShape);
 
+FT_REGISTER_OP("TextLineDataset")
+    .Attr("metadata: string = \"\"")
+    .Input("filenames: string")
+    .Input("compression_type: string")
+    .Input("buffer_size: int64")
+    .Output("handle: variant")
+    .SetShapeFn(shape_fns::ScalarShape);
+
+FT_REGISTER_OP("FixedLengthRecordDatasetV2")
+    .Attr("metadata: string = \"\"")
+    .Input("filenames: string")
+    .Input("header_bytes: int64")
+    .Input("record_bytes: int64")
+    .Input("footer_bytes: int64")
+    .Input("buffer_size: int64")
+    .Input("compression_type: string")
+    .Output("handle: variant")
+    .SetShapeFn(shape_fns::ScalarShape);
+
 FT_REGISTER_OP("MapDataset")
+    .Attr("metadata: string = \"\"")
     .Input("input_dataset: variant")
     .Attr("f: func")
     .Attr("use_inter_op_parallelism: bool = true")
     .Attr("preserve_cardinality: bool = false") FT_DATASET_OUTPUT;
 
 FT_REGISTER_OP("ParallelMapDataset")
+    .Attr("metadata: string = \"\"")
     .Input("input_dataset: variant")
     .Input("num_parallel_calls: int32")
     .Attr("f: func")
@@ -62,24 +92,33 @@ FT_REGISTER_OP("ParallelMapDataset")
     .Attr("sloppy: bool = false")
     .Attr("preserve_cardinality: bool = false") FT_DATASET_OUTPUT;
 
-FT_REGISTER_OP("FilterDataset").Input("input_dataset: variant").Attr("predicate: func") FT_DATASET_OUTPUT;
+FT_REGISTER_OP("FilterDataset")
+    .Attr("metadata: string = \"\"")
+    .Input("input_dataset: variant")
+    .Attr("predicate: func") FT_DATASET_OUTPUT;
 
 FT_REGISTER_OP("ShuffleDataset")
+    .Attr("metadata: string = \"\"")
     .Input("input_dataset: variant")
     .Input("buffer_size: int64")
     .Input("seed: int64")
     .Input("seed2: int64")
     .Attr("reshuffle_each_iteration: bool = true") FT_DATASET_OUTPUT;
 
-FT_REGISTER_OP("RepeatDataset").Input("input_dataset: variant").Input("count: int64") FT_DATASET_OUTPUT;
+FT_REGISTER_OP("RepeatDataset")
+    .Attr("metadata: string = \"\"")
+    .Input("input_dataset: variant")
+    .Input("count: int64") FT_DATASET_OUTPUT;
 
 FT_REGISTER_OP("BatchDatasetV2")
+    .Attr("metadata: string = \"\"")
     .Input("input_dataset: variant")
     .Input("batch_size: int64")
     .Input("drop_remainder: bool")
     .Attr("parallel_copy: bool = false") FT_DATASET_OUTPUT;
 
 FT_REGISTER_OP("PrefetchDataset")
+    .Attr("metadata: string = \"\"")
     .Input("input_dataset: variant")
     .Input("buffer_size: int64")
     .Attr("slack_period: int = 0") FT_DATASET_OUTPUT;
@@ -87,6 +126,7 @@ FT_REGISTER_OP("PrefetchDataset")
 // Dataset.flat_map with `f` a function of the graph's library. flowtrain registers it so that
 // TF's graphs import; it has no kernel until graph functions run.
 FT_REGISTER_OP("FlatMapDataset")
+    .Attr("metadata: string = \"\"")
     .Input("input_dataset: variant")
     .Input("other_arguments: Targuments")
     .Attr("f: func")
@@ -104,21 +144,34 @@ FT_REGISTER_OP("ModelDataset")
     .Attr("algorithm: int = 0")
     .Attr("cpu_budget: int = 0") FT_DATASET_OUTPUT;
 
-FT_REGISTER_OP("TakeDataset").Input("input_dataset: variant").Input("count: int64") FT_DATASET_OUTPUT;
-FT_REGISTER_OP("SkipDataset").Input("input_dataset: variant").Input("count: int64") FT_DATASET_OUTPUT;
+FT_REGISTER_OP("TakeDataset")
+    .Attr("metadata: string = \"\"")
+    .Input("input_dataset: variant")
+    .Input("count: int64") FT_DATASET_OUTPUT;
+FT_REGISTER_OP("SkipDataset")
+    .Attr("metadata: string = \"\"")
+    .Input("input_dataset: variant")
+    .Input("count: int64") FT_DATASET_OUTPUT;
 // ---- tf.data breadth (issue #20): sources and structural datasets, with TF 1.15's signatures.
 FT_REGISTER_OP("RangeDataset")
+    .Attr("metadata: string = \"\"")
+    .Attr("replicate_on_split: bool = false")
     .Input("start: int64")
     .Input("stop: int64")
     .Input("step: int64") FT_DATASET_OUTPUT;
 
-FT_REGISTER_OP("ZipDataset").Input("input_datasets: N * variant").Attr("N: int >= 1") FT_DATASET_OUTPUT;
+FT_REGISTER_OP("ZipDataset")
+    .Attr("metadata: string = \"\"")
+    .Input("input_datasets: N * variant")
+    .Attr("N: int >= 1") FT_DATASET_OUTPUT;
 
 FT_REGISTER_OP("ConcatenateDataset")
+    .Attr("metadata: string = \"\"")
     .Input("input_dataset: variant")
     .Input("another_dataset: variant") FT_DATASET_OUTPUT;
 
 FT_REGISTER_OP("PaddedBatchDatasetV2")
+    .Attr("metadata: string = \"\"")
     .Input("input_dataset: variant")
     .Input("batch_size: int64")
     .Input("padded_shapes: N * int64")
@@ -131,9 +184,12 @@ FT_REGISTER_OP("PaddedBatchDatasetV2")
     .Attr("N: int >= 1")
     .SetShapeFn(shape_fns::ScalarShape);
 
-FT_REGISTER_OP("UnbatchDataset").Input("input_dataset: variant") FT_DATASET_OUTPUT;
+FT_REGISTER_OP("UnbatchDataset")
+    .Attr("metadata: string = \"\"")
+    .Input("input_dataset: variant") FT_DATASET_OUTPUT;
 
 FT_REGISTER_OP("ShardDataset")
+    .Attr("metadata: string = \"\"")
     .Input("input_dataset: variant")
     .Input("num_shards: int64")
     .Input("index: int64")
@@ -301,6 +357,46 @@ Dataset Dataset::TFRecord(Output filenames, const std::string& compression_type,
                        .Input(filenames)
                        .Input(compression)
                        .Input(buffer)
+                       .Finalize();
+  return Dataset(variant, {DT_STRING}, {PartialTensorShape({})});
+}
+
+Dataset Dataset::TextLine(const std::vector<std::string>& filenames, const std::string& compression_type,
+                          int64_t buffer_size) {
+  Graph& graph = GetDefaultGraph();
+  OpNameScope scope(graph, "TextLineDataset");
+  Output files = ops::Const(Tensor::FromVector<std::string>(filenames), "filenames");
+  Output compression = ops::Const(compression_type, "compression_type");
+  Output buffer = ops::Const(buffer_size, "buffer_size");
+  scope.Exit();
+  Output variant = NodeBuilder("TextLineDataset", scope.op_name())
+                       .ExactName()
+                       .Input(files)
+                       .Input(compression)
+                       .Input(buffer)
+                       .Finalize();
+  return Dataset(variant, {DT_STRING}, {PartialTensorShape({})});
+}
+
+Dataset Dataset::FixedLengthRecord(const std::vector<std::string>& filenames, int64_t record_bytes,
+                                   const FixedLengthRecordOptions& options) {
+  Graph& graph = GetDefaultGraph();
+  OpNameScope scope(graph, "FixedLengthRecordDataset");
+  Output files = ops::Const(Tensor::FromVector<std::string>(filenames), "filenames");
+  Output header = ops::Const(options.header_bytes, "header_bytes");
+  Output record = ops::Const(record_bytes, "record_bytes");
+  Output footer = ops::Const(options.footer_bytes, "footer_bytes");
+  Output buffer = ops::Const(options.buffer_size, "buffer_size");
+  Output compression = ops::Const(options.compression_type, "compression_type");
+  scope.Exit();
+  Output variant = NodeBuilder("FixedLengthRecordDatasetV2", scope.op_name())
+                       .ExactName()
+                       .Input(files)
+                       .Input(header)
+                       .Input(record)
+                       .Input(footer)
+                       .Input(buffer)
+                       .Input(compression)
                        .Finalize();
   return Dataset(variant, {DT_STRING}, {PartialTensorShape({})});
 }

@@ -55,6 +55,54 @@ FT_REGISTER_OP("ParseExample")
       ParseShape(c, false, static_cast<int>(c.GetAttr<int64_t>("Nsparse")));
     });
 
+// As TF's: a scalar `serialized` gives outputs without the batch dimension; the batch size
+// is not propagated, and the ragged outputs are vectors of unknown size.
+FT_REGISTER_OP("ParseExampleV2")
+    .Input("serialized: string")
+    .Input("names: string")
+    .Input("sparse_keys: string")
+    .Input("dense_keys: string")
+    .Input("ragged_keys: string")
+    .Input("dense_defaults: Tdense")
+    .Output("sparse_indices: num_sparse * int64")
+    .Output("sparse_values: sparse_types")
+    .Output("sparse_shapes: num_sparse * int64")
+    .Output("dense_values: Tdense")
+    .Output("ragged_values: ragged_value_types")
+    .Output("ragged_row_splits: ragged_split_types")
+    .Attr("Tdense: list(type) >= 0")
+    .Attr("num_sparse: int >= 0")
+    .Attr("sparse_types: list(type) >= 0")
+    .Attr("ragged_value_types: list(type) >= 0")
+    .Attr("ragged_split_types: list(type) >= 0")
+    .Attr("dense_shapes: list(shape) >= 0")
+    .SetShapeFn([](InferenceContext& c) {
+      c.WithRankAtMost(c.input(0), 1);
+      const PartialTensorShape& in = c.input(0);
+      const int num_sparse = static_cast<int>(c.GetAttr<int64_t>("num_sparse"));
+      const auto dense_shapes = c.GetAttr<std::vector<PartialTensorShape>>("dense_shapes");
+      const int num_ragged = static_cast<int>(c.GetAttr<std::vector<DataType>>("ragged_value_types").size());
+      const int64_t rank = in.unknown_rank() ? -1 : in.dims() + 1;
+      for (int i = 0; i < num_sparse; ++i) {
+        c.set_output(i, PartialTensorShape({-1, rank}));
+        c.set_output(num_sparse + i, PartialTensorShape({-1}));
+        c.set_output(2 * num_sparse + i, PartialTensorShape({rank}));
+      }
+      for (size_t d = 0; d < dense_shapes.size(); ++d) {
+        PartialTensorShape shape = dense_shapes[d];
+        if (in.unknown_rank()) {
+          shape = PartialTensorShape::Unknown();
+        } else if (in.dims() == 1) {
+          DimVector dims = shape.dim_sizes();
+          dims.insert(dims.begin(), -1);
+          shape = PartialTensorShape(std::span<const int64_t>(dims.data(), dims.size()));
+        }
+        c.set_output(3 * num_sparse + static_cast<int>(d), shape);
+      }
+      const int ragged_at = 3 * num_sparse + static_cast<int>(dense_shapes.size());
+      for (int r = 0; r < 2 * num_ragged; ++r) c.set_output(ragged_at + r, PartialTensorShape({-1}));
+    });
+
 FT_REGISTER_OP("ParseSingleExample")
     .Input("serialized: string")
     .Input("dense_defaults: Tdense")

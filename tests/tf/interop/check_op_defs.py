@@ -33,6 +33,8 @@ KNOWN = {
     "TFRecordDataset: is_stateful False, TF's True": "not serialized",
     "TensorSliceDataset: is_stateful False, TF's True": "not serialized",
     "RangeDataset: is_stateful False, TF's True": "not serialized",
+    "TextLineDataset: is_stateful False, TF's True": "not serialized",
+    "FixedLengthRecordDatasetV2: is_stateful False, TF's True": "not serialized",
     # flowtrain's dataset functions are C++ functions (ops/dataset_functions.h) without captured
     # arguments: TF could not run them in any case.
     "MapDataset:": "C++ map functions",
