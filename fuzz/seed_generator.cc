@@ -160,6 +160,15 @@ void Npys(const SeedWriter& seeds) {
   seeds.Write("npy", "unicode_v3", bytes);
 }
 
+// CSV records for csv_fuzz: the first byte is its options byte.
+void Csvs(const SeedWriter& seeds) {
+  seeds.Write("csv", "plain",
+              std::string("\x00") + "1.5,2,3,abc\n-0.25, 7 ,99999999999,\"q,\"\"x\"\"\"\n,,,");
+  seeds.Write("csv", "semicolon_na", std::string("\x05") + "inf;NA;3;x\n1e400;4;5;\"a;b\"");
+  seeds.Write("csv", "selected_required", std::string("\x18") + "1,2,3,4,5,6\n0.5,1,2,3,4,5,junk");
+  seeds.Write("csv", "bad_quotes", std::string("\x00") + "1,\"open,3,x\n1,a\"b,3,x\n\"ab\"c,1,2,3");
+}
+
 void Examples(const SeedWriter& seeds) {
   tensorflow::Example full;
   auto& features = *full.mutable_features()->mutable_feature();
@@ -273,6 +282,7 @@ int main(int argc, char** argv) {
   flowtrain::Events(seeds);
   flowtrain::Idx(seeds);
   flowtrain::Npys(seeds);
+  flowtrain::Csvs(seeds);
   flowtrain::Examples(seeds);
   flowtrain::Graphs(seeds);
   flowtrain::CheckpointStates(seeds);
