@@ -90,10 +90,10 @@ int RemoveNewDefaultAttrs(const tensorflow::OpList& producer_ops, tensorflow::Gr
     return bytes;
   };
   int removed = 0;
-  for (tensorflow::NodeDef& node : *graph_def->mutable_node()) {
+  auto strip = [&](tensorflow::NodeDef& node) {
     const OpRegistration* ours = OpRegistry::Global()->LookUp(node.op());
     auto theirs = producer.find(node.op());
-    if (ours == nullptr || theirs == producer.end()) continue;
+    if (ours == nullptr || theirs == producer.end()) return;
     std::vector<std::string> remove;
     for (const auto& [name, value] : node.attr()) {
       if (name.starts_with("_")) continue;
@@ -109,6 +109,12 @@ int RemoveNewDefaultAttrs(const tensorflow::OpList& producer_ops, tensorflow::Gr
     }
     for (const std::string& name : remove) node.mutable_attr()->erase(name);
     removed += static_cast<int>(remove.size());
+  };
+  for (tensorflow::NodeDef& node : *graph_def->mutable_node()) strip(node);
+  // The bodies of the library's functions too: TF's tf.data functions hold dataset ops with
+  // the newer attrs (metadata, replicate_on_split...).
+  for (tensorflow::FunctionDef& function : *graph_def->mutable_library()->mutable_function()) {
+    for (tensorflow::NodeDef& node : *function.mutable_node_def()) strip(node);
   }
   return removed;
 }

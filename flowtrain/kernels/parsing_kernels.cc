@@ -123,6 +123,52 @@ class ParseSingleExampleOp : public OpKernel {
 };
 FT_REGISTER_KERNEL("ParseSingleExample", ParseSingleExampleOp);
 
+// ParseExampleV2: the keys are 1-D string inputs, read on each run like ParseExample's; a
+// scalar `serialized` is one Example, parsed as ParseSingleExample parses it.
+class ParseExampleV2Op : public OpKernel {
+ public:
+  explicit ParseExampleV2Op(OpKernelConstruction& c) : OpKernel(c) {}
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& serialized = ctx->input(0);
+    if (serialized.dims() > 1) {
+      Unimplemented("ParseExampleV2 of serialized examples of rank ", serialized.dims(),
+                    " (flowtrain parses a scalar or a vector)");
+    }
+    if (ctx->input(4).NumElements() != 0) Unimplemented("ParseExampleV2 of ragged features");
+    auto keys = [&](int input) {
+      std::vector<std::string> out;
+      for (const std::string& k : ctx->input(input).flat<std::string>()) out.push_back(k);
+      return out;
+    };
+    const std::vector<std::string> sparse_keys = keys(2), dense_keys = keys(3);
+    std::vector<Tensor> defaults;
+    for (size_t i = 0; i < dense_keys.size(); ++i) defaults.push_back(ctx->input(5 + static_cast<int>(i)));
+    std::shared_ptr<const ExampleParser> parser;
+    {
+      absl::MutexLock lock(&mu_);
+      if (parser_ == nullptr || sparse_keys != sparse_keys_ || dense_keys != dense_keys_) {
+        OpKernelConstruction c(node());
+        parser_ =
+            std::make_shared<ExampleParser>(SparseFeatures(c, sparse_keys), DenseFeatures(c, dense_keys));
+        sparse_keys_ = sparse_keys;
+        dense_keys_ = dense_keys;
+      }
+      parser = parser_;
+    }
+    const bool single = serialized.dims() == 0;
+    const Tensor& names = ctx->input(1);
+    ParseInto(ctx, *parser, serialized, single || names.NumElements() == 0 ? nullptr : &names, defaults,
+              single);
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<std::string> sparse_keys_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> dense_keys_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const ExampleParser> parser_ ABSL_GUARDED_BY(mu_);
+};
+FT_REGISTER_KERNEL("ParseExampleV2", ParseExampleV2Op);
+
 class DecodeRawOp : public OpKernel {
  public:
   explicit DecodeRawOp(OpKernelConstruction& c)

@@ -125,6 +125,12 @@ class Dataset {
                            bool reshuffle_each_iteration = true) const;
   // ---- end of tf.data breadth.
 
+  // The dataset of a node these builders do not make (a MapDataset over a function of the
+  // graph's library, a dataset op of an imported graph): `variant` is its handle output,
+  // `types` and `shapes` its elements'. InvalidArgument if their sizes differ.
+  static Dataset FromVariant(Output variant, std::vector<DataType> types,
+                             std::vector<PartialTensorShape> shapes);
+
  private:
   Dataset(Output variant, std::vector<DataType> types, std::vector<PartialTensorShape> shapes);
   // Map over the function registered under `hint` by `register_fn(hint)`.

@@ -73,6 +73,37 @@ FT_REGISTER_OP("ParseSingleExample")
       ParseShape(c, true, static_cast<int>(c.GetAttr<int64_t>("num_sparse")));
     });
 
+// tf.io.parse_example and parse_single_example in TF 2.x: the keys as 1-D string inputs, a
+// scalar `serialized` parsed as one Example (outputs without the batch dimension). flowtrain
+// parses no ragged features (Unimplemented when ragged_keys is not empty).
+FT_REGISTER_OP("ParseExampleV2")
+    .Input("serialized: string")
+    .Input("names: string")
+    .Input("sparse_keys: string")
+    .Input("dense_keys: string")
+    .Input("ragged_keys: string")
+    .Input("dense_defaults: Tdense")
+    .Output("sparse_indices: num_sparse * int64")
+    .Output("sparse_values: sparse_types")
+    .Output("sparse_shapes: num_sparse * int64")
+    .Output("dense_values: Tdense")
+    .Output("ragged_values: ragged_value_types")
+    .Output("ragged_row_splits: ragged_split_types")
+    .Attr("Tdense: list(type) >= 0")
+    .Attr("num_sparse: int >= 0")
+    .Attr("sparse_types: list(type) >= 0")
+    .Attr("ragged_value_types: list(type) >= 0")
+    .Attr("ragged_split_types: list(type) >= 0")
+    .Attr("dense_shapes: list(shape) >= 0")
+    .SetShapeFn([](InferenceContext& c) {
+      const bool single = !c.input(0).unknown_rank() && c.input(0).dims() == 0;
+      ParseShape(c, single, static_cast<int>(c.GetAttr<int64_t>("num_sparse")));
+      const int first_ragged =
+          c.num_outputs() -
+          2 * static_cast<int>(c.GetAttr<std::vector<DataType>>("ragged_value_types").size());
+      for (int i = first_ragged; i < c.num_outputs(); ++i) c.set_output(i, PartialTensorShape({-1}));
+    });
+
 FT_REGISTER_OP("DecodeRaw")
     .Input("bytes: string")
     .Output("output: out_type")
