@@ -147,10 +147,14 @@ FT_REGISTER_OP("BatchDatasetV2")
     .Input("drop_remainder: bool")
     .Attr("parallel_copy: bool = false") FT_DATASET_OUTPUT;
 
+// TF 2.x writes legacy_autotune = false; it and buffer_size_min only tune TF's autotuning
+// of an AUTOTUNE buffer, which flowtrain does not do.
 FT_REGISTER_OP("PrefetchDataset")
     .Input("input_dataset: variant")
     .Input("buffer_size: int64")
-    .Attr("slack_period: int = 0") FT_DATASET_OUTPUT;
+    .Attr("slack_period: int = 0")
+    .Attr("legacy_autotune: bool = true")
+    .Attr("buffer_size_min: int = 0") FT_DATASET_OUTPUT;
 
 // What TF 1.x's iterator makers wrap every pipeline in: static rewrites (OptimizeDataset)
 // and autotuning (ModelDataset), both leaving the elements as they are.

@@ -57,19 +57,23 @@ class GraphFunctionRuntime::Instance : public InstantiatedFunction {
       : InstantiatedFunction(function.name(), std::move(inputs), std::move(outputs)),
         runtime_(std::move(runtime)) {
     // The call node is named after the function, so that the body's nodes ("<function>/<node>")
-    // name it in the executor's errors.
+    // name it in the executor's errors; a node name cannot start with "_" as TF's generated
+    // function names ("__inference_...") do.
+    const size_t start = function.name().find_first_not_of('_');
+    const std::string call_name =
+        start == std::string::npos ? std::string("function") : function.name().substr(start);
     tensorflow::GraphDef def;
     *def.mutable_library() = runtime_->proto_;
     std::vector<std::string> arg_names;
     for (size_t i = 0; i < input_types().size(); ++i) {
       tensorflow::NodeDef* arg = def.add_node();
-      arg->set_name(StrCat(function.name(), "_arg_", i));  // apart from "<function>/..."
+      arg->set_name(StrCat(call_name, "_arg_", i));  // apart from "<call_name>/..."
       arg->set_op("Placeholder");
       (*arg->mutable_attr())["dtype"] = TypeAttr(input_types()[i]);
       arg_names.push_back(arg->name());
     }
     tensorflow::NodeDef* call = def.add_node();
-    call->set_name(function.name());
+    call->set_name(call_name);
     call->set_op("StatefulPartitionedCall");
     for (const std::string& a : arg_names) call->add_input(a);
     (*call->mutable_attr())["Tin"] = TypeListAttr(input_types());
@@ -79,7 +83,7 @@ class GraphFunctionRuntime::Instance : public InstantiatedFunction {
 
     std::vector<Endpoint> feeds, fetches;
     for (const std::string& a : arg_names) feeds.push_back({graph_.FindNode(a), 0});
-    Node* stand_in = graph_.FindNode(function.name());
+    Node* stand_in = graph_.FindNode(call_name);
     if (stand_in == nullptr) Internal("The lowered call of function ", function.name(), " lost its node");
     for (size_t i = 0; i < output_types().size(); ++i) fetches.push_back({stand_in, static_cast<int>(i)});
     std::vector<const Node*> targets;

@@ -4,7 +4,6 @@
 // parallel interleave; parallel map), writes the GraphDef, whose map, filter, flat_map and
 // interleave functions are FunctionDefs of its library, and the elements it yields
 // (interop/tf_data_functions.py); flowtrain imports the GraphDef and must yield the same.
-#include <google/protobuf/text_format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -98,10 +97,9 @@ class DataFunctions : public ::testing::Test {
 
   void SetUp() override {
     tensorflow::GraphDef graph_def;
-    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(ReadFileToString(*dir_ + "/pipelines.pbtxt"),
-                                                              &graph_def));
+    ASSERT_TRUE(graph_def.ParseFromString(ReadFileToString(*dir_ + "/pipelines.pb")));
     tensorflow::OpList ops;
-    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(ReadFileToString(*dir_ + "/ops.pbtxt"), &ops));
+    ASSERT_TRUE(ops.ParseFromString(ReadFileToString(*dir_ + "/ops.pb")));
     // TF 2.21 writes attrs flowtrain's ops lack (replicate_on_split, legacy_autotune...) at their
     // defaults, inside the library's functions as well.
     EXPECT_GT(RemoveNewDefaultAttrs(ops, &graph_def), 0);
@@ -118,14 +116,15 @@ class DataFunctions : public ::testing::Test {
   }
 
   std::vector<Element> Run(const Pipeline& p) {
-    session_->Run({}, {}, {p.initializer});
+    const std::vector<std::pair<std::string, Tensor>> no_feeds;
+    session_->Run(no_feeds, {}, std::vector<std::string>{p.initializer});
     std::vector<std::string> fetches;
     for (int i = 0; i < p.components; ++i) fetches.push_back(p.get_next + ":" + std::to_string(i));
     std::vector<Element> out;
     try {
       for (;;) {
         Element e;
-        for (const Tensor& t : session_->Run({}, fetches)) e.push_back(ToComponent(t));
+        for (const Tensor& t : session_->Run(no_feeds, fetches, {})) e.push_back(ToComponent(t));
         out.push_back(e);
       }
     } catch (const OutOfRangeError&) {
