@@ -102,7 +102,8 @@ TEST(CsvDecoder, BadDefaultsAndOptionsAreTfsErrors) {
         CsvDecoder({}, {Tensor(DT_INT32, TensorShape({1, 1}))});
       },
       "Shape of a default must be a length-0 or length-1 vector, or a scalar.");
-  testing::ExpectInvalidArgument([] { CsvDecoder({}, {Tensor::Scalar<bool>(true)}); }, "field 0 has a default of bool");
+  testing::ExpectInvalidArgument([] { CsvDecoder({}, {Tensor::Scalar<bool>(true)}); },
+                                 "field 0 has a default of bool");
   testing::ExpectInvalidArgument(
       [] {
         CsvDecoder({.select_cols = {3, 1}}, {Tensor::Scalar<int32_t>(0), Tensor::Scalar<int32_t>(0)});
