@@ -33,8 +33,16 @@ bool IsNewerThanTf115AtDefault(const Node& node, const std::string& attr,
       {"VarHandleOp", {"debug_name", "allowed_devices"}},
       {"AssignVariableOp", {"validate_shape"}},
   };
+  // The attrs TF 2.x gave its dataset ops (metadata on all of them).
+  static const std::vector<std::string> kNewerDatasetAttrs = {"metadata",        "force_synchronous",
+                                                              "legacy_autotune", "buffer_size_min",
+                                                              "is_files",        "replicate_on_split"};
+  const bool newer_dataset_attr =
+      node.type().ends_with("Dataset") &&
+      std::find(kNewerDatasetAttrs.begin(), kNewerDatasetAttrs.end(), attr) != kNewerDatasetAttrs.end();
   auto it = kNewer.find(node.type());
-  if (it == kNewer.end() || std::find(it->second.begin(), it->second.end(), attr) == it->second.end()) {
+  if (!newer_dataset_attr &&
+      (it == kNewer.end() || std::find(it->second.begin(), it->second.end(), attr) == it->second.end())) {
     return false;
   }
   const OpRegistration* reg = OpRegistry::Global()->LookUp(node.type());

@@ -19,11 +19,14 @@ void GetNextShape(InferenceContext& c) {
 
 }  // namespace
 
-#define FT_DATASET_OUTPUT                      \
+// TF 2.x gives every dataset op a `metadata` attr (TF 1.15 had none; Graph::ToGraphDef leaves
+// it out at its default), which its tf.data functions' bodies carry too.
+#define FT_DATASET_OUTPUT_NO_METADATA          \
   .Output("handle: variant")                   \
       .Attr("output_types: list(type) >= 1")   \
       .Attr("output_shapes: list(shape) >= 1") \
       .SetShapeFn(shape_fns::ScalarShape)
+#define FT_DATASET_OUTPUT .Attr("metadata: string = ''") FT_DATASET_OUTPUT_NO_METADATA
 
 // Dataset.from_tensors: one element, the components themselves.
 FT_REGISTER_OP("TensorDataset")
@@ -31,6 +34,7 @@ FT_REGISTER_OP("TensorDataset")
     .Output("handle: variant")
     .Attr("Toutput_types: list(type) >= 1")
     .Attr("output_shapes: list(shape) >= 1")
+    .Attr("metadata: string = ''")
     .SetIsStateful()
     .SetShapeFn(shape_fns::ScalarShape);
 
@@ -42,6 +46,9 @@ FT_REGISTER_OP("TensorSliceDataset")
     // Marks a dataset of file names (TF's TFRecordDataset of several files sets it); it
     // changes nothing here.
     .Attr("is_files: bool = false")
+    .Attr("metadata: string = ''")
+    // Splits the dataset's elements among tf.data service workers; nothing here.
+    .Attr("replicate_on_split: bool = false")
     .SetShapeFn(shape_fns::ScalarShape);
 
 FT_REGISTER_OP("TFRecordDataset")
@@ -49,6 +56,7 @@ FT_REGISTER_OP("TFRecordDataset")
     .Input("compression_type: string")
     .Input("buffer_size: int64")
     .Output("handle: variant")
+    .Attr("metadata: string = ''")
     .SetShapeFn(shape_fns::ScalarShape);
 
 // The datasets over a function (issue #20): `f`/`predicate` names a C++ function registered in
@@ -62,8 +70,7 @@ FT_REGISTER_OP("MapDataset")
     .Attr("Targuments: list(type) >= 0")
     .Attr("use_inter_op_parallelism: bool = true")
     .Attr("preserve_cardinality: bool = false")
-    .Attr("force_synchronous: bool = false")
-    .Attr("metadata: string = ''") FT_DATASET_OUTPUT;
+    .Attr("force_synchronous: bool = false") FT_DATASET_OUTPUT;
 
 FT_REGISTER_OP("ParallelMapDataset")
     .Input("input_dataset: variant")
@@ -73,8 +80,7 @@ FT_REGISTER_OP("ParallelMapDataset")
     .Attr("Targuments: list(type) >= 0")
     .Attr("use_inter_op_parallelism: bool = true")
     .Attr("sloppy: bool = false")
-    .Attr("preserve_cardinality: bool = false")
-    .Attr("metadata: string = ''") FT_DATASET_OUTPUT;
+    .Attr("preserve_cardinality: bool = false") FT_DATASET_OUTPUT;
 
 // Dataset.map(num_parallel_calls=...) in TF 2.x. flowtrain keeps the input order whatever
 // `deterministic` says (an order TF may also give).
@@ -87,15 +93,13 @@ FT_REGISTER_OP("ParallelMapDatasetV2")
     .Attr("use_inter_op_parallelism: bool = true")
     .Attr("deterministic: string = 'default'")
     .Attr("preserve_cardinality: bool = false")
-    .Attr("use_unbounded_threadpool: bool = false")
-    .Attr("metadata: string = ''") FT_DATASET_OUTPUT;
+    .Attr("use_unbounded_threadpool: bool = false") FT_DATASET_OUTPUT;
 
 FT_REGISTER_OP("FilterDataset")
     .Input("input_dataset: variant")
     .Input("other_arguments: Targuments")
     .Attr("predicate: func")
-    .Attr("Targuments: list(type) >= 0")
-    .Attr("metadata: string = ''") FT_DATASET_OUTPUT;
+    .Attr("Targuments: list(type) >= 0") FT_DATASET_OUTPUT;
 
 // Dataset.flat_map: `f` (a library function) maps an element to a dataset, whose elements
 // come out in turn. Also TF 2.x's TFRecordDataset of several files and from_generator.
@@ -103,8 +107,7 @@ FT_REGISTER_OP("FlatMapDataset")
     .Input("input_dataset: variant")
     .Input("other_arguments: Targuments")
     .Attr("f: func")
-    .Attr("Targuments: list(type) >= 0")
-    .Attr("metadata: string = ''") FT_DATASET_OUTPUT;
+    .Attr("Targuments: list(type) >= 0") FT_DATASET_OUTPUT;
 
 // Dataset.interleave: cycle_length datasets of `f` open at once, block_length elements from
 // each in turn.
@@ -114,8 +117,7 @@ FT_REGISTER_OP("InterleaveDataset")
     .Input("cycle_length: int64")
     .Input("block_length: int64")
     .Attr("f: func")
-    .Attr("Targuments: list(type) >= 0")
-    .Attr("metadata: string = ''") FT_DATASET_OUTPUT;
+    .Attr("Targuments: list(type) >= 0") FT_DATASET_OUTPUT;
 
 // Dataset.interleave(num_parallel_calls=...). flowtrain yields InterleaveDataset's order (TF's
 // deterministic order) whatever `deterministic` says; the buffering inputs are hints.
@@ -129,8 +131,7 @@ FT_REGISTER_OP("ParallelInterleaveDatasetV4")
     .Input("num_parallel_calls: int64")
     .Attr("f: func")
     .Attr("deterministic: string = 'default'")
-    .Attr("Targuments: list(type) >= 0")
-    .Attr("metadata: string = ''") FT_DATASET_OUTPUT;
+    .Attr("Targuments: list(type) >= 0") FT_DATASET_OUTPUT;
 
 FT_REGISTER_OP("ShuffleDataset")
     .Input("input_dataset: variant")
@@ -161,12 +162,12 @@ FT_REGISTER_OP("PrefetchDataset")
 FT_REGISTER_OP("OptimizeDataset")
     .Input("input_dataset: variant")
     .Input("optimizations: string")
-    .Attr("optimization_configs: list(string) = []") FT_DATASET_OUTPUT;
+    .Attr("optimization_configs: list(string) = []") FT_DATASET_OUTPUT_NO_METADATA;
 
 FT_REGISTER_OP("ModelDataset")
     .Input("input_dataset: variant")
     .Attr("algorithm: int = 0")
-    .Attr("cpu_budget: int = 0") FT_DATASET_OUTPUT;
+    .Attr("cpu_budget: int = 0") FT_DATASET_OUTPUT_NO_METADATA;
 
 FT_REGISTER_OP("TakeDataset").Input("input_dataset: variant").Input("count: int64") FT_DATASET_OUTPUT;
 FT_REGISTER_OP("SkipDataset").Input("input_dataset: variant").Input("count: int64") FT_DATASET_OUTPUT;
@@ -174,7 +175,8 @@ FT_REGISTER_OP("SkipDataset").Input("input_dataset: variant").Input("count: int6
 FT_REGISTER_OP("RangeDataset")
     .Input("start: int64")
     .Input("stop: int64")
-    .Input("step: int64") FT_DATASET_OUTPUT;
+    .Input("step: int64")
+    .Attr("replicate_on_split: bool = false") FT_DATASET_OUTPUT;
 
 FT_REGISTER_OP("ZipDataset").Input("input_datasets: N * variant").Attr("N: int >= 1") FT_DATASET_OUTPUT;
 
@@ -190,6 +192,7 @@ FT_REGISTER_OP("PaddedBatchDatasetV2")
     .Input("drop_remainder: bool")
     .Output("handle: variant")
     .Attr("parallel_copy: bool = false")
+    .Attr("metadata: string = ''")
     .Attr("Toutput_types: list(type) >= 1")
     .Attr("output_shapes: list(shape) >= 1")
     .Attr("N: int >= 1")

@@ -169,8 +169,9 @@ TEST_F(SavedModelInteropTest, SavedModelCliShowsTheSignaturesOurLoaderSees) {
 // StatefulPartitionedCall, and its restore function runs DisableCopyOnRead on each variable.
 TEST_F(SavedModelInteropTest, FlowtrainRunsTfTwosSavedModelOfAModule) { ExpectSameOutputsAsTf("tf2"); }
 
-// TF 2.21's TF1 Builder ("tf1", with a regress signature) is written by the script but not yet
-// loaded here: its parse_example is ParseExampleV2, which flowtrain does not register yet.
+// TF 2.21's TF1 Builder: a predict and a regress signature, the latter through parse_example,
+// which TF 2.x writes as ParseExampleV2.
+TEST_F(SavedModelInteropTest, FlowtrainRunsTfOnesBuilderSavedModel) { ExpectSameOutputsAsTf("tf1"); }
 
 TEST_F(SavedModelInteropTest, FlowtrainRunsTheTf1FixtureSavedModel) {
   FLOWTRAIN_REQUIRE_FIXTURES("tf1_half_plus_two_cpu");

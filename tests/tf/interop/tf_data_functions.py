@@ -6,8 +6,7 @@ import and run.
   tf_data_functions.py --out DIR
 
 DIR gets: d0.tfrecord, d1.tfrecord (tf.train.Examples); pipelines.pb (the GraphDef);
-ops.pb (the OpList of the ops it and its functions use, as a MetaGraph's stripped_op_list, so that flowtrain
-can drop the attrs TF 2.21 added at their defaults); expected.txt: per pipeline a line
+expected.txt: per pipeline a line
 "pipeline NAME INITIALIZER GET_NEXT COMPONENTS", then per element component a line
 "element INDEX COMPONENT DTYPE DIM,DIM,... VALUE VALUE ..." ("-" for the dims of a scalar).
 """
@@ -17,8 +16,6 @@ import os
 
 import numpy as np
 import tensorflow as tf
-from tensorflow.core.framework import op_def_pb2
-from tensorflow.python.framework import op_def_registry
 
 tf.compat.v1.disable_eager_execution()
 
@@ -64,19 +61,6 @@ def build(files):
     return pipelines
 
 
-def used_ops(graph_def):
-    """The OpDefs of every op the graph and its functions' bodies use (stripped_op_list_for_graph
-    leaves out the functions' ops, which are the tf.data ones here)."""
-    functions = {f.signature.name for f in graph_def.library.function}
-    names = {n.op for n in graph_def.node}
-    for f in graph_def.library.function:
-        names |= {n.op for n in f.node_def}
-    ops = op_def_pb2.OpList()
-    for name in sorted(names - functions):
-        ops.op.add().CopyFrom(op_def_registry.get(name))
-    return ops
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
@@ -93,11 +77,9 @@ def main():
             nxt = list(nxt) if isinstance(nxt, tuple) else [nxt]
             iterators.append((name, it, nxt))
         graph_def = graph.as_graph_def()
-        # Binary: TF 2.21's NodeDefs and OpDefs carry full-type fields flowtrain's protos lack,
-        # which a binary parse skips and a text parse refuses.
+        # Binary: TF 2.21's NodeDefs carry full-type fields flowtrain's protos lack, which a
+        # binary parse skips and a text parse refuses.
         tf.io.write_graph(graph_def, out, "pipelines.pb", as_text=False)
-        with open(os.path.join(out, "ops.pb"), "wb") as f:
-            f.write(used_ops(graph_def).SerializeToString())
         with tf.compat.v1.Session(graph=graph) as sess:
             for name, it, nxt in iterators:
                 lines.append("pipeline %s %s %s %d" % (name, it.initializer.name, nxt[0].op.name, len(nxt)))
