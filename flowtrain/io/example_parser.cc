@@ -279,6 +279,23 @@ bool HasDefault(const Tensor& default_value) {
   return default_value.IsInitialized() && default_value.NumElements() > 0;
 }
 
+// Sets every element of `out` to the first element of `padding`, or to 0 / "" without one.
+void FillPadding(Tensor& out, const Tensor& padding) {
+  const bool given = HasDefault(padding);
+  const int64_t n = out.NumElements();
+  switch (out.dtype()) {
+    case DT_FLOAT:
+      std::fill_n(out.data<float>(), n, given ? padding.data<float>()[0] : 0.0f);
+      break;
+    case DT_INT64:
+      std::fill_n(out.data<int64_t>(), n, given ? padding.data<int64_t>()[0] : int64_t{0});
+      break;
+    default:
+      std::fill_n(out.data<std::string>(), n, given ? padding.data<std::string>()[0] : std::string());
+      break;
+  }
+}
+
 void* ValuesAt(Tensor& t, int64_t offset) {
   switch (t.dtype()) {
     case DT_FLOAT:
@@ -292,8 +309,9 @@ void* ValuesAt(Tensor& t, int64_t offset) {
 
 }  // namespace
 
-ExampleParser::ExampleParser(std::vector<SparseFeatureSpec> sparse, std::vector<DenseFeatureSpec> dense)
-    : sparse_(std::move(sparse)), dense_(std::move(dense)) {
+ExampleParser::ExampleParser(std::vector<SparseFeatureSpec> sparse, std::vector<DenseFeatureSpec> dense,
+                             std::vector<RaggedFeatureSpec> ragged)
+    : sparse_(std::move(sparse)), dense_(std::move(dense)), ragged_(std::move(ragged)) {
   auto check_dtype = [](const std::string& key, DataType dtype) {
     if (dtype != DT_FLOAT && dtype != DT_INT64 && dtype != DT_STRING) {
       InvalidArgument("Feature ", key, ": ", DataTypeString(dtype),
@@ -302,6 +320,13 @@ ExampleParser::ExampleParser(std::vector<SparseFeatureSpec> sparse, std::vector<
   };
   for (const SparseFeatureSpec& s : sparse_) check_dtype(s.key, s.dtype);
   for (const DenseFeatureSpec& d : dense_) check_dtype(d.key, d.dtype);
+  for (const RaggedFeatureSpec& r : ragged_) {
+    check_dtype(r.key, r.dtype);
+    if (r.splits_dtype != DT_INT32 && r.splits_dtype != DT_INT64) {
+      InvalidArgument("Feature ", r.key, ": row splits must be int32 or int64, got ",
+                      DataTypeString(r.splits_dtype));
+    }
+  }
 }
 
 std::vector<Tensor> ExampleParser::Parse(const Tensor& serialized, const Tensor* names, bool single,
@@ -316,16 +341,19 @@ std::vector<Tensor> ExampleParser::Parse(const Tensor& serialized, const Tensor*
   };
   const int ns = static_cast<int>(sparse_.size());
   const int nd = static_cast<int>(dense_.size());
-  const int nk = ns + nd;
+  const int nr = static_cast<int>(ragged_.size());
+  const int nk = ns + nd + nr;
   std::vector<std::string_view> keys;
   for (const SparseFeatureSpec& s : sparse_) keys.push_back(s.key);
   for (const DenseFeatureSpec& d : dense_) keys.push_back(d.key);
+  for (const RaggedFeatureSpec& r : ragged_) keys.push_back(r.key);
 
-  std::vector<Tensor> outputs(3 * ns + nd);
+  std::vector<Tensor> outputs(3 * ns + nd + 2 * nr);
   std::vector<const Tensor*> defaults(nd);
   for (int d = 0; d < nd; ++d) {
     const DenseFeatureSpec& spec = dense_[d];
     defaults[d] = dense_defaults.empty() ? &spec.default_value : &dense_defaults[d];
+    if (spec.variable_length) continue;  // allocated once the longest example is known
     const Tensor& default_value = *defaults[d];
     if (HasDefault(default_value) &&
         (default_value.NumElements() != spec.shape.num_elements() || default_value.dtype() != spec.dtype)) {
@@ -337,9 +365,10 @@ std::vector<Tensor> ExampleParser::Parse(const Tensor& serialized, const Tensor*
     outputs[3 * ns + d] = Tensor(spec.dtype, out_shape);
   }
 
-  // Per example: the sparse features' views (the dense ones go straight to the outputs),
+  // Per example: the views of the features whose output size depends on the whole batch
+  // (sparse, variable-length dense, ragged; the fixed dense ones go straight to the outputs),
   // and the re-serialized Features of examples the scanner left to the protobuf parser.
-  std::vector<FeatureView> sparse_views(static_cast<size_t>(batch) * ns);
+  std::vector<FeatureView> kept_views(static_cast<size_t>(batch) * nk);
   std::vector<std::vector<std::string>> owned(batch);
 
   // Per-thread buffers, reused from example to example.
@@ -400,16 +429,47 @@ std::vector<Tensor> ExampleParser::Parse(const Tensor& serialized, const Tensor*
                         " but expected type: ", DataTypeString(dtype), " (example ", i, ")");
       }
     };
+    // Sparse and ragged mismatches are worded as TF's fast parser words them.
+    auto check_list_kind = [&](const FeatureView& view, std::string_view key, DataType dtype) {
+      if (view.kind != KindOf(dtype)) {
+        InvalidArgument("Name: ", name_of(i), ", Key: ", key, ", Index: ", i,
+                        ".  Data types don't match. Expected type: ", DataTypeString(dtype),
+                        ", Actual type: ", KindName(view.kind));
+      }
+    };
     for (int s = 0; s < ns; ++s) {
       if (views[s].kind == kNone) continue;
-      check_kind(views[s], sparse_[s].key, sparse_[s].dtype);
-      sparse_views[i * ns + s] = views[s];
+      check_list_kind(views[s], sparse_[s].key, sparse_[s].dtype);
+      kept_views[i * nk + s] = views[s];
+    }
+    for (int r = 0; r < nr; ++r) {
+      const FeatureView& view = views[ns + nd + r];
+      if (view.kind == kNone) continue;
+      check_list_kind(view, ragged_[r].key, ragged_[r].dtype);
+      kept_views[i * nk + ns + nd + r] = view;
     }
     for (int d = 0; d < nd; ++d) {
       const DenseFeatureSpec& spec = dense_[d];
       const FeatureView& view = views[ns + d];
       Tensor& out = outputs[3 * ns + d];
       const int64_t n = spec.shape.num_elements();
+      if (spec.variable_length) {
+        if (view.kind == kNone) continue;  // allow_missing: no values
+        check_kind(view, spec.key, spec.dtype);
+        const int64_t count = counts[ns + d];
+        if (n == 0 ? count != 0 : count % n != 0) {
+          PartialTensorShape shape(spec.shape);
+          DimVector dims = shape.dim_sizes();
+          dims.insert(dims.begin(), -1);
+          InvalidArgument(
+              "Name: ", name_of(i), ", Key: ", spec.key, ", Index: ", i, ".  Number of ",
+              DataTypeString(spec.dtype), " values is not a multiple of stride length. Saw ", count,
+              " values but output shape is: ",
+              PartialTensorShape(std::span<const int64_t>(dims.data(), dims.size())).DebugString());
+        }
+        kept_views[i * nk + ns + d] = view;
+        continue;
+      }
       if (view.kind == kNone) {
         if (!HasDefault(*defaults[d])) {
           InvalidArgument("Name: ", name_of(i), ", Feature: ", spec.key,
@@ -463,7 +523,7 @@ std::vector<Tensor> ExampleParser::Parse(const Tensor& serialized, const Tensor*
     int64_t total = 0, max_len = 0;
     std::vector<int64_t> counts(batch, 0);
     for (int64_t i = 0; i < batch; ++i) {
-      const FeatureView& view = sparse_views[i * ns + s];
+      const FeatureView& view = kept_views[i * nk + s];
       if (view.kind == kNone) continue;
       CountValues(view, &counts[i]);
       total += counts[i];
@@ -476,7 +536,7 @@ std::vector<Tensor> ExampleParser::Parse(const Tensor& serialized, const Tensor*
     int64_t* idx = indices.data<int64_t>();
     int64_t at = 0;
     for (int64_t i = 0; i < batch; ++i) {
-      const FeatureView& view = sparse_views[i * ns + s];
+      const FeatureView& view = kept_views[i * nk + s];
       if (view.kind == kNone) continue;
       CopyValues(view, ValuesAt(values, at));
       for (int64_t j = 0; j < counts[i]; ++j, ++at) {
@@ -497,6 +557,58 @@ std::vector<Tensor> ExampleParser::Parse(const Tensor& serialized, const Tensor*
     outputs[s] = std::move(indices);
     outputs[ns + s] = std::move(values);
     outputs[2 * ns + s] = std::move(shape);
+  }
+
+  for (int d = 0; d < nd; ++d) {
+    const DenseFeatureSpec& spec = dense_[d];
+    if (!spec.variable_length) continue;
+    const int64_t stride = spec.shape.num_elements();
+    std::vector<int64_t> counts(batch, 0);
+    int64_t max_rows = 0;
+    for (int64_t i = 0; i < batch; ++i) {
+      const FeatureView& view = kept_views[i * nk + ns + d];
+      if (view.kind == kNone) continue;
+      CountValues(view, &counts[i]);
+      if (stride > 0) max_rows = std::max(max_rows, counts[i] / stride);
+    }
+    TensorShape out_shape = spec.shape;
+    out_shape.InsertDim(0, max_rows);
+    if (!single) out_shape.InsertDim(0, batch);
+    Tensor out(spec.dtype, out_shape);
+    FillPadding(out, *defaults[d]);
+    for (int64_t i = 0; i < batch; ++i) {
+      const FeatureView& view = kept_views[i * nk + ns + d];
+      if (view.kind != kNone && counts[i] > 0) CopyValues(view, ValuesAt(out, i * max_rows * stride));
+    }
+    outputs[3 * ns + d] = std::move(out);
+  }
+
+  for (int r = 0; r < nr; ++r) {
+    const RaggedFeatureSpec& spec = ragged_[r];
+    std::vector<int64_t> splits(batch + 1, 0);
+    for (int64_t i = 0; i < batch; ++i) {
+      const FeatureView& view = kept_views[i * nk + ns + nd + r];
+      int64_t count = 0;
+      if (view.kind != kNone) CountValues(view, &count);
+      splits[i + 1] = splits[i] + count;
+    }
+    Tensor values(spec.dtype, TensorShape({splits[batch]}));
+    for (int64_t i = 0; i < batch; ++i) {
+      const FeatureView& view = kept_views[i * nk + ns + nd + r];
+      if (splits[i + 1] > splits[i]) CopyValues(view, ValuesAt(values, splits[i]));
+    }
+    // A single example's values need no splits: TF gives an empty tensor.
+    const int64_t num_splits = single ? 0 : batch + 1;
+    Tensor row_splits(spec.splits_dtype, TensorShape({num_splits}));
+    for (int64_t i = 0; i < num_splits; ++i) {
+      if (spec.splits_dtype == DT_INT32) {
+        row_splits.data<int32_t>()[i] = static_cast<int32_t>(splits[i]);
+      } else {
+        row_splits.data<int64_t>()[i] = splits[i];
+      }
+    }
+    outputs[3 * ns + nd + r] = std::move(values);
+    outputs[3 * ns + nd + nr + r] = std::move(row_splits);
   }
   return outputs;
 }

@@ -19,44 +19,61 @@ void GetNextShape(InferenceContext& c) {
 
 }  // namespace
 
-// TF 2.x gives every dataset op a `metadata` attr (TF 1.15 had none; Graph::ToGraphDef leaves
-// it out at its default), which its tf.data functions' bodies carry too.
-#define FT_DATASET_OUTPUT_NO_METADATA          \
+#define FT_DATASET_OUTPUT                      \
   .Output("handle: variant")                   \
       .Attr("output_types: list(type) >= 1")   \
       .Attr("output_shapes: list(shape) >= 1") \
       .SetShapeFn(shape_fns::ScalarShape)
-#define FT_DATASET_OUTPUT .Attr("metadata: string = ''") FT_DATASET_OUTPUT_NO_METADATA
 
 // Dataset.from_tensors: one element, the components themselves.
+// Every dataset op takes TF 2.x's `metadata` (a debug name; TensorSliceDataset's `is_files` and
+// `replicate_on_split`, RangeDataset's `replicate_on_split`, for tf.data service sharding): TF 2.x
+// writes them; flowtrain accepts and ignores them, and leaves them out of the GraphDefs it writes
+// when at their defaults (graph_def.cc), for TF 1.15.
 FT_REGISTER_OP("TensorDataset")
+    .Attr("metadata: string = \"\"")
     .Input("components: Toutput_types")
     .Output("handle: variant")
     .Attr("Toutput_types: list(type) >= 1")
     .Attr("output_shapes: list(shape) >= 1")
-    .Attr("metadata: string = ''")
     .SetIsStateful()
     .SetShapeFn(shape_fns::ScalarShape);
 
 FT_REGISTER_OP("TensorSliceDataset")
+    .Attr("metadata: string = \"\"")
+    .Attr("is_files: bool = false")
+    .Attr("replicate_on_split: bool = false")
     .Input("components: Toutput_types")
     .Output("handle: variant")
     .Attr("Toutput_types: list(type) >= 1")
     .Attr("output_shapes: list(shape) >= 1")
-    // Marks a dataset of file names (TF's TFRecordDataset of several files sets it); it
-    // changes nothing here.
-    .Attr("is_files: bool = false")
-    .Attr("metadata: string = ''")
-    // Splits the dataset's elements among tf.data service workers; nothing here.
-    .Attr("replicate_on_split: bool = false")
     .SetShapeFn(shape_fns::ScalarShape);
 
 FT_REGISTER_OP("TFRecordDataset")
+    .Attr("metadata: string = \"\"")
     .Input("filenames: string")
     .Input("compression_type: string")
     .Input("buffer_size: int64")
     .Output("handle: variant")
-    .Attr("metadata: string = ''")
+    .SetShapeFn(shape_fns::ScalarShape);
+
+FT_REGISTER_OP("TextLineDataset")
+    .Attr("metadata: string = \"\"")
+    .Input("filenames: string")
+    .Input("compression_type: string")
+    .Input("buffer_size: int64")
+    .Output("handle: variant")
+    .SetShapeFn(shape_fns::ScalarShape);
+
+FT_REGISTER_OP("FixedLengthRecordDatasetV2")
+    .Attr("metadata: string = \"\"")
+    .Input("filenames: string")
+    .Input("header_bytes: int64")
+    .Input("record_bytes: int64")
+    .Input("footer_bytes: int64")
+    .Input("buffer_size: int64")
+    .Input("compression_type: string")
+    .Output("handle: variant")
     .SetShapeFn(shape_fns::ScalarShape);
 
 // The datasets over a function (issue #20): `f`/`predicate` names a C++ function registered in
@@ -64,6 +81,7 @@ FT_REGISTER_OP("TFRecordDataset")
 // each element's components followed by `other_arguments` (the tensors it captured). Their
 // signatures are TF 2.21's.
 FT_REGISTER_OP("MapDataset")
+    .Attr("metadata: string = \"\"")
     .Input("input_dataset: variant")
     .Input("other_arguments: Targuments")
     .Attr("f: func")
@@ -73,6 +91,7 @@ FT_REGISTER_OP("MapDataset")
     .Attr("force_synchronous: bool = false") FT_DATASET_OUTPUT;
 
 FT_REGISTER_OP("ParallelMapDataset")
+    .Attr("metadata: string = \"\"")
     .Input("input_dataset: variant")
     .Input("other_arguments: Targuments")
     .Input("num_parallel_calls: int32")
@@ -85,6 +104,7 @@ FT_REGISTER_OP("ParallelMapDataset")
 // Dataset.map(num_parallel_calls=...) in TF 2.x. flowtrain keeps the input order whatever
 // `deterministic` says (an order TF may also give).
 FT_REGISTER_OP("ParallelMapDatasetV2")
+    .Attr("metadata: string = \"\"")
     .Input("input_dataset: variant")
     .Input("other_arguments: Targuments")
     .Input("num_parallel_calls: int64")
@@ -96,6 +116,7 @@ FT_REGISTER_OP("ParallelMapDatasetV2")
     .Attr("use_unbounded_threadpool: bool = false") FT_DATASET_OUTPUT;
 
 FT_REGISTER_OP("FilterDataset")
+    .Attr("metadata: string = \"\"")
     .Input("input_dataset: variant")
     .Input("other_arguments: Targuments")
     .Attr("predicate: func")
@@ -104,6 +125,7 @@ FT_REGISTER_OP("FilterDataset")
 // Dataset.flat_map: `f` (a library function) maps an element to a dataset, whose elements
 // come out in turn. Also TF 2.x's TFRecordDataset of several files and from_generator.
 FT_REGISTER_OP("FlatMapDataset")
+    .Attr("metadata: string = \"\"")
     .Input("input_dataset: variant")
     .Input("other_arguments: Targuments")
     .Attr("f: func")
@@ -112,6 +134,7 @@ FT_REGISTER_OP("FlatMapDataset")
 // Dataset.interleave: cycle_length datasets of `f` open at once, block_length elements from
 // each in turn.
 FT_REGISTER_OP("InterleaveDataset")
+    .Attr("metadata: string = \"\"")
     .Input("input_dataset: variant")
     .Input("other_arguments: Targuments")
     .Input("cycle_length: int64")
@@ -122,6 +145,7 @@ FT_REGISTER_OP("InterleaveDataset")
 // Dataset.interleave(num_parallel_calls=...). flowtrain yields InterleaveDataset's order (TF's
 // deterministic order) whatever `deterministic` says; the buffering inputs are hints.
 FT_REGISTER_OP("ParallelInterleaveDatasetV4")
+    .Attr("metadata: string = \"\"")
     .Input("input_dataset: variant")
     .Input("other_arguments: Targuments")
     .Input("cycle_length: int64")
@@ -134,26 +158,32 @@ FT_REGISTER_OP("ParallelInterleaveDatasetV4")
     .Attr("Targuments: list(type) >= 0") FT_DATASET_OUTPUT;
 
 FT_REGISTER_OP("ShuffleDataset")
+    .Attr("metadata: string = \"\"")
     .Input("input_dataset: variant")
     .Input("buffer_size: int64")
     .Input("seed: int64")
     .Input("seed2: int64")
     .Attr("reshuffle_each_iteration: bool = true") FT_DATASET_OUTPUT;
 
-FT_REGISTER_OP("RepeatDataset").Input("input_dataset: variant").Input("count: int64") FT_DATASET_OUTPUT;
+FT_REGISTER_OP("RepeatDataset")
+    .Attr("metadata: string = \"\"")
+    .Input("input_dataset: variant")
+    .Input("count: int64") FT_DATASET_OUTPUT;
 
 FT_REGISTER_OP("BatchDatasetV2")
+    .Attr("metadata: string = \"\"")
     .Input("input_dataset: variant")
     .Input("batch_size: int64")
     .Input("drop_remainder: bool")
     .Attr("parallel_copy: bool = false") FT_DATASET_OUTPUT;
 
-// TF 2.x writes legacy_autotune = false; it and buffer_size_min only tune TF's autotuning
-// of an AUTOTUNE buffer, which flowtrain does not do.
 FT_REGISTER_OP("PrefetchDataset")
+    .Attr("metadata: string = \"\"")
     .Input("input_dataset: variant")
     .Input("buffer_size: int64")
     .Attr("slack_period: int = 0")
+    // TF 2.x writes legacy_autotune = false; it and buffer_size_min only tune TF's autotuning
+    // of an AUTOTUNE buffer, which flowtrain does not do.
     .Attr("legacy_autotune: bool = true")
     .Attr("buffer_size_min: int = 0") FT_DATASET_OUTPUT;
 
@@ -162,29 +192,41 @@ FT_REGISTER_OP("PrefetchDataset")
 FT_REGISTER_OP("OptimizeDataset")
     .Input("input_dataset: variant")
     .Input("optimizations: string")
-    .Attr("optimization_configs: list(string) = []") FT_DATASET_OUTPUT_NO_METADATA;
+    .Attr("optimization_configs: list(string) = []") FT_DATASET_OUTPUT;
 
 FT_REGISTER_OP("ModelDataset")
     .Input("input_dataset: variant")
     .Attr("algorithm: int = 0")
-    .Attr("cpu_budget: int = 0") FT_DATASET_OUTPUT_NO_METADATA;
+    .Attr("cpu_budget: int = 0") FT_DATASET_OUTPUT;
 
-FT_REGISTER_OP("TakeDataset").Input("input_dataset: variant").Input("count: int64") FT_DATASET_OUTPUT;
-FT_REGISTER_OP("SkipDataset").Input("input_dataset: variant").Input("count: int64") FT_DATASET_OUTPUT;
+FT_REGISTER_OP("TakeDataset")
+    .Attr("metadata: string = \"\"")
+    .Input("input_dataset: variant")
+    .Input("count: int64") FT_DATASET_OUTPUT;
+FT_REGISTER_OP("SkipDataset")
+    .Attr("metadata: string = \"\"")
+    .Input("input_dataset: variant")
+    .Input("count: int64") FT_DATASET_OUTPUT;
 // ---- tf.data breadth (issue #20): sources and structural datasets, with TF 1.15's signatures.
 FT_REGISTER_OP("RangeDataset")
+    .Attr("metadata: string = \"\"")
+    .Attr("replicate_on_split: bool = false")
     .Input("start: int64")
     .Input("stop: int64")
-    .Input("step: int64")
-    .Attr("replicate_on_split: bool = false") FT_DATASET_OUTPUT;
+    .Input("step: int64") FT_DATASET_OUTPUT;
 
-FT_REGISTER_OP("ZipDataset").Input("input_datasets: N * variant").Attr("N: int >= 1") FT_DATASET_OUTPUT;
+FT_REGISTER_OP("ZipDataset")
+    .Attr("metadata: string = \"\"")
+    .Input("input_datasets: N * variant")
+    .Attr("N: int >= 1") FT_DATASET_OUTPUT;
 
 FT_REGISTER_OP("ConcatenateDataset")
+    .Attr("metadata: string = \"\"")
     .Input("input_dataset: variant")
     .Input("another_dataset: variant") FT_DATASET_OUTPUT;
 
 FT_REGISTER_OP("PaddedBatchDatasetV2")
+    .Attr("metadata: string = \"\"")
     .Input("input_dataset: variant")
     .Input("batch_size: int64")
     .Input("padded_shapes: N * int64")
@@ -192,15 +234,17 @@ FT_REGISTER_OP("PaddedBatchDatasetV2")
     .Input("drop_remainder: bool")
     .Output("handle: variant")
     .Attr("parallel_copy: bool = false")
-    .Attr("metadata: string = ''")
     .Attr("Toutput_types: list(type) >= 1")
     .Attr("output_shapes: list(shape) >= 1")
     .Attr("N: int >= 1")
     .SetShapeFn(shape_fns::ScalarShape);
 
-FT_REGISTER_OP("UnbatchDataset").Input("input_dataset: variant") FT_DATASET_OUTPUT;
+FT_REGISTER_OP("UnbatchDataset")
+    .Attr("metadata: string = \"\"")
+    .Input("input_dataset: variant") FT_DATASET_OUTPUT;
 
 FT_REGISTER_OP("ShardDataset")
+    .Attr("metadata: string = \"\"")
     .Input("input_dataset: variant")
     .Input("num_shards: int64")
     .Input("index: int64")
@@ -378,6 +422,46 @@ Dataset Dataset::TFRecord(Output filenames, const std::string& compression_type,
                        .Input(filenames)
                        .Input(compression)
                        .Input(buffer)
+                       .Finalize();
+  return Dataset(variant, {DT_STRING}, {PartialTensorShape({})});
+}
+
+Dataset Dataset::TextLine(const std::vector<std::string>& filenames, const std::string& compression_type,
+                          int64_t buffer_size) {
+  Graph& graph = GetDefaultGraph();
+  OpNameScope scope(graph, "TextLineDataset");
+  Output files = ops::Const(Tensor::FromVector<std::string>(filenames), "filenames");
+  Output compression = ops::Const(compression_type, "compression_type");
+  Output buffer = ops::Const(buffer_size, "buffer_size");
+  scope.Exit();
+  Output variant = NodeBuilder("TextLineDataset", scope.op_name())
+                       .ExactName()
+                       .Input(files)
+                       .Input(compression)
+                       .Input(buffer)
+                       .Finalize();
+  return Dataset(variant, {DT_STRING}, {PartialTensorShape({})});
+}
+
+Dataset Dataset::FixedLengthRecord(const std::vector<std::string>& filenames, int64_t record_bytes,
+                                   const FixedLengthRecordOptions& options) {
+  Graph& graph = GetDefaultGraph();
+  OpNameScope scope(graph, "FixedLengthRecordDataset");
+  Output files = ops::Const(Tensor::FromVector<std::string>(filenames), "filenames");
+  Output header = ops::Const(options.header_bytes, "header_bytes");
+  Output record = ops::Const(record_bytes, "record_bytes");
+  Output footer = ops::Const(options.footer_bytes, "footer_bytes");
+  Output buffer = ops::Const(options.buffer_size, "buffer_size");
+  Output compression = ops::Const(options.compression_type, "compression_type");
+  scope.Exit();
+  Output variant = NodeBuilder("FixedLengthRecordDatasetV2", scope.op_name())
+                       .ExactName()
+                       .Input(files)
+                       .Input(header)
+                       .Input(record)
+                       .Input(footer)
+                       .Input(buffer)
+                       .Input(compression)
                        .Finalize();
   return Dataset(variant, {DT_STRING}, {PartialTensorShape({})});
 }

@@ -14,12 +14,14 @@
 //   while (true) sess.Run({}, next);                                  // ends with OutOfRangeError
 //
 // Map and Filter take C++ functions, kept in a process-wide registry (dataset_functions.h)
-// and named in the node's func attr. Deviations from TF: map nodes have no
-// `other_arguments` (C++ functions capture what they need), and SerializeIterator outputs a
-// DT_STRING scalar rather than a variant, so that a Saver can store it like any tensor.
-// TensorDataset, FlatMapDataset, OptimizeDataset, ModelDataset and IteratorToStringHandle are
-// registered with TF's signatures for the graphs TF writes (an Estimator's input pipeline);
-// they have no builder here, and FlatMapDataset no kernel until graph functions run.
+// and named in the node's func attr; their nodes' `other_arguments` are empty (C++ functions
+// capture what they need). In graphs TF writes, the func attr names a FunctionDef of the
+// graph's library instead, which the kernels run (kernels/internal/dataset_function.h), as they
+// do FlatMapDataset's, InterleaveDataset's and ParallelInterleaveDatasetV4's. Deviation from TF:
+// SerializeIterator outputs a DT_STRING scalar rather than a variant, so that a Saver can store
+// it like any tensor. TensorDataset, FlatMapDataset, the interleaves, OptimizeDataset,
+// ModelDataset and IteratorToStringHandle are registered with TF's signatures for the graphs TF
+// writes; they have no builder here (Dataset::FromVariant wraps such a node's output).
 #ifndef FLOWTRAIN_OPS_DATASET_OPS_H_
 #define FLOWTRAIN_OPS_DATASET_OPS_H_
 
@@ -55,6 +57,14 @@ struct MapOptions {
   std::string name;  // default "MapDataset" / "ParallelMapDataset"
 };
 
+// Dataset::FixedLengthRecord's optional arguments, as tf.data.FixedLengthRecordDataset's.
+struct FixedLengthRecordOptions {
+  int64_t header_bytes = 0;
+  int64_t footer_bytes = 0;
+  int64_t buffer_size = 256 * 1024;
+  std::string compression_type{};  // "", "ZLIB" or "GZIP"
+};
+
 class Dataset {
  public:
   // Slices every component along its first dimension (all must have the same size).
@@ -66,6 +76,18 @@ class Dataset {
                           int64_t buffer_size = 256 * 1024);
   static Dataset TFRecord(Output filenames, const std::string& compression_type = "",
                           int64_t buffer_size = 256 * 1024);
+
+  // Lines of text files (tf.data.TextLineDataset), as scalar strings without their '\n'
+  // (every '\r' dropped, as TF does), file after file, in the default graph.
+  //   auto lines = Dataset::TextLine({"train.csv"}).Skip(1);  // without the header line
+  static Dataset TextLine(const std::vector<std::string>& filenames, const std::string& compression_type = "",
+                          int64_t buffer_size = 256 * 1024);
+  // Records of `record_bytes` bytes (tf.data.FixedLengthRecordDataset) between a header and a
+  // footer of fixed sizes, in the default graph. A file whose body is not whole records is
+  // InvalidArgument (DataLoss, at its end, when compressed), as in TF.
+  //   auto images = Dataset::FixedLengthRecord({"data_batch_1.bin"}, 1 + 32 * 32 * 3);
+  static Dataset FixedLengthRecord(const std::vector<std::string>& filenames, int64_t record_bytes,
+                                   const FixedLengthRecordOptions& options = {});
 
   Dataset Map(MapFunction fn, const MapOptions& options = {}) const;
   // A function that is also given where the element was read from, to name the bad record of

@@ -55,27 +55,8 @@ FT_REGISTER_OP("ParseExample")
       ParseShape(c, false, static_cast<int>(c.GetAttr<int64_t>("Nsparse")));
     });
 
-FT_REGISTER_OP("ParseSingleExample")
-    .Input("serialized: string")
-    .Input("dense_defaults: Tdense")
-    .Output("sparse_indices: num_sparse * int64")
-    .Output("sparse_values: sparse_types")
-    .Output("sparse_shapes: num_sparse * int64")
-    .Output("dense_values: Tdense")
-    .Attr("num_sparse: int >= 0")
-    .Attr("sparse_keys: list(string) >= 0")
-    .Attr("dense_keys: list(string) >= 0")
-    .Attr("sparse_types: list(type) >= 0")
-    .Attr("Tdense: list(type) >= 0")
-    .Attr("dense_shapes: list(shape) >= 0")
-    .SetShapeFn([](InferenceContext& c) {
-      c.WithRank(c.input(0), 0);
-      ParseShape(c, true, static_cast<int>(c.GetAttr<int64_t>("num_sparse")));
-    });
-
-// tf.io.parse_example and parse_single_example in TF 2.x: the keys as 1-D string inputs, a
-// scalar `serialized` parsed as one Example (outputs without the batch dimension). flowtrain
-// parses no ragged features (Unimplemented when ragged_keys is not empty).
+// As TF's: a scalar `serialized` gives outputs without the batch dimension; the batch size
+// is not propagated, and the ragged outputs are vectors of unknown size.
 FT_REGISTER_OP("ParseExampleV2")
     .Input("serialized: string")
     .Input("names: string")
@@ -96,12 +77,48 @@ FT_REGISTER_OP("ParseExampleV2")
     .Attr("ragged_split_types: list(type) >= 0")
     .Attr("dense_shapes: list(shape) >= 0")
     .SetShapeFn([](InferenceContext& c) {
-      const bool single = !c.input(0).unknown_rank() && c.input(0).dims() == 0;
-      ParseShape(c, single, static_cast<int>(c.GetAttr<int64_t>("num_sparse")));
-      const int first_ragged =
-          c.num_outputs() -
-          2 * static_cast<int>(c.GetAttr<std::vector<DataType>>("ragged_value_types").size());
-      for (int i = first_ragged; i < c.num_outputs(); ++i) c.set_output(i, PartialTensorShape({-1}));
+      c.WithRankAtMost(c.input(0), 1);
+      const PartialTensorShape& in = c.input(0);
+      const int num_sparse = static_cast<int>(c.GetAttr<int64_t>("num_sparse"));
+      const auto dense_shapes = c.GetAttr<std::vector<PartialTensorShape>>("dense_shapes");
+      const int num_ragged = static_cast<int>(c.GetAttr<std::vector<DataType>>("ragged_value_types").size());
+      const int64_t rank = in.unknown_rank() ? -1 : in.dims() + 1;
+      for (int i = 0; i < num_sparse; ++i) {
+        c.set_output(i, PartialTensorShape({-1, rank}));
+        c.set_output(num_sparse + i, PartialTensorShape({-1}));
+        c.set_output(2 * num_sparse + i, PartialTensorShape({rank}));
+      }
+      for (size_t d = 0; d < dense_shapes.size(); ++d) {
+        PartialTensorShape shape = dense_shapes[d];
+        if (in.unknown_rank()) {
+          shape = PartialTensorShape::Unknown();
+        } else if (in.dims() == 1) {
+          DimVector dims = shape.dim_sizes();
+          dims.insert(dims.begin(), -1);
+          shape = PartialTensorShape(std::span<const int64_t>(dims.data(), dims.size()));
+        }
+        c.set_output(3 * num_sparse + static_cast<int>(d), shape);
+      }
+      const int ragged_at = 3 * num_sparse + static_cast<int>(dense_shapes.size());
+      for (int r = 0; r < 2 * num_ragged; ++r) c.set_output(ragged_at + r, PartialTensorShape({-1}));
+    });
+
+FT_REGISTER_OP("ParseSingleExample")
+    .Input("serialized: string")
+    .Input("dense_defaults: Tdense")
+    .Output("sparse_indices: num_sparse * int64")
+    .Output("sparse_values: sparse_types")
+    .Output("sparse_shapes: num_sparse * int64")
+    .Output("dense_values: Tdense")
+    .Attr("num_sparse: int >= 0")
+    .Attr("sparse_keys: list(string) >= 0")
+    .Attr("dense_keys: list(string) >= 0")
+    .Attr("sparse_types: list(type) >= 0")
+    .Attr("Tdense: list(type) >= 0")
+    .Attr("dense_shapes: list(shape) >= 0")
+    .SetShapeFn([](InferenceContext& c) {
+      c.WithRank(c.input(0), 0);
+      ParseShape(c, true, static_cast<int>(c.GetAttr<int64_t>("num_sparse")));
     });
 
 FT_REGISTER_OP("DecodeRaw")

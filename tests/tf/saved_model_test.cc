@@ -170,7 +170,8 @@ TEST_F(SavedModelInteropTest, SavedModelCliShowsTheSignaturesOurLoaderSees) {
 TEST_F(SavedModelInteropTest, FlowtrainRunsTfTwosSavedModelOfAModule) { ExpectSameOutputsAsTf("tf2"); }
 
 // TF 2.21's TF1 Builder: a predict and a regress signature, the latter through parse_example,
-// which TF 2.x writes as ParseExampleV2.
+// which TF 2.x writes as ParseExampleV2; its main op reads the asset through TF 2.x's
+// TFRecordDataset, a FlatMapDataset over the file names calling a graph function.
 TEST_F(SavedModelInteropTest, FlowtrainRunsTfOnesBuilderSavedModel) { ExpectSameOutputsAsTf("tf1"); }
 
 TEST_F(SavedModelInteropTest, FlowtrainRunsTheTf1FixtureSavedModel) {

@@ -33,6 +33,8 @@ KNOWN = {
     "TFRecordDataset: is_stateful False, TF's True": "not serialized",
     "TensorSliceDataset: is_stateful False, TF's True": "not serialized",
     "RangeDataset: is_stateful False, TF's True": "not serialized",
+    "TextLineDataset: is_stateful False, TF's True": "not serialized",
+    "FixedLengthRecordDatasetV2: is_stateful False, TF's True": "not serialized",
     # Iterator state is a string (flowtrain's own encoding), a variant in TF: checkpoints that
     # save an iterator are flowtrain's only.
     "SerializeIterator: output_arg:": "string iterator state",
