@@ -5,6 +5,7 @@
 #include <set>
 #include <thread>
 
+#include <google/protobuf/text_format.h>
 #include <gtest/gtest.h>
 
 #include "flowtrain/core/error.h"
@@ -14,6 +15,7 @@
 #include "flowtrain/framework/op_kernel.h"
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/data_flow_ops.h"
+#include "flowtrain/ops/dataset_ops.h"
 #include "flowtrain/ops/math_ops.h"
 #include "flowtrain/ops/nn_ops.h"
 #include "flowtrain/ops/stack_ops.h"
@@ -240,6 +242,78 @@ TEST_F(GrpcSessionTest, KernelErrorsOnThePsReachTheClient) {
     EXPECT_NE(std::string(e.what()).find("uninitialized value never_initialized"), std::string::npos)
         << e.what();
   }
+}
+
+// A MapDataset whose function is a FunctionDef of the graph's library (as TF writes tf.data
+// functions) runs on the ps: the partition carries the library and the ps's worker gives its
+// kernels a function runtime.
+TEST_F(GrpcSessionTest, DatasetFunctionsOfTheLibraryRunOnTheTaskThatHoldsTheDataset) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  tensorflow::FunctionDefLibrary library;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+                                                              function {
+                                                                signature {
+                                                                  name: "times_three"
+                                                                  input_arg { name: "x" type: DT_INT64 }
+                                                                  output_arg { name: "y" type: DT_INT64 }
+                                                                }
+                                                                node_def {
+                                                                  name: "three"
+                                                                  op: "Const"
+                                                                  attr {
+                                                                    key: "dtype"
+                                                                    value { type: DT_INT64 }
+                                                                  }
+                                                                  attr {
+                                                                    key: "value"
+                                                                    value {
+                                                                      tensor {
+                                                                        dtype: DT_INT64
+                                                                        tensor_shape {}
+                                                                        int64_val: 3
+                                                                      }
+                                                                    }
+                                                                  }
+                                                                }
+                                                                node_def {
+                                                                  name: "m"
+                                                                  op: "Mul"
+                                                                  input: "x"
+                                                                  input: "three:output:0"
+                                                                  attr {
+                                                                    key: "T"
+                                                                    value { type: DT_INT64 }
+                                                                  }
+                                                                }
+                                                                ret { key: "y" value: "m:z:0" }
+                                                              })pb",
+                                                            &library));
+  g.library().AddLibrary(library);
+  std::vector<Output> next;
+  Operation init;
+  {
+    auto ps = g.Device("/job:ps/task:0");
+    AttrValue f;
+    f.mutable_func()->set_name("times_three");
+    const std::vector<PartialTensorShape> scalar = {PartialTensorShape({})};
+    Output mapped = NodeBuilder("MapDataset", "MapDataset")
+                        .Input(data::Dataset::Range(0, 4).variant())
+                        .Input(std::vector<Output>{})
+                        .SetAttr("f", f)
+                        .Attr("Targuments", std::vector<DataType>{})
+                        .Attr("output_types", std::vector<DataType>{DT_INT64})
+                        .Attr("output_shapes", scalar)
+                        .Finalize();
+    data::Iterator it = data::Dataset::FromVariant(mapped, {DT_INT64}, scalar).MakeInitializableIterator();
+    next = it.GetNext();
+    init = it.initializer();
+  }
+  auto sess = NewWorkerSession(g);
+  sess->Run({}, {}, {init});
+  std::vector<int64_t> got;
+  for (int i = 0; i < 4; ++i) got.push_back(sess->Run({}, {ops::Identity(next[0])}, {})[0].scalar<int64_t>());
+  EXPECT_EQ(got, (std::vector<int64_t>{0, 3, 6, 9}));
 }
 
 TEST_F(GrpcSessionTest, DevicesOutsideTheClusterAreRejected) {

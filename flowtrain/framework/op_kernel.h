@@ -28,6 +28,7 @@
 #include "flowtrain/core/thread_pool.h"
 #include "flowtrain/graph/node.h"
 #include "flowtrain/framework/cancellation.h"
+#include "flowtrain/framework/function_runtime.h"
 #include "flowtrain/framework/resource_mgr.h"
 
 namespace flowtrain {
@@ -93,6 +94,8 @@ class OpKernelContext {
     // The resource-manager container of this run's per-step resources (TensorArrays,
     // stacks), dropped by the executor when the run ends.
     std::string_view step_container;
+    // Runs the functions of the graph's library; null when the graph has none.
+    FunctionRuntime* function_runtime = nullptr;
   };
 
   OpKernelContext(const Params& params, const OpKernel& kernel) : params_(params), kernel_(kernel) {}
@@ -124,6 +127,9 @@ class OpKernelContext {
   int64_t step_id() const { return params_.step_id; }
   // Resources created here live until the end of the run (TF's per-step container).
   std::string step_container() const { return std::string(params_.step_container); }
+  // The runtime of the graph's library functions, or null when the graph has no library (it
+  // is owned by shared_ptrs: shared_from_this() keeps it beyond this call).
+  FunctionRuntime* function_runtime() const { return params_.function_runtime; }
 
  private:
   const Params& params_;

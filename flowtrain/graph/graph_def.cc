@@ -54,8 +54,16 @@ bool IsNewerThanTf115AtDefault(const Node& node, const std::string& attr,
       {"UnbatchDataset", {"metadata"}},
       {"ShardDataset", {"metadata"}},
   };
+  // The attrs TF 2.x gave its dataset ops (metadata on all of them).
+  static const std::vector<std::string> kNewerDatasetAttrs = {"metadata",        "force_synchronous",
+                                                              "legacy_autotune", "buffer_size_min",
+                                                              "is_files",        "replicate_on_split"};
+  const bool newer_dataset_attr =
+      node.type().ends_with("Dataset") &&
+      std::find(kNewerDatasetAttrs.begin(), kNewerDatasetAttrs.end(), attr) != kNewerDatasetAttrs.end();
   auto it = kNewer.find(node.type());
-  if (it == kNewer.end() || std::find(it->second.begin(), it->second.end(), attr) == it->second.end()) {
+  if (!newer_dataset_attr &&
+      (it == kNewer.end() || std::find(it->second.begin(), it->second.end(), attr) == it->second.end())) {
     return false;
   }
   const OpRegistration* reg = OpRegistry::Global()->LookUp(node.type());
@@ -111,10 +119,10 @@ int RemoveNewDefaultAttrs(const tensorflow::OpList& producer_ops, tensorflow::Gr
     return bytes;
   };
   int removed = 0;
-  for (tensorflow::NodeDef& node : *graph_def->mutable_node()) {
+  auto strip = [&](tensorflow::NodeDef& node) {
     const OpRegistration* ours = OpRegistry::Global()->LookUp(node.op());
     auto theirs = producer.find(node.op());
-    if (ours == nullptr || theirs == producer.end()) continue;
+    if (ours == nullptr || theirs == producer.end()) return;
     std::vector<std::string> remove;
     for (const auto& [name, value] : node.attr()) {
       if (name.starts_with("_")) continue;
@@ -130,6 +138,12 @@ int RemoveNewDefaultAttrs(const tensorflow::OpList& producer_ops, tensorflow::Gr
     }
     for (const std::string& name : remove) node.mutable_attr()->erase(name);
     removed += static_cast<int>(remove.size());
+  };
+  for (tensorflow::NodeDef& node : *graph_def->mutable_node()) strip(node);
+  // The bodies of the library's functions too: TF's tf.data functions hold dataset ops with
+  // the newer attrs (metadata, replicate_on_split...).
+  for (tensorflow::FunctionDef& function : *graph_def->mutable_library()->mutable_function()) {
+    for (tensorflow::NodeDef& node : *function.mutable_node_def()) strip(node);
   }
   return removed;
 }

@@ -32,7 +32,7 @@ void ImportGraphDef(const tensorflow::GraphDef& graph_def, Graph* graph, std::st
 // the node's value: attrs a newer TensorFlow added that leave the op's meaning unchanged at
 // their defaults (MatMul's grad_a and grad_b since TF 2.12). TF's import_graph_def does the
 // same with its producer_op_list. Attrs with other values stay, so the import still rejects
-// them. Returns how many attrs it removed.
+// them. The node_defs of the library's functions are cleaned too. Returns how many attrs it removed.
 int RemoveNewDefaultAttrs(const tensorflow::OpList& producer_ops, tensorflow::GraphDef* graph_def);
 
 }  // namespace flowtrain

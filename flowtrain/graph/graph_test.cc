@@ -562,6 +562,19 @@ TEST(GraphDef, NewDefaultAttrsOfANewerProducerAreRemoved) {
   // Attrs flowtrain knows, and ops the producer list lacks, are left alone.
   EXPECT_EQ(RemoveNewDefaultAttrs(tensorflow::OpList(), &def), 0);
   EXPECT_TRUE(def.node(1).attr().contains("T"));
+
+  // The node_defs of library functions (TF's tf.data functions) are cleaned the same way.
+  tensorflow::GraphDef with_function;
+  tensorflow::FunctionDef* f = with_function.mutable_library()->add_function();
+  f->mutable_signature()->set_name("add_self");
+  tensorflow::NodeDef* body = f->add_node_def();
+  body->set_name("c");
+  body->set_op("GraphTestAdd");
+  (*body->mutable_attr())["fast"].set_b(false);
+  (*body->mutable_attr())["T"].set_type(tensorflow::DT_FLOAT);
+  EXPECT_EQ(RemoveNewDefaultAttrs(producer, &with_function), 1);
+  EXPECT_FALSE(with_function.library().function(0).node_def(0).attr().contains("fast"));
+  EXPECT_TRUE(with_function.library().function(0).node_def(0).attr().contains("T"));
 }
 
 }  // namespace

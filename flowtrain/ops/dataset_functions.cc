@@ -24,6 +24,11 @@ class Registry {
     functions_.emplace(name, std::make_unique<Fn>(std::move(fn)));
     return name;
   }
+  const Fn* Find(const std::string& name) const {
+    absl::MutexLock lock(&mu_);
+    auto it = functions_.find(name);
+    return it == functions_.end() ? nullptr : it->second.get();
+  }
   const Fn& Get(const std::string& name) const {
     absl::MutexLock lock(&mu_);
     auto it = functions_.find(name);
@@ -78,6 +83,12 @@ std::string RegisterPredicateFunction(std::string_view hint, PredicateFunction f
 }
 
 const RegisteredMapFunction& LookupMapFunction(const std::string& name) { return MapRegistry().Get(name); }
+
+const RegisteredMapFunction* FindMapFunction(const std::string& name) { return MapRegistry().Find(name); }
+
+const PredicateFunction* FindPredicateFunction(const std::string& name) {
+  return PredicateRegistry().Find(name);
+}
 
 const PredicateFunction& LookupPredicateFunction(const std::string& name) {
   return PredicateRegistry().Get(name);

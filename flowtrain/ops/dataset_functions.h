@@ -4,7 +4,9 @@
 // its `f`/`predicate` func attr; the kernel looks the function up by name. A graph written
 // out and read back in the same process therefore still runs; in another process its map
 // nodes fail with NotFound naming the function. Functions are never unregistered: a program
-// builds a bounded number of pipelines.
+// builds a bounded number of pipelines. A name registered here takes precedence over a function
+// of the same name in the graph's library (how TF serialises its tf.data functions: see
+// kernels/internal/dataset_function.h).
 //
 //   std::string name = data::RegisterMapFunction("normalize", [](const std::vector<Tensor>& in) {
 //     return std::vector<Tensor>{Scale(in[0])};
@@ -67,6 +69,10 @@ std::string RegisterPredicateFunction(std::string_view hint, PredicateFunction f
 // NotFound naming `name` if it was not registered in this process.
 const RegisteredMapFunction& LookupMapFunction(const std::string& name);
 const PredicateFunction& LookupPredicateFunction(const std::string& name);
+// nullptr if `name` was not registered in this process (the dataset kernels then look for a
+// function of that name in the graph's library).
+const RegisteredMapFunction* FindMapFunction(const std::string& name);
+const PredicateFunction* FindPredicateFunction(const std::string& name);
 
 }  // namespace flowtrain::data
 

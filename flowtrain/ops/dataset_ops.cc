@@ -76,26 +76,86 @@ FT_REGISTER_OP("FixedLengthRecordDatasetV2")
     .Output("handle: variant")
     .SetShapeFn(shape_fns::ScalarShape);
 
+// The datasets over a function (issue #20): `f`/`predicate` names a C++ function registered in
+// this process (ops/dataset_functions.h) or a function of the graph's library, which is given
+// each element's components followed by `other_arguments` (the tensors it captured). Their
+// signatures are TF 2.21's.
 FT_REGISTER_OP("MapDataset")
     .Attr("metadata: string = \"\"")
     .Input("input_dataset: variant")
+    .Input("other_arguments: Targuments")
     .Attr("f: func")
+    .Attr("Targuments: list(type) >= 0")
     .Attr("use_inter_op_parallelism: bool = true")
-    .Attr("preserve_cardinality: bool = false") FT_DATASET_OUTPUT;
+    .Attr("preserve_cardinality: bool = false")
+    .Attr("force_synchronous: bool = false") FT_DATASET_OUTPUT;
 
 FT_REGISTER_OP("ParallelMapDataset")
     .Attr("metadata: string = \"\"")
     .Input("input_dataset: variant")
+    .Input("other_arguments: Targuments")
     .Input("num_parallel_calls: int32")
     .Attr("f: func")
+    .Attr("Targuments: list(type) >= 0")
     .Attr("use_inter_op_parallelism: bool = true")
     .Attr("sloppy: bool = false")
     .Attr("preserve_cardinality: bool = false") FT_DATASET_OUTPUT;
 
+// Dataset.map(num_parallel_calls=...) in TF 2.x. flowtrain keeps the input order whatever
+// `deterministic` says (an order TF may also give).
+FT_REGISTER_OP("ParallelMapDatasetV2")
+    .Attr("metadata: string = \"\"")
+    .Input("input_dataset: variant")
+    .Input("other_arguments: Targuments")
+    .Input("num_parallel_calls: int64")
+    .Attr("f: func")
+    .Attr("Targuments: list(type) >= 0")
+    .Attr("use_inter_op_parallelism: bool = true")
+    .Attr("deterministic: string = 'default'")
+    .Attr("preserve_cardinality: bool = false")
+    .Attr("use_unbounded_threadpool: bool = false") FT_DATASET_OUTPUT;
+
 FT_REGISTER_OP("FilterDataset")
     .Attr("metadata: string = \"\"")
     .Input("input_dataset: variant")
-    .Attr("predicate: func") FT_DATASET_OUTPUT;
+    .Input("other_arguments: Targuments")
+    .Attr("predicate: func")
+    .Attr("Targuments: list(type) >= 0") FT_DATASET_OUTPUT;
+
+// Dataset.flat_map: `f` (a library function) maps an element to a dataset, whose elements
+// come out in turn. Also TF 2.x's TFRecordDataset of several files and from_generator.
+FT_REGISTER_OP("FlatMapDataset")
+    .Attr("metadata: string = \"\"")
+    .Input("input_dataset: variant")
+    .Input("other_arguments: Targuments")
+    .Attr("f: func")
+    .Attr("Targuments: list(type) >= 0") FT_DATASET_OUTPUT;
+
+// Dataset.interleave: cycle_length datasets of `f` open at once, block_length elements from
+// each in turn.
+FT_REGISTER_OP("InterleaveDataset")
+    .Attr("metadata: string = \"\"")
+    .Input("input_dataset: variant")
+    .Input("other_arguments: Targuments")
+    .Input("cycle_length: int64")
+    .Input("block_length: int64")
+    .Attr("f: func")
+    .Attr("Targuments: list(type) >= 0") FT_DATASET_OUTPUT;
+
+// Dataset.interleave(num_parallel_calls=...). flowtrain yields InterleaveDataset's order (TF's
+// deterministic order) whatever `deterministic` says; the buffering inputs are hints.
+FT_REGISTER_OP("ParallelInterleaveDatasetV4")
+    .Attr("metadata: string = \"\"")
+    .Input("input_dataset: variant")
+    .Input("other_arguments: Targuments")
+    .Input("cycle_length: int64")
+    .Input("block_length: int64")
+    .Input("buffer_output_elements: int64")
+    .Input("prefetch_input_elements: int64")
+    .Input("num_parallel_calls: int64")
+    .Attr("f: func")
+    .Attr("deterministic: string = 'default'")
+    .Attr("Targuments: list(type) >= 0") FT_DATASET_OUTPUT;
 
 FT_REGISTER_OP("ShuffleDataset")
     .Attr("metadata: string = \"\"")
@@ -121,16 +181,11 @@ FT_REGISTER_OP("PrefetchDataset")
     .Attr("metadata: string = \"\"")
     .Input("input_dataset: variant")
     .Input("buffer_size: int64")
-    .Attr("slack_period: int = 0") FT_DATASET_OUTPUT;
-
-// Dataset.flat_map with `f` a function of the graph's library. flowtrain registers it so that
-// TF's graphs import; it has no kernel until graph functions run.
-FT_REGISTER_OP("FlatMapDataset")
-    .Attr("metadata: string = \"\"")
-    .Input("input_dataset: variant")
-    .Input("other_arguments: Targuments")
-    .Attr("f: func")
-    .Attr("Targuments: list(type) >= 0") FT_DATASET_OUTPUT;
+    .Attr("slack_period: int = 0")
+    // TF 2.x writes legacy_autotune = false; it and buffer_size_min only tune TF's autotuning
+    // of an AUTOTUNE buffer, which flowtrain does not do.
+    .Attr("legacy_autotune: bool = true")
+    .Attr("buffer_size_min: int = 0") FT_DATASET_OUTPUT;
 
 // What TF 1.x's iterator makers wrap every pipeline in: static rewrites (OptimizeDataset)
 // and autotuning (ModelDataset), both leaving the elements as they are.
@@ -302,13 +357,15 @@ PartialTensorShape WithFirstDim(const PartialTensorShape& shape, int64_t dim) {
 Output UnaryDataset(const Dataset& input, std::string_view op_type,
                     const std::vector<std::pair<std::string, Tensor>>& arguments,
                     const std::vector<DataType>& types, const std::vector<PartialTensorShape>& shapes,
-                    const std::function<void(NodeBuilder&)>& attrs = nullptr) {
+                    const std::function<void(NodeBuilder&)>& attrs = nullptr, bool has_captures = false) {
   OpNameScope scope(*input.variant().graph(), op_type);
   std::vector<Output> argument_outputs;
   for (const auto& [name, value] : arguments) argument_outputs.push_back(ops::Const(value, name));
   scope.Exit();
   NodeBuilder builder(op_type, scope.op_name());
   builder.ExactName().Input(input.variant());
+  // The ops over a function take its captured tensors next; a C++ function captures none.
+  if (has_captures) builder.Input(std::vector<Output>{}).Attr("Targuments", std::vector<DataType>{});
   for (const Output& a : argument_outputs) builder.Input(a);
   builder.Attr("output_types", types).Attr("output_shapes", shapes);
   if (attrs) attrs(builder);
@@ -319,6 +376,14 @@ Output UnaryDataset(const Dataset& input, std::string_view op_type,
 
 Dataset::Dataset(Output variant, std::vector<DataType> types, std::vector<PartialTensorShape> shapes)
     : variant_(variant), types_(std::move(types)), shapes_(std::move(shapes)) {}
+
+Dataset Dataset::FromVariant(Output variant, std::vector<DataType> types,
+                             std::vector<PartialTensorShape> shapes) {
+  if (types.size() != shapes.size()) {
+    InvalidArgument("Dataset::FromVariant: ", types.size(), " types but ", shapes.size(), " shapes");
+  }
+  return Dataset(variant, std::move(types), std::move(shapes));
+}
 
 Dataset Dataset::FromTensorSlices(const std::vector<Output>& components) {
   if (components.empty()) InvalidArgument("FromTensorSlices needs at least one component");
@@ -415,8 +480,10 @@ Dataset Dataset::MapRegistered(const MapOptions& options, RegisterFn register_fn
   std::vector<std::pair<std::string, Tensor>> arguments;
   if (parallel)
     arguments.emplace_back("num_parallel_calls", Tensor::Scalar<int32_t>(options.num_parallel_calls));
-  Output variant = UnaryDataset(*this, op_type, arguments, types, shapes,
-                                [&](NodeBuilder& b) { b.SetAttr("f", FuncAttr(function_name)); });
+  Output variant = UnaryDataset(
+      *this, op_type, arguments, types, shapes,
+      [&](NodeBuilder& b) { b.SetAttr("f", FuncAttr(function_name)); },
+      /*has_captures=*/true);
   return Dataset(variant, types, shapes);
 }
 
@@ -432,8 +499,10 @@ Dataset Dataset::Map(OriginAwareMapFunction fn, const MapOptions& options) const
 
 Dataset Dataset::Filter(PredicateFunction predicate, std::string_view name) const {
   const std::string function_name = RegisterPredicateFunction(name, std::move(predicate));
-  Output variant = UnaryDataset(*this, "FilterDataset", {}, types_, shapes_,
-                                [&](NodeBuilder& b) { b.SetAttr("predicate", FuncAttr(function_name)); });
+  Output variant = UnaryDataset(
+      *this, "FilterDataset", {}, types_, shapes_,
+      [&](NodeBuilder& b) { b.SetAttr("predicate", FuncAttr(function_name)); },
+      /*has_captures=*/true);
   return Dataset(variant, types_, shapes_);
 }
 

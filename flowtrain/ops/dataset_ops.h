@@ -14,12 +14,14 @@
 //   while (true) sess.Run({}, next);                                  // ends with OutOfRangeError
 //
 // Map and Filter take C++ functions, kept in a process-wide registry (dataset_functions.h)
-// and named in the node's func attr. Deviations from TF: map nodes have no
-// `other_arguments` (C++ functions capture what they need), and SerializeIterator outputs a
-// DT_STRING scalar rather than a variant, so that a Saver can store it like any tensor.
-// TensorDataset, FlatMapDataset, OptimizeDataset, ModelDataset and IteratorToStringHandle are
-// registered with TF's signatures for the graphs TF writes (an Estimator's input pipeline);
-// they have no builder here, and FlatMapDataset no kernel until graph functions run.
+// and named in the node's func attr; their nodes' `other_arguments` are empty (C++ functions
+// capture what they need). In graphs TF writes, the func attr names a FunctionDef of the
+// graph's library instead, which the kernels run (kernels/internal/dataset_function.h), as they
+// do FlatMapDataset's, InterleaveDataset's and ParallelInterleaveDatasetV4's. Deviation from TF:
+// SerializeIterator outputs a DT_STRING scalar rather than a variant, so that a Saver can store
+// it like any tensor. TensorDataset, FlatMapDataset, the interleaves, OptimizeDataset,
+// ModelDataset and IteratorToStringHandle are registered with TF's signatures for the graphs TF
+// writes; they have no builder here (Dataset::FromVariant wraps such a node's output).
 #ifndef FLOWTRAIN_OPS_DATASET_OPS_H_
 #define FLOWTRAIN_OPS_DATASET_OPS_H_
 
@@ -144,6 +146,12 @@ class Dataset {
                            std::optional<int64_t> seed = std::nullopt,
                            bool reshuffle_each_iteration = true) const;
   // ---- end of tf.data breadth.
+
+  // The dataset of a node these builders do not make (a MapDataset over a function of the
+  // graph's library, a dataset op of an imported graph): `variant` is its handle output,
+  // `types` and `shapes` its elements'. InvalidArgument if their sizes differ.
+  static Dataset FromVariant(Output variant, std::vector<DataType> types,
+                             std::vector<PartialTensorShape> shapes);
 
  private:
   Dataset(Output variant, std::vector<DataType> types, std::vector<PartialTensorShape> shapes);

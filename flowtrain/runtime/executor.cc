@@ -430,6 +430,7 @@ std::vector<Tensor> Executor::Run(const ExecutorRunArgs& args, std::span<const T
   step.base_params.deadline = args.deadline;
   step.base_params.step_id = args.step_id;
   step.base_params.step_container = args.step_container;
+  step.base_params.function_runtime = plan.env.function_runtime;
   // Only plans that make TensorArrays or stacks pay for a container of their own.
   std::string own_step_container;
   if (args.step_container.empty() && plan.creates_step_resources) {

@@ -47,6 +47,8 @@ struct ExecutorEnv {
   // Feeds may arrive dead (ExecutorRunArgs::dead_feeds): the plan runs frame-aware even
   // without control flow ops, so that their consumers are dead instead of run.
   bool feeds_may_be_dead = false;
+  // Given to every kernel (OpKernelContext::function_runtime); not owned, outlives the plan.
+  FunctionRuntime* function_runtime = nullptr;
 };
 
 struct ExecutorRunArgs {

@@ -4,6 +4,7 @@
 #include "flowtrain/core/logging.h"
 #include "flowtrain/core/str_util.h"
 #include "flowtrain/runtime/device_spec.h"
+#include "flowtrain/runtime/graph_function_runtime.h"
 #include "flowtrain/runtime/internal/function_lowering.h"
 #include "flowtrain/runtime/run_arguments.h"
 
@@ -121,6 +122,17 @@ const Graph& Session::ExecutableGraph() {
   return *lowered_graphs_.back();
 }
 
+FunctionRuntime* Session::CurrentFunctionRuntime() {
+  if (graph_.library().empty()) return nullptr;
+  // Functions can be added without adding nodes, so their count is part of the version.
+  const std::pair<int64_t, size_t> version{graph_.version(), graph_.library().ListFunctions().size()};
+  if (version != function_runtime_version_) {
+    function_runtimes_.push_back(GraphFunctionRuntime::Create(graph_.library(), resource_mgr_));
+    function_runtime_version_ = version;
+  }
+  return function_runtimes_.back().get();
+}
+
 const Executor& Session::Compile(std::vector<int64_t> key, const std::vector<Endpoint>& feeds,
                                  const std::vector<Endpoint>& fetches,
                                  const std::vector<const Node*>& targets) {
@@ -129,6 +141,7 @@ const Executor& Session::Compile(std::vector<int64_t> key, const std::vector<End
   env.inter_op_pool = inter_op_pool_.get();
   env.intra_op_pool = intra_op_pool_.get();
   env.get_kernel = [this](const Node* n) { return GetKernel(n); };
+  env.function_runtime = CurrentFunctionRuntime();
   env.remapping = options_.config.remapping;
   env.dependency_optimization = options_.config.dependency_optimization;
   auto executor = std::make_unique<Executor>(env, feeds, fetches, targets);

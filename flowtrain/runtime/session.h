@@ -106,6 +106,10 @@ class Session : public SessionInterface {
   // itself. Rebuilt when graph_ has grown; the earlier ones stay alive for the plans
   // compiled on them.
   const Graph& ExecutableGraph() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The runtime of graph_'s library functions for its kernels (OpKernelContext::
+  // function_runtime), or null when the library is empty. Made again when graph_ has grown,
+  // since it copies the library; the earlier ones stay alive for the plans compiled with them.
+  FunctionRuntime* CurrentFunctionRuntime() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   OpKernel* GetKernel(const Node* node);
   void CheckPlacement(const Node* node) const;
 
@@ -119,6 +123,10 @@ class Session : public SessionInterface {
   std::atomic<int64_t> next_step_id_{1};
 
   mutable absl::Mutex mu_;
+  // Before executors_, which point at them.
+  std::vector<std::shared_ptr<FunctionRuntime>> function_runtimes_ ABSL_GUARDED_BY(mu_);
+  // graph_'s version and function count when the last one was made.
+  std::pair<int64_t, size_t> function_runtime_version_ ABSL_GUARDED_BY(mu_){-1, 0};
   // Declared before executors_ and kernels_, so the plans and kernels holding its nodes go first.
   std::vector<std::unique_ptr<Graph>> lowered_graphs_ ABSL_GUARDED_BY(mu_);
   std::map<std::vector<int64_t>, std::unique_ptr<Executor>> executors_ ABSL_GUARDED_BY(mu_);

@@ -169,11 +169,10 @@ TEST_F(SavedModelInteropTest, SavedModelCliShowsTheSignaturesOurLoaderSees) {
 // StatefulPartitionedCall, and its restore function runs DisableCopyOnRead on each variable.
 TEST_F(SavedModelInteropTest, FlowtrainRunsTfTwosSavedModelOfAModule) { ExpectSameOutputsAsTf("tf2"); }
 
-// TF 2.21's TF1 Builder ("tf1", with a regress signature) is written by the script but not yet
-// loaded here. Its parse_example is ParseExampleV2, which flowtrain now runs (tests/tf
-// parse_example_v2_test), and its dataset ops' TF 2.x attrs import, but its main op reads the asset through
-// TF 2.x's TFRecordDataset, which is a FlatMapDataset over the file names calling a graph function:
-// FlatMapDataset has no kernel yet (kernels cannot call graph functions).
+// TF 2.21's TF1 Builder: a predict and a regress signature, the latter through parse_example,
+// which TF 2.x writes as ParseExampleV2; its main op reads the asset through TF 2.x's
+// TFRecordDataset, a FlatMapDataset over the file names calling a graph function.
+TEST_F(SavedModelInteropTest, FlowtrainRunsTfOnesBuilderSavedModel) { ExpectSameOutputsAsTf("tf1"); }
 
 TEST_F(SavedModelInteropTest, FlowtrainRunsTheTf1FixtureSavedModel) {
   FLOWTRAIN_REQUIRE_FIXTURES("tf1_half_plus_two_cpu");

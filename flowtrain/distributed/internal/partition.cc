@@ -555,6 +555,8 @@ class Partitioner {
       tensorflow::GraphDef* def = partition.request.mutable_graph_def();
       *def = std::move(graph_defs_[task]);
       *def->mutable_versions() = full.versions();
+      // The dataset kernels of a partition run the graph's tf.data functions.
+      if (full.has_library()) *def->mutable_library() = full.library();
       for (auto& [number, stage] : stages) *partition.request.add_stages() = std::move(stage);
       const std::set<int>& feeds = feeds_used_[task];
       partition.feed_indices.assign(feeds.begin(), feeds.end());

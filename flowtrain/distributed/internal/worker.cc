@@ -17,6 +17,7 @@
 #include "flowtrain/graph/graph_def.h"
 #include "flowtrain/proto/tensor_proto_util.h"
 #include "flowtrain/runtime/executor.h"
+#include "flowtrain/runtime/graph_function_runtime.h"
 
 namespace flowtrain::distributed {
 namespace {
@@ -84,6 +85,8 @@ struct Worker::Partition {
   };
 
   Graph graph;
+  // Runs the functions of graph's library for its dataset kernels; null without a library.
+  std::shared_ptr<FunctionRuntime> function_runtime;
   int64_t bytes = 0;  // the registration's serialized size
   // Guarded by the worker's mu_ (the analysis cannot name another object's mutex).
   int steps_running = 0;
@@ -255,8 +258,12 @@ grpc::Status Worker::RegisterGraph(grpc::ServerContext* context, const RegisterG
     auto partition = std::make_shared<Partition>();
     partition->bytes = bytes;
     ImportGraphDef(request->graph_def(), &partition->graph);
+    if (!partition->graph.library().empty()) {
+      partition->function_runtime = GraphFunctionRuntime::Create(partition->graph.library(), resource_mgr_);
+    }
     ExecutorEnv env;
     env.resource_mgr = resource_mgr_.get();
+    env.function_runtime = partition->function_runtime.get();
     env.intra_op_pool = intra_op_pool_.get();  // no inter-op pool: stages run inline
     env.device_name = StrCat(task_name_, "/device:CPU:0");
     env.remapping = !request->disable_remapping();

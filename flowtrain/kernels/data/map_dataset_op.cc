@@ -1,5 +1,7 @@
-// The kernel of MapDataset and ParallelMapDataset: a registered C++ function applied to each
-// element, on up to num_parallel_calls threads, in order.
+// The kernel of MapDataset, ParallelMapDataset and ParallelMapDatasetV2: a function applied to
+// each element, on up to num_parallel_calls threads, in order. The function is a C++ function
+// registered in this process or, failing that, a function of the graph's library given the
+// element and the op's captured inputs (kernels/internal/dataset_function.h).
 #include <algorithm>
 #include <deque>
 #include <exception>
@@ -13,6 +15,7 @@
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
+#include "flowtrain/kernels/internal/dataset_function.h"
 #include "flowtrain/kernels/internal/dataset_op_kernel.h"
 
 namespace flowtrain::data {
@@ -20,22 +23,26 @@ namespace {
 
 class MapDataset : public DatasetBase {
  public:
-  MapDataset(DatasetRef input, std::string function_name, std::vector<DataType> types, int parallelism)
+  // Exactly one of `cpp` and `graph_fn` is set.
+  MapDataset(DatasetRef input, std::string function_name, const RegisteredMapFunction* cpp,
+             std::shared_ptr<const GraphDatasetFunction> graph_fn, std::vector<DataType> types,
+             int parallelism)
       : input_(std::move(input)),
         function_name_(std::move(function_name)),
-        fn_(LookupMapFunction(function_name_)),
+        cpp_(cpp),
+        graph_fn_(std::move(graph_fn)),
         types_(std::move(types)),
         parallelism_(parallelism) {}
   std::string DebugString() const override { return "MapDataset(" + function_name_ + ")"; }
 
   // Calls the function and checks that it returned what the op promised. Errors name the
   // records the element came from, unless the function names them itself.
-  Element Apply(const Element& in, const RecordOrigins& origins) const {
+  Element Apply(const IteratorContext& ctx, const Element& in, const RecordOrigins& origins) const {
     Element out;
     try {
-      out = fn_.fn(in, origins);
+      out = cpp_ != nullptr ? cpp_->fn(in, origins) : graph_fn_->Call(ctx, in);
     } catch (...) {
-      if (origins.empty() || fn_.names_records) throw;
+      if (origins.empty() || (cpp_ != nullptr && cpp_->names_records)) throw;
       RethrowWithContext(ErrorFromException(std::current_exception()),
                          StrCat("In ", DescribeOrigins(origins), ": "));
     }
@@ -65,7 +72,7 @@ class MapDataset : public DatasetBase {
     bool GetNext(IteratorContext& ctx, Element* out) override {
       Element in;
       if (!input_->GetNext(ctx, &in)) return false;
-      *out = ds_.Apply(in, input_->origins());
+      *out = ds_.Apply(ctx, in, input_->origins());
       return true;
     }
     const RecordOrigins& origins() const override { return KeptOrigins(input_->origins()); }
@@ -182,7 +189,9 @@ class MapDataset : public DatasetBase {
         Element result;
         std::exception_ptr error;
         try {
-          result = ds_.Apply(call.input, call.slot->origins);
+          // Calls run past the GetNext that queued them, so they cannot wait on its run's
+          // cancellation; the caller does (WaitOnce).
+          result = ds_.Apply(IteratorContext{}, call.input, call.slot->origins);
         } catch (...) {
           error = std::current_exception();
         }
@@ -221,7 +230,8 @@ class MapDataset : public DatasetBase {
  private:
   DatasetRef input_;
   std::string function_name_;
-  const RegisteredMapFunction& fn_;
+  const RegisteredMapFunction* cpp_;                      // never removed from the registry
+  std::shared_ptr<const GraphDatasetFunction> graph_fn_;  // when cpp_ is null
   std::vector<DataType> types_;
   int parallelism_;
 };
@@ -229,20 +239,33 @@ class MapDataset : public DatasetBase {
 struct MapDatasetOp : DatasetOpKernel {
   explicit MapDatasetOp(OpKernelConstruction& c)
       : DatasetOpKernel(c),
-        function_(c.node().GetAttrValue("f").func().name()),
-        types_(c.GetAttr<std::vector<DataType>>("output_types")) {
-    LookupMapFunction(function_);  // NotFound now rather than at the first element
-  }
+        func_(c.node().GetAttrValue("f").func()),
+        cpp_(FindMapFunction(func_.name())),
+        types_(c.GetAttr<std::vector<DataType>>("output_types")),
+        num_captured_(NumCapturedInputs(c.node())) {}
   DatasetRef MakeDataset(OpKernelContext* ctx) override {
     int parallelism = 1;
-    if (ctx->num_inputs() > 1) parallelism = std::max(1, ctx->input(1).scalar<int32_t>());
-    return std::make_shared<MapDataset>(Input(ctx), function_, types_, parallelism);
+    const int parallel_input = 1 + num_captured_;
+    if (ctx->num_inputs() > parallel_input) {
+      const Tensor& n = ctx->input(parallel_input);
+      const int64_t calls = n.dtype() == DT_INT64 ? n.scalar<int64_t>() : n.scalar<int32_t>();
+      // AUTOTUNE (-1) and 0 ask the runtime to choose: the cores it may use.
+      parallelism = calls > 0 ? static_cast<int>(std::min<int64_t>(calls, 256))
+                              : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    }
+    std::shared_ptr<const GraphDatasetFunction> graph_fn;
+    if (cpp_ == nullptr) graph_fn = GraphDatasetFunction::Instantiate(ctx, func_, CapturedInputs(ctx, 1));
+    return std::make_shared<MapDataset>(Input(ctx), func_.name(), cpp_, std::move(graph_fn), types_,
+                                        parallelism);
   }
-  std::string function_;
+  tensorflow::NameAttrList func_;
+  const RegisteredMapFunction* cpp_;  // null: a function of the graph's library
   std::vector<DataType> types_;
+  int num_captured_;
 };
 FT_REGISTER_KERNEL("MapDataset", MapDatasetOp);
 FT_REGISTER_KERNEL("ParallelMapDataset", MapDatasetOp);
+FT_REGISTER_KERNEL("ParallelMapDatasetV2", MapDatasetOp);
 
 }  // namespace
 }  // namespace flowtrain::data

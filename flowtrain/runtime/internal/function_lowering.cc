@@ -94,6 +94,20 @@ class Lowering {
     return out;
   }
 
+  static void SignatureTypes(const tensorflow::FunctionDef& f, const AttrMap& attrs, Types* inputs,
+                             Types* outputs) {
+    const AttrMap all = WithDefaults(f.signature(), attrs);
+    const std::string what = StrCat("Function '", f.signature().name(), "'");
+    inputs->clear();
+    outputs->clear();
+    for (const auto& arg : f.signature().input_arg()) {
+      for (DataType t : ArgTypes(arg, all, what)) inputs->push_back(t);
+    }
+    for (const auto& arg : f.signature().output_arg()) {
+      for (DataType t : ArgTypes(arg, all, what)) outputs->push_back(t);
+    }
+  }
+
  private:
   const tensorflow::FunctionDef* FindFunction(const std::string& name) const {
     auto it = functions_.find(name);
@@ -733,6 +747,12 @@ bool CallsFunctions(const Graph& graph) {
     if (IsFunctionalOp(op) || graph.library().Find(op) != nullptr) return true;
   }
   return false;
+}
+
+void FunctionSignatureTypes(const tensorflow::FunctionDef& function,
+                            const google::protobuf::Map<std::string, tensorflow::AttrValue>& attrs,
+                            std::vector<DataType>* inputs, std::vector<DataType>* outputs) {
+  Lowering::SignatureTypes(function, attrs, inputs, outputs);
 }
 
 tensorflow::GraphDef LowerFunctionCalls(const tensorflow::GraphDef& graph_def) {

@@ -32,8 +32,12 @@
 #define FLOWTRAIN_RUNTIME_INTERNAL_FUNCTION_LOWERING_H_
 
 #include <memory>
+#include <string>
+#include <vector>
 
+#include "flowtrain/core/types.h"
 #include "flowtrain/graph/graph.h"
+#include "flowtrain/proto/function.pb.h"
 #include "flowtrain/proto/graph.pb.h"
 
 namespace flowtrain {
@@ -48,6 +52,13 @@ tensorflow::GraphDef LowerFunctionCalls(const tensorflow::GraphDef& graph_def);
 // A new graph holding `graph` with every function call lowered: the nodes of `graph` keep
 // their names, so its endpoints map to the new graph's by name.
 std::unique_ptr<Graph> LowerFunctionCalls(const Graph& graph);
+
+// The flattened dtypes of `function`'s arguments and results with `attrs` bound (its
+// signature's attr defaults filling in the others), as a call of it must have them.
+// InvalidArgument naming the function when an attr they need has no value.
+void FunctionSignatureTypes(const tensorflow::FunctionDef& function,
+                            const google::protobuf::Map<std::string, tensorflow::AttrValue>& attrs,
+                            std::vector<DataType>* inputs, std::vector<DataType>* outputs);
 
 }  // namespace flowtrain
 

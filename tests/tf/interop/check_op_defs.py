@@ -35,11 +35,6 @@ KNOWN = {
     "RangeDataset: is_stateful False, TF's True": "not serialized",
     "TextLineDataset: is_stateful False, TF's True": "not serialized",
     "FixedLengthRecordDatasetV2: is_stateful False, TF's True": "not serialized",
-    # flowtrain's dataset functions are C++ functions (ops/dataset_functions.h) without captured
-    # arguments: TF could not run them in any case.
-    "MapDataset:": "C++ map functions",
-    "ParallelMapDataset:": "C++ map functions",
-    "FilterDataset:": "C++ predicates",
     # Iterator state is a string (flowtrain's own encoding), a variant in TF: checkpoints that
     # save an iterator are flowtrain's only.
     "SerializeIterator: output_arg:": "string iterator state",
