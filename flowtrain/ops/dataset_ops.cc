@@ -115,6 +115,18 @@ FT_REGISTER_OP("ParallelMapDatasetV2")
     .Attr("preserve_cardinality: bool = false")
     .Attr("use_unbounded_threadpool: bool = false") FT_DATASET_OUTPUT;
 
+// tf.data.experimental.map_and_batch: a map and a batch in one op.
+FT_REGISTER_OP("MapAndBatchDataset")
+    .Attr("metadata: string = \"\"")
+    .Input("input_dataset: variant")
+    .Input("other_arguments: Targuments")
+    .Input("batch_size: int64")
+    .Input("num_parallel_calls: int64")
+    .Input("drop_remainder: bool")
+    .Attr("f: func")
+    .Attr("Targuments: list(type) >= 0")
+    .Attr("preserve_cardinality: bool = false") FT_DATASET_OUTPUT;
+
 FT_REGISTER_OP("FilterDataset")
     .Attr("metadata: string = \"\"")
     .Input("input_dataset: variant")
@@ -483,6 +495,28 @@ Dataset Dataset::MapRegistered(const MapOptions& options, RegisterFn register_fn
   Output variant = UnaryDataset(
       *this, op_type, arguments, types, shapes,
       [&](NodeBuilder& b) { b.SetAttr("f", FuncAttr(function_name)); },
+      /*has_captures=*/true);
+  return Dataset(variant, types, shapes);
+}
+
+Dataset Dataset::MapAndBatch(MapFunction fn, int64_t batch_size, const MapOptions& options,
+                             bool drop_remainder) const {
+  if (batch_size < 1) InvalidArgument("MapAndBatch: batch size must be at least 1, got ", batch_size);
+  std::vector<DataType> types = options.output_types.empty() ? types_ : options.output_types;
+  std::vector<PartialTensorShape> shapes = options.output_shapes;
+  if (shapes.empty()) shapes.assign(types.size(), PartialTensorShape::Unknown());
+  if (shapes.size() != types.size()) {
+    InvalidArgument("MapAndBatch: ", shapes.size(), " output shapes for ", types.size(), " output types");
+  }
+  for (auto& s : shapes) s = WithFirstDim(s, drop_remainder ? batch_size : -1);
+  const std::string function_name =
+      RegisterMapFunction(options.name.empty() ? "MapAndBatchDataset" : options.name, std::move(fn));
+  Output variant = UnaryDataset(
+      *this, "MapAndBatchDataset",
+      {{"batch_size", Tensor::Scalar<int64_t>(batch_size)},
+       {"num_parallel_calls", Tensor::Scalar<int64_t>(std::max(1, options.num_parallel_calls))},
+       {"drop_remainder", Tensor::Scalar<bool>(drop_remainder)}},
+      types, shapes, [&](NodeBuilder& b) { b.SetAttr("f", FuncAttr(function_name)); },
       /*has_captures=*/true);
   return Dataset(variant, types, shapes);
 }

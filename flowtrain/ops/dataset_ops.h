@@ -94,6 +94,10 @@ class Dataset {
   // a batch in its errors (ops::MapParseExample).
   Dataset Map(OriginAwareMapFunction fn, const MapOptions& options = {}) const;
   Dataset Filter(PredicateFunction predicate, std::string_view name = "FilterDataset") const;
+  // tf.data.experimental.map_and_batch: Map(fn, options) then Batch(batch_size,
+  // drop_remainder) as one op (MapAndBatchDataset), the function on num_parallel_calls threads.
+  Dataset MapAndBatch(MapFunction fn, int64_t batch_size, const MapOptions& options = {},
+                      bool drop_remainder = false) const;
   // Fills a buffer of `buffer_size` elements and draws from it at random. With a seed the order
   // is reproducible; reshuffle_each_iteration gives every new iterator (epoch) a new order.
   Dataset Shuffle(int64_t buffer_size, std::optional<int64_t> seed = std::nullopt,

@@ -311,5 +311,27 @@ TEST(FeedableIterator, RunsWhicheverIteratorItsStringHandleNames) {
       [&] { next_of(Tensor::Scalar<std::string>(missing.SerializeAsString())); }, {"no_such_iterator"});
 }
 
+TEST(MapAndBatchDataset, MapsThenBatchesOnAnyNumberOfThreads) {
+  Graph g;
+  auto as_default = g.AsDefault();
+  auto twice = [](const std::vector<Tensor>& e) {
+    return std::vector<Tensor>{Tensor::Scalar<int64_t>(e[0].scalar<int64_t>() * 2)};
+  };
+  const MapOptions scalars = {.output_shapes = {PartialTensorShape({})}};
+  Dataset ds = Dataset::Range(0, 10).MapAndBatch(twice, 4, scalars);
+  EXPECT_EQ(ds.variant().op().type(), "MapAndBatchDataset");
+  EXPECT_EQ(ds.output_shapes()[0].DebugString(), "[?]");
+  EXPECT_EQ(RunToEnd(ds), (Rows{{0, 2, 4, 6}, {8, 10, 12, 14}, {16, 18}}));
+  Dataset parallel = Dataset::Range(0, 10).MapAndBatch(
+      twice, 4, {.output_shapes = {PartialTensorShape({})}, .num_parallel_calls = 2}, true);
+  EXPECT_EQ(parallel.output_shapes()[0].DebugString(), "[4]");
+  EXPECT_EQ(RunToEnd(parallel), (Rows{{0, 2, 4, 6}, {8, 10, 12, 14}}));
+  testing::ExpectInvalidArgument([&] { Dataset::Range(0, 3).MapAndBatch(twice, 0); },
+                                 "batch size must be at least 1");
+  ExpectRestoreContinues([&] { return Dataset::Range(0, 11).MapAndBatch(twice, 3); }, 2);
+  ExpectRestoreContinues(
+      [&] { return Dataset::Range(0, 11).MapAndBatch(twice, 3, {.num_parallel_calls = 2}); }, 1);
+}
+
 }  // namespace
 }  // namespace flowtrain::data

@@ -76,6 +76,32 @@ TEST(DatasetInterop, FlowtrainReplaysTfsCacheAndRunsTfsFeedableIterator) {
     got.push_back(NextOrEnd([&] { return sess.Run({{lines[2][0], h}}, {lines[2][1]}, {})[0]; }));
   }
   EXPECT_EQ(got, lines[4]);
+
+  // TF's map_and_batch (MapAndBatchDataset over a library function capturing a tensor).
+  std::ifstream batches_in(dir + "/map_and_batch.txt");
+  std::string header;
+  ASSERT_TRUE(std::getline(batches_in, header)) << r.output;
+  const std::vector<std::string> names = Words(header);
+  ASSERT_EQ(names.size(), 3u);
+  Graph mb;
+  train::ImportMetaGraph(dir + "/map_and_batch.meta", &mb);
+  Session mb_sess(mb);
+  mb_sess.Run({}, {}, {names[0]});
+  int batches = 0;
+  for (std::string want; std::getline(batches_in, want); ++batches) {
+    const std::vector<Tensor> batch = mb_sess.Run({}, {names[1], names[2]}, {});
+    std::string line;
+    for (int64_t v : Values<int64_t>(batch[0])) line += std::to_string(v) + " ";
+    line += "|";
+    for (float v : Values<float>(batch[1])) {
+      char text[32];
+      std::snprintf(text, sizeof text, " %g", v);
+      line += text;
+    }
+    EXPECT_EQ(line, want);
+  }
+  EXPECT_EQ(batches, 3);
+  EXPECT_THROW(mb_sess.Run({}, {names[1]}, {}), OutOfRangeError);
 }
 
 TEST(DatasetInterop, TfReplaysFlowtrainsCacheAndRunsItsShuffleAndRepeatBehindAFeedableIterator) {

@@ -81,12 +81,19 @@ class BatchDataset : public DatasetBase {
   bool drop_remainder_;
 };
 
+}  // namespace
+
+DatasetRef MakeBatchDataset(DatasetRef input, int64_t batch_size, bool drop_remainder) {
+  if (batch_size < 1) InvalidArgument("Batch size must be greater than zero.");
+  return std::make_shared<BatchDataset>(std::move(input), batch_size, drop_remainder);
+}
+
+namespace {
+
 struct BatchDatasetOp : DatasetOpKernel {
   using DatasetOpKernel::DatasetOpKernel;
   DatasetRef MakeDataset(OpKernelContext* ctx) override {
-    const int64_t batch_size = ScalarInt(ctx, 1);
-    if (batch_size < 1) InvalidArgument("Batch size must be greater than zero.");
-    return std::make_shared<BatchDataset>(Input(ctx), batch_size, ctx->input(2).scalar<bool>());
+    return MakeBatchDataset(Input(ctx), ScalarInt(ctx, 1), ctx->input(2).scalar<bool>());
   }
 };
 FT_REGISTER_KERNEL("BatchDatasetV2", BatchDatasetOp);

@@ -1,5 +1,6 @@
-// The kernel of MapDataset, ParallelMapDataset and ParallelMapDatasetV2: a function applied to
-// each element, on up to num_parallel_calls threads, in order. The function is a C++ function
+// The kernels of MapDataset, ParallelMapDataset, ParallelMapDatasetV2 and MapAndBatchDataset: a
+// function applied to each element, on up to num_parallel_calls threads, in order (and, for
+// MapAndBatch, the results batched). The function is a C++ function
 // registered in this process or, failing that, a function of the graph's library given the
 // element and the op's captured inputs (kernels/internal/dataset_function.h).
 #include <algorithm>
@@ -263,6 +264,36 @@ struct MapDatasetOp : DatasetOpKernel {
   std::vector<DataType> types_;
   int num_captured_;
 };
+// MapAndBatchDataset: the map's dataset batched, its inputs (after the captured tensors)
+// batch_size, num_parallel_calls and drop_remainder.
+struct MapAndBatchDatasetOp : DatasetOpKernel {
+  explicit MapAndBatchDatasetOp(OpKernelConstruction& c)
+      : DatasetOpKernel(c),
+        func_(c.node().GetAttrValue("f").func()),
+        cpp_(FindMapFunction(func_.name())),
+        types_(c.GetAttr<std::vector<DataType>>("output_types")),
+        num_captured_(NumCapturedInputs(c.node())) {}
+  DatasetRef MakeDataset(OpKernelContext* ctx) override {
+    const int first = 1 + num_captured_;
+    const int64_t batch_size = ScalarInt(ctx, first);
+    const int64_t calls = ScalarInt(ctx, first + 1);
+    const bool drop_remainder = ctx->input(first + 2).scalar<bool>();
+    if (batch_size < 1) InvalidArgument("batch_size must be greater than zero.");
+    const int parallelism = calls > 0 ? static_cast<int>(std::min<int64_t>(calls, 256))
+                                      : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    std::shared_ptr<const GraphDatasetFunction> graph_fn;
+    if (cpp_ == nullptr) graph_fn = GraphDatasetFunction::Instantiate(ctx, func_, CapturedInputs(ctx, 1));
+    auto mapped = std::make_shared<MapDataset>(Input(ctx), func_.name(), cpp_, std::move(graph_fn), types_,
+                                               parallelism);
+    return MakeBatchDataset(std::move(mapped), batch_size, drop_remainder);
+  }
+  tensorflow::NameAttrList func_;
+  const RegisteredMapFunction* cpp_;  // null: a function of the graph's library
+  std::vector<DataType> types_;
+  int num_captured_;
+};
+FT_REGISTER_KERNEL("MapAndBatchDataset", MapAndBatchDatasetOp);
+
 FT_REGISTER_KERNEL("MapDataset", MapDatasetOp);
 FT_REGISTER_KERNEL("ParallelMapDataset", MapDatasetOp);
 FT_REGISTER_KERNEL("ParallelMapDatasetV2", MapDatasetOp);

@@ -55,6 +55,10 @@ inline Element RestoreElement(const IteratorState& state, const std::string& key
   return element;
 }
 
+// BatchDatasetV2's dataset (kernels/data/batch_dataset_op.cc), for the ops that batch what they
+// make (MapAndBatchDataset).
+DatasetRef MakeBatchDataset(DatasetRef input, int64_t batch_size, bool drop_remainder);
+
 // Base of the kernels that build a dataset: outputs what MakeDataset returns.
 class DatasetOpKernel : public OpKernel {
  public:

@@ -5,6 +5,10 @@
   feedable.meta   a v1 MetaGraph: two initializable iterators (the first over a memory-cached
                   Range(3), the second over Range(100, 102)) and a feedable iterator fed by a
                   string placeholder;
+  map_and_batch.meta, map_and_batch.txt
+                  a map_and_batch over a function with a captured tensor; the text holds the
+                  initializer and the two next tensors, then each batch TF gave
+                  ("<int64s> | <floats as %g>");
   feedable.txt    lines: the two initializers, the two string handles, the placeholder and
                   the next element; the order in which the test feeds the two handles ("a",
                   "b"); the values TF's session gave in that order ("end" for OutOfRange).
@@ -63,6 +67,28 @@ def write_tf(directory):
             handles = dict(zip("ab", sess.run([ha, hb])))
             values = [next_or_none(sess, nxt, {handle: handles[k]}) for k in FEED_ORDER]
         tf.train.export_meta_graph(filename=os.path.join(directory, "feedable.meta"))
+    # map_and_batch over a graph function with a captured tensor.
+    with tf.Graph().as_default():
+        scale = tf.constant(3, tf.int64, name="scale")
+        ds = tf.data.Dataset.range(10).apply(tf.data.experimental.map_and_batch(
+            lambda x: (x * scale, tf.cast(x, tf.float32) / 2), 4, num_parallel_calls=2))
+        mb_it = tf.data.make_initializable_iterator(ds)
+        mb_next = mb_it.get_next()
+        batches = []
+        with tf.Session() as sess:
+            sess.run(mb_it.initializer)
+            while True:
+                try:
+                    numbers, halves = sess.run(mb_next)
+                except tf.errors.OutOfRangeError:
+                    break
+                batches.append(" ".join(str(v) for v in numbers) + " | " +
+                               " ".join("%g" % v for v in halves))
+        tf.train.export_meta_graph(filename=os.path.join(directory, "map_and_batch.meta"))
+    with open(os.path.join(directory, "map_and_batch.txt"), "w") as f:
+        f.write("%s %s %s\n" % (mb_it.initializer.name, mb_next[0].name, mb_next[1].name))
+        for line in batches:
+            f.write(line + "\n")
     with open(os.path.join(directory, "feedable.txt"), "w") as f:
         f.write("%s %s\n" % (ia.initializer.name, ib.initializer.name))
         f.write("%s %s\n" % (ha.name, hb.name))
