@@ -237,7 +237,15 @@ class MapDataset : public DatasetBase {
   int parallelism_;
 };
 
-struct MapDatasetOp : DatasetOpKernel {
+// The threads a num_parallel_calls input asks for: AUTOTUNE (-1) and 0 ask the runtime to
+// choose, which gives the cores it may use.
+int Parallelism(int64_t calls) {
+  return calls > 0 ? static_cast<int>(std::min<int64_t>(calls, 256))
+                   : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+class MapDatasetOp : public DatasetOpKernel {
+ public:
   explicit MapDatasetOp(OpKernelConstruction& c)
       : DatasetOpKernel(c),
         func_(c.node().GetAttrValue("f").func()),
@@ -245,52 +253,39 @@ struct MapDatasetOp : DatasetOpKernel {
         types_(c.GetAttr<std::vector<DataType>>("output_types")),
         num_captured_(NumCapturedInputs(c.node())) {}
   DatasetRef MakeDataset(OpKernelContext* ctx) override {
-    int parallelism = 1;
-    const int parallel_input = 1 + num_captured_;
-    if (ctx->num_inputs() > parallel_input) {
-      const Tensor& n = ctx->input(parallel_input);
-      const int64_t calls = n.dtype() == DT_INT64 ? n.scalar<int64_t>() : n.scalar<int32_t>();
-      // AUTOTUNE (-1) and 0 ask the runtime to choose: the cores it may use.
-      parallelism = calls > 0 ? static_cast<int>(std::min<int64_t>(calls, 256))
-                              : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-    }
+    const int parallel_input = FirstInputAfterCaptures();
+    if (ctx->num_inputs() <= parallel_input) return MakeMap(ctx, 1);
+    const Tensor& n = ctx->input(parallel_input);
+    return MakeMap(ctx, Parallelism(n.dtype() == DT_INT64 ? n.scalar<int64_t>() : n.scalar<int32_t>()));
+  }
+
+ protected:
+  int FirstInputAfterCaptures() const { return 1 + num_captured_; }
+  std::shared_ptr<MapDataset> MakeMap(OpKernelContext* ctx, int parallelism) const {
     std::shared_ptr<const GraphDatasetFunction> graph_fn;
     if (cpp_ == nullptr) graph_fn = GraphDatasetFunction::Instantiate(ctx, func_, CapturedInputs(ctx, 1));
     return std::make_shared<MapDataset>(Input(ctx), func_.name(), cpp_, std::move(graph_fn), types_,
                                         parallelism);
   }
+
+ private:
   tensorflow::NameAttrList func_;
   const RegisteredMapFunction* cpp_;  // null: a function of the graph's library
   std::vector<DataType> types_;
   int num_captured_;
 };
+
 // MapAndBatchDataset: the map's dataset batched, its inputs (after the captured tensors)
 // batch_size, num_parallel_calls and drop_remainder.
-struct MapAndBatchDatasetOp : DatasetOpKernel {
-  explicit MapAndBatchDatasetOp(OpKernelConstruction& c)
-      : DatasetOpKernel(c),
-        func_(c.node().GetAttrValue("f").func()),
-        cpp_(FindMapFunction(func_.name())),
-        types_(c.GetAttr<std::vector<DataType>>("output_types")),
-        num_captured_(NumCapturedInputs(c.node())) {}
+struct MapAndBatchDatasetOp : MapDatasetOp {
+  using MapDatasetOp::MapDatasetOp;
   DatasetRef MakeDataset(OpKernelContext* ctx) override {
-    const int first = 1 + num_captured_;
+    const int first = FirstInputAfterCaptures();
     const int64_t batch_size = ScalarInt(ctx, first);
-    const int64_t calls = ScalarInt(ctx, first + 1);
-    const bool drop_remainder = ctx->input(first + 2).scalar<bool>();
     if (batch_size < 1) InvalidArgument("batch_size must be greater than zero.");
-    const int parallelism = calls > 0 ? static_cast<int>(std::min<int64_t>(calls, 256))
-                                      : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-    std::shared_ptr<const GraphDatasetFunction> graph_fn;
-    if (cpp_ == nullptr) graph_fn = GraphDatasetFunction::Instantiate(ctx, func_, CapturedInputs(ctx, 1));
-    auto mapped = std::make_shared<MapDataset>(Input(ctx), func_.name(), cpp_, std::move(graph_fn), types_,
-                                               parallelism);
-    return MakeBatchDataset(std::move(mapped), batch_size, drop_remainder);
+    return MakeBatchDataset(MakeMap(ctx, Parallelism(ScalarInt(ctx, first + 1))), batch_size,
+                            ctx->input(first + 2).scalar<bool>());
   }
-  tensorflow::NameAttrList func_;
-  const RegisteredMapFunction* cpp_;  // null: a function of the graph's library
-  std::vector<DataType> types_;
-  int num_captured_;
 };
 FT_REGISTER_KERNEL("MapAndBatchDataset", MapAndBatchDatasetOp);
 
