@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "flowtrain/core/file_util.h"
 #include "flowtrain/graph/graph_def.h"
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/dataset_ops.h"
@@ -173,6 +174,26 @@ TEST(DatasetGraphFunctions, NestedFunctionsCaptureThroughEachLevel) {
   Dataset imported =
       Dataset::FromVariant(copy.GetTensorByName(ds.variant().name()), ds.output_types(), ds.output_shapes());
   EXPECT_EQ(RunToEnd(imported), (Rows{{101}, {102}, {102}, {104}}));
+}
+
+TEST(DatasetGraphFunctions, SourcesOverOutputsReadTheElementsFiles) {
+  const std::string dir = testing::MakeTempDir("graph_functions");
+  WriteFileAtomically(dir + "/a.txt", "1\n2\n");
+  WriteFileAtomically(dir + "/b.txt", "3\n");
+  Graph g;
+  auto as_default = g.AsDefault();
+  auto to_int = [](const std::vector<Output>& e) { return ops::DecodeCSV(e[0], {ops::Const(int64_t{0})}); };
+  Dataset files =
+      Dataset::FromTensorSlices({Tensor::FromVector<std::string>({dir + "/a.txt", dir + "/b.txt"})});
+  EXPECT_EQ(RunToEnd(files.FlatMap(
+                [&](const std::vector<Output>& f) { return Dataset::TextLine(f[0]).MapGraph(to_int); })),
+            (Rows{{1}, {2}, {3}}));
+  // A file name tensor of the outer graph, captured by the source inside the lambda.
+  Output b = ops::Const(dir + "/b.txt", "b_file");
+  EXPECT_EQ(RunToEnd(Dataset::Range(0, 2)
+                         .FlatMap([&](const std::vector<Output>&) { return Dataset::TextLine(b); })
+                         .MapGraph(to_int)),
+            (Rows{{3}, {3}}));
 }
 
 Dataset Batches(const std::vector<Output>& w) {

@@ -511,8 +511,18 @@ Dataset Dataset::TFRecord(const std::vector<std::string>& filenames, const std::
                   buffer_size);
 }
 
+namespace {
+
+// The graph a source over an Output builds into: inside a dataset function's lambda the
+// function's body, even when the Output is a tensor of the graph around it (then captured).
+Graph& SourceGraph(const Output& input) {
+  return CaptureFunctionFor(GetDefaultGraph()) ? GetDefaultGraph() : *input.graph();
+}
+
+}  // namespace
+
 Dataset Dataset::TFRecord(Output filenames, const std::string& compression_type, int64_t buffer_size) {
-  OpNameScope scope(*filenames.graph(), "TFRecordDataset");
+  OpNameScope scope(SourceGraph(filenames), "TFRecordDataset");
   Output compression = ops::Const(compression_type, "compression_type");
   Output buffer = ops::Const(buffer_size, "buffer_size");
   scope.Exit();
@@ -1088,9 +1098,7 @@ Iterator Dataset::MakeOneShotIterator(const std::string& shared_name) const {
 }
 
 Dataset Dataset::TextLine(Output filenames, const std::string& compression_type, int64_t buffer_size) {
-  // Inside a dataset function the source is built in the function's body, on the element.
-  Graph& graph = CaptureFunctionFor(GetDefaultGraph()) ? GetDefaultGraph() : *filenames.graph();
-  OpNameScope scope(graph, "TextLineDataset");
+  OpNameScope scope(SourceGraph(filenames), "TextLineDataset");
   Output compression = ops::Const(compression_type, "compression_type");
   Output buffer = ops::Const(buffer_size, "buffer_size");
   scope.Exit();
