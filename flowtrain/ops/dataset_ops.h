@@ -170,7 +170,8 @@ class Dataset {
 
   // Map with a function that builds ops (MapDataset, ParallelMapDataset when
   // options.num_parallel_calls > 1). The element's types and shapes are those of the outputs
-  // the lambda returns; options.output_types and output_shapes are not used.
+  // the lambda returns; options.output_types, output_shapes and name are not used (the node is
+  // "MapDataset"/"ParallelMapDataset", its function "__inference_Dataset_map_lambda_<n>").
   Dataset MapGraph(const GraphMapFunction& fn, const MapOptions& options = {}) const;
   // Filter (FilterDataset) with a predicate that builds ops: a DT_BOOL scalar output
   // (InvalidArgument otherwise).
