@@ -9,6 +9,7 @@
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
+#include "flowtrain/framework/values_dataset.h"
 #include "flowtrain/proto/tensor_proto_util.h"
 
 namespace flowtrain::data {
@@ -95,6 +96,13 @@ void IteratorState::WriteString(const std::string& key, std::string value) {
 }
 
 void IteratorState::WriteTensor(const std::string& key, const Tensor& value) {
+  // A window (a variant holding a ValuesDataset) is kept by its elements; other variants have
+  // no serialized form.
+  tensorflow::TensorProto window;
+  if (ValuesDatasetToProto(value, &window)) {
+    values_[key] = window.SerializeAsString();
+    return;
+  }
   values_[key] = TensorToProto(value).SerializeAsString();
 }
 
@@ -119,6 +127,8 @@ int64_t IteratorState::ReadInt(const std::string& key) const {
 Tensor IteratorState::ReadTensor(const std::string& key) const {
   tensorflow::TensorProto proto;
   if (!proto.ParseFromString(ReadString(key))) DataLoss("Iterator state entry '", key, "' is not a tensor");
+  Tensor window;
+  if (ValuesDatasetFromProto(proto, &window)) return window;
   return TensorFromProto(proto);
 }
 

@@ -4,6 +4,7 @@
 
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
+#include "flowtrain/graph/function_capture.h"
 #include "flowtrain/graph/shape_inference.h"
 
 namespace flowtrain {
@@ -192,6 +193,23 @@ Operation NodeBuilder::Finalize() {
   const OpRegistration& registration = OpRegistry::Global()->Get(op_type_);
   const tensorflow::OpDef& def = registration.def;
 
+  // A function body being built (Graph::CaptureExternalInputs) takes the tensors of other
+  // graphs through its capture function, so that they become inputs of the function's call.
+  if (graph_ == nullptr) {
+    flowtrain::Graph& default_graph = GetDefaultGraph();
+    if (CaptureFunction capture = CaptureFunctionFor(default_graph)) {
+      auto map = [&](Output& in) {
+        if (in && in.graph() != &default_graph) in = capture(in);
+      };
+      for (auto& arg : args_) {
+        if (Output* in = std::get_if<Output>(&arg)) {
+          map(*in);
+        } else {
+          for (Output& in : std::get<std::vector<Output>>(arg)) map(in);
+        }
+      }
+    }
+  }
   // Which graph: the inputs' (all must agree), else the explicit one, else the default.
   const Output* first_input = nullptr;
   auto check_graph = [&](const Output& in) {

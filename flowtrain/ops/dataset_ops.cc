@@ -1,7 +1,13 @@
 #include "flowtrain/ops/dataset_ops.h"
 
+#include <atomic>
+#include <set>
+
 #include "flowtrain/core/error.h"
 #include "flowtrain/core/str_util.h"
+#include "flowtrain/graph/function_capture.h"
+#include "flowtrain/graph/graph_def.h"
+#include "flowtrain/graph/graph_to_function_def.h"
 #include "flowtrain/graph/node_builder.h"
 #include "flowtrain/graph/shape_inference.h"
 #include "flowtrain/ops/array_ops.h"
@@ -285,6 +291,16 @@ FT_REGISTER_OP("ShuffleAndRepeatDataset")
     .Input("count: int64")
     .Attr("reshuffle_each_iteration: bool = true") FT_DATASET_OUTPUT;
 
+// Dataset.window: each element a tuple of scalar variant datasets, one per input component,
+// holding the values of one window.
+FT_REGISTER_OP("WindowDataset")
+    .Attr("metadata: string = \"\"")
+    .Input("input_dataset: variant")
+    .Input("size: int64")
+    .Input("shift: int64")
+    .Input("stride: int64")
+    .Input("drop_remainder: bool") FT_DATASET_OUTPUT;
+
 // ---- end of tf.data breadth datasets.
 #undef FT_DATASET_OUTPUT
 
@@ -294,6 +310,18 @@ FT_REGISTER_OP("IteratorV2")
     .Attr("container: string")
     .Attr("output_types: list(type) >= 1")
     .Attr("output_shapes: list(shape) >= 1")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::ScalarShape);
+
+// Dataset.make_one_shot_iterator: an iterator that, on its first run in a session, makes its
+// dataset by calling `dataset_factory` (a function of no arguments returning the dataset).
+FT_REGISTER_OP("OneShotIterator")
+    .Output("handle: resource")
+    .Attr("dataset_factory: func")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .Attr("container: string = \"\"")
+    .Attr("shared_name: string = \"\"")
     .SetIsStateful()
     .SetShapeFn(shape_fns::ScalarShape);
 
@@ -369,19 +397,90 @@ PartialTensorShape WithFirstDim(const PartialTensorShape& shape, int64_t dim) {
 Output UnaryDataset(const Dataset& input, std::string_view op_type,
                     const std::vector<std::pair<std::string, Tensor>>& arguments,
                     const std::vector<DataType>& types, const std::vector<PartialTensorShape>& shapes,
-                    const std::function<void(NodeBuilder&)>& attrs = nullptr, bool has_captures = false) {
+                    const std::function<void(NodeBuilder&)>& attrs = nullptr, bool has_captures = false,
+                    const std::vector<Output>& captures = {}) {
   OpNameScope scope(*input.variant().graph(), op_type);
   std::vector<Output> argument_outputs;
   for (const auto& [name, value] : arguments) argument_outputs.push_back(ops::Const(value, name));
   scope.Exit();
   NodeBuilder builder(op_type, scope.op_name());
   builder.ExactName().Input(input.variant());
-  // The ops over a function take its captured tensors next; a C++ function captures none.
-  if (has_captures) builder.Input(std::vector<Output>{}).Attr("Targuments", std::vector<DataType>{});
+  // The ops over a function take its captured tensors next (a C++ function captures none).
+  if (has_captures) {
+    std::vector<DataType> capture_types;
+    for (const Output& c : captures) capture_types.push_back(c.dtype());
+    builder.Input(captures).Attr("Targuments", capture_types);
+  }
   for (const Output& a : argument_outputs) builder.Input(a);
   builder.Attr("output_types", types).Attr("output_shapes", shapes);
   if (attrs) attrs(builder);
   return builder.Finalize();
+}
+
+// A function of the outer graph's library that a lambda built: its name, the tensors of the
+// graph around the lambda it captured (the dataset node's `other_arguments`, in the order of
+// the function's trailing arguments) and its results' types and shapes.
+struct BuiltFunction {
+  std::string name;
+  std::vector<Output> captured;
+  std::vector<DataType> result_types;
+  std::vector<PartialTensorShape> result_shapes;
+};
+
+// "__inference_Dataset_<hint>_<n>", as TF names its tf.data functions, free in `graph`'s
+// library (the number is process-wide, so graphs merged later rarely clash).
+std::string UniqueFunctionName(const Graph& graph, std::string_view hint) {
+  static std::atomic<int64_t> counter{0};
+  while (true) {
+    std::string name = StrCat("__inference_Dataset_", hint, "_", counter++);
+    if (graph.library().Find(name) == nullptr) return name;
+  }
+}
+
+// Calls `build` once on placeholders "args_<i>" of a new body graph (one per element
+// component), capturing the outer tensors it uses, and adds the body as a FunctionDef to
+// `outer`'s library (with the functions of the body's own library, from nested builders).
+BuiltFunction BuildFunction(Graph& outer, std::string_view hint, const std::vector<DataType>& types,
+                            const std::vector<PartialTensorShape>& shapes,
+                            const std::function<std::vector<Output>(const std::vector<Output>&)>& build) {
+  Graph body;
+  if (outer.seed()) body.set_seed(*outer.seed());
+  BuiltFunction built;
+  std::vector<Output> args, inner_captures, results;
+  {
+    auto as_default = body.AsDefault();
+    for (size_t i = 0; i < types.size(); ++i) {
+      args.push_back(ops::Placeholder(types[i], shapes[i], StrCat("args_", i)));
+    }
+    auto capturing = CaptureExternalInputs(body, [&](const Output& outer_tensor) {
+      for (size_t i = 0; i < built.captured.size(); ++i) {
+        if (built.captured[i] == outer_tensor) return inner_captures[i];
+      }
+      // At the root, whatever name scope the op being built is in.
+      auto root = body.NameScope("");
+      Output placeholder = ops::Placeholder(outer_tensor.dtype(), outer_tensor.shape(), "captured");
+      built.captured.push_back(outer_tensor);
+      inner_captures.push_back(placeholder);
+      return placeholder;
+    });
+    results = build(args);
+    // A result taken as it is from the graph around the lambda passes through the body.
+    for (Output& r : results) {
+      if (r && r.graph() != &body) r = ops::Identity(r);
+    }
+  }
+  for (const Output& r : results) {
+    if (!r || !r.valid()) InvalidArgument("The dataset function (", hint, ") returned an empty Output");
+    built.result_types.push_back(r.dtype());
+    built.result_shapes.push_back(r.shape());
+  }
+  built.name = UniqueFunctionName(outer, hint);
+  std::vector<Output> arguments = args;
+  arguments.insert(arguments.end(), inner_captures.begin(), inner_captures.end());
+  const tensorflow::FunctionDef def = GraphToFunctionDef(body, built.name, arguments, results);
+  if (!body.library().empty()) outer.library().AddLibrary(body.library().ToProto());
+  outer.library().AddFunction(def);
+  return built;
 }
 
 }  // namespace
@@ -424,8 +523,18 @@ Dataset Dataset::TFRecord(const std::vector<std::string>& filenames, const std::
                   buffer_size);
 }
 
+namespace {
+
+// The graph a source over an Output builds into: inside a dataset function's lambda the
+// function's body, even when the Output is a tensor of the graph around it (then captured).
+Graph& SourceGraph(const Output& input) {
+  return CaptureFunctionFor(GetDefaultGraph()) ? GetDefaultGraph() : *input.graph();
+}
+
+}  // namespace
+
 Dataset Dataset::TFRecord(Output filenames, const std::string& compression_type, int64_t buffer_size) {
-  OpNameScope scope(*filenames.graph(), "TFRecordDataset");
+  OpNameScope scope(SourceGraph(filenames), "TFRecordDataset");
   Output compression = ops::Const(compression_type, "compression_type");
   Output buffer = ops::Const(buffer_size, "buffer_size");
   scope.Exit();
@@ -851,6 +960,189 @@ Iterator Iterator::FromStringHandle(Output string_handle, std::vector<DataType> 
 
 Output Iterator::StringHandle(std::string_view name) const {
   return NodeBuilder("IteratorToStringHandle", name).Input(handle_).Finalize();
+}
+
+// ---- Functions that build ops.
+
+Dataset Dataset::MapGraph(const GraphMapFunction& fn, const MapOptions& options) const {
+  const bool parallel = options.num_parallel_calls > 1;
+  const std::string op_type = parallel ? "ParallelMapDataset" : "MapDataset";
+  const BuiltFunction f = BuildFunction(*variant_.graph(), "map_lambda", types_, shapes_, fn);
+  if (f.result_types.empty()) InvalidArgument("MapGraph: the map function returns no tensors");
+  std::vector<std::pair<std::string, Tensor>> arguments;
+  if (parallel)
+    arguments.emplace_back("num_parallel_calls", Tensor::Scalar<int32_t>(options.num_parallel_calls));
+  Output variant = UnaryDataset(
+      *this, op_type, arguments, f.result_types, f.result_shapes,
+      [&](NodeBuilder& b) { b.SetAttr("f", FuncAttr(f.name)); }, /*has_captures=*/true, f.captured);
+  return Dataset(variant, f.result_types, f.result_shapes);
+}
+
+Dataset Dataset::FilterGraph(const GraphPredicate& predicate, std::string_view name) const {
+  const BuiltFunction f =
+      BuildFunction(*variant_.graph(), "filter_lambda", types_, shapes_,
+                    [&](const std::vector<Output>& e) { return std::vector<Output>{predicate(e)}; });
+  const PartialTensorShape& shape = f.result_shapes[0];
+  if (f.result_types[0] != DT_BOOL || (!shape.unknown_rank() && shape.dims() != 0)) {
+    InvalidArgument("FilterGraph: the predicate must return a scalar bool, got ",
+                    DataTypeString(f.result_types[0]), " of shape ", shape.DebugString());
+  }
+  OpNameScope scope(*variant_.graph(), name);
+  scope.Exit();
+  std::vector<DataType> capture_types;
+  for (const Output& c : f.captured) capture_types.push_back(c.dtype());
+  Output variant = NodeBuilder("FilterDataset", scope.op_name())
+                       .ExactName()
+                       .Input(variant_)
+                       .Input(f.captured)
+                       .Attr("Targuments", capture_types)
+                       .SetAttr("predicate", FuncAttr(f.name))
+                       .Attr("output_types", types_)
+                       .Attr("output_shapes", shapes_)
+                       .Finalize();
+  return Dataset(variant, types_, shapes_);
+}
+
+namespace {
+
+// A dataset op over a function returning a dataset (FlatMapDataset, the interleaves): `fn`
+// built into the function `f`, the op's elements those of the datasets it returns.
+Dataset DatasetOfDatasets(const Dataset& input, std::string_view op_type, std::string_view hint,
+                          const Dataset::DatasetFunction& fn,
+                          const std::vector<std::pair<std::string, Tensor>>& arguments,
+                          const std::function<void(NodeBuilder&)>& attrs = nullptr) {
+  std::vector<DataType> types;
+  std::vector<PartialTensorShape> shapes;
+  const BuiltFunction f = BuildFunction(*input.variant().graph(), hint, input.output_types(),
+                                        input.output_shapes(), [&](const std::vector<Output>& e) {
+                                          Dataset d = fn(e);
+                                          types = d.output_types();
+                                          shapes = d.output_shapes();
+                                          return std::vector<Output>{d.variant()};
+                                        });
+  if (f.result_types[0] != DT_VARIANT) {
+    InvalidArgument(op_type, ": the function must return a dataset, got a ",
+                    DataTypeString(f.result_types[0]));
+  }
+  Output variant = UnaryDataset(
+      input, op_type, arguments, types, shapes,
+      [&](NodeBuilder& b) {
+        b.SetAttr("f", FuncAttr(f.name));
+        if (attrs) attrs(b);
+      },
+      /*has_captures=*/true, f.captured);
+  return Dataset::FromVariant(variant, types, shapes);
+}
+
+}  // namespace
+
+Dataset Dataset::FlatMap(const DatasetFunction& fn) const {
+  return DatasetOfDatasets(*this, "FlatMapDataset", "flat_map_lambda", fn, {});
+}
+
+Dataset Dataset::Interleave(const DatasetFunction& fn, int64_t cycle_length, int64_t block_length) const {
+  if (cycle_length < 1 && cycle_length != kAutotune) {
+    InvalidArgument("Interleave: cycle_length must be positive or kAutotune, got ", cycle_length);
+  }
+  if (block_length < 1) InvalidArgument("Interleave: block_length must be positive, got ", block_length);
+  return DatasetOfDatasets(*this, "InterleaveDataset", "interleave_lambda", fn,
+                           {{"cycle_length", Tensor::Scalar<int64_t>(cycle_length)},
+                            {"block_length", Tensor::Scalar<int64_t>(block_length)}});
+}
+
+Dataset Dataset::ParallelInterleave(const DatasetFunction& fn, int64_t cycle_length, int64_t block_length,
+                                    int64_t num_parallel_calls, bool deterministic) const {
+  if (cycle_length < 1 && cycle_length != kAutotune) {
+    InvalidArgument("ParallelInterleave: cycle_length must be positive or kAutotune, got ", cycle_length);
+  }
+  if (block_length < 1)
+    InvalidArgument("ParallelInterleave: block_length must be positive, got ", block_length);
+  if (num_parallel_calls < 1 && num_parallel_calls != kAutotune) {
+    InvalidArgument("ParallelInterleave: num_parallel_calls must be positive or kAutotune, got ",
+                    num_parallel_calls);
+  }
+  // buffer_output_elements and prefetch_input_elements at TF's default, AUTOTUNE.
+  return DatasetOfDatasets(
+      *this, "ParallelInterleaveDatasetV4", "interleave_lambda", fn,
+      {{"cycle_length", Tensor::Scalar<int64_t>(cycle_length)},
+       {"block_length", Tensor::Scalar<int64_t>(block_length)},
+       {"buffer_output_elements", Tensor::Scalar<int64_t>(kAutotune)},
+       {"prefetch_input_elements", Tensor::Scalar<int64_t>(kAutotune)},
+       {"num_parallel_calls", Tensor::Scalar<int64_t>(num_parallel_calls)}},
+      [&](NodeBuilder& b) { b.Attr("deterministic", std::string(deterministic ? "true" : "false")); });
+}
+
+Dataset Dataset::Window(int64_t size, std::optional<int64_t> shift, int64_t stride,
+                        bool drop_remainder) const {
+  const int64_t step = shift.value_or(size);
+  if (size < 1) InvalidArgument("Window: size must be positive, got ", size);
+  if (step < 1) InvalidArgument("Window: shift must be positive, got ", step);
+  if (stride < 1) InvalidArgument("Window: stride must be positive, got ", stride);
+  const std::vector<DataType> types(types_.size(), DT_VARIANT);
+  const std::vector<PartialTensorShape> shapes(types_.size(), PartialTensorShape({}));
+  Output variant = UnaryDataset(*this, "WindowDataset",
+                                {{"size", Tensor::Scalar<int64_t>(size)},
+                                 {"shift", Tensor::Scalar<int64_t>(step)},
+                                 {"stride", Tensor::Scalar<int64_t>(stride)},
+                                 {"drop_remainder", Tensor::Scalar<bool>(drop_remainder)}},
+                                types, shapes);
+  return Dataset(variant, types, shapes);
+}
+
+Iterator Dataset::MakeOneShotIterator(const std::string& shared_name) const {
+  Graph& outer = *variant_.graph();
+  // The ops the dataset depends on, copied into the factory function's body.
+  std::set<std::string> needed;
+  std::vector<const Node*> stack = {variant_.node()};
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    if (!needed.insert(n->name()).second) continue;
+    if (n->type() == "Placeholder" || n->type() == "PlaceholderWithDefault") {
+      InvalidArgument("MakeOneShotIterator: the dataset depends on placeholder '", n->name(),
+                      "', and a one-shot iterator cannot be fed; use MakeInitializableIterator");
+    }
+    for (const Endpoint& e : n->inputs()) stack.push_back(e.node);
+    for (const Node* c : n->control_inputs()) stack.push_back(c);
+  }
+  const tensorflow::GraphDef all = outer.ToGraphDef();
+  tensorflow::GraphDef part;
+  for (const auto& node : all.node()) {
+    if (needed.count(node.name()) != 0) *part.add_node() = node;
+  }
+  *part.mutable_versions() = all.versions();
+  *part.mutable_library() = all.library();
+  Graph body;
+  ImportGraphDef(part, &body);
+  const std::string name = UniqueFunctionName(outer, "make_dataset");
+  outer.library().AddFunction(GraphToFunctionDef(body, name, {}, {body.GetTensorByName(variant_.name())}));
+  Iterator it;
+  it.handle_ = NodeBuilder("OneShotIterator", "OneShotIterator")
+                   .Graph(&outer)
+                   .SetAttr("dataset_factory", FuncAttr(name))
+                   .Attr("output_types", types_)
+                   .Attr("output_shapes", shapes_)
+                   .Attr("container", "")
+                   .Attr("shared_name", shared_name)
+                   .Finalize();
+  it.types_ = types_;
+  it.shapes_ = shapes_;
+  outer.AddToCollection(kGlobalIterators, it.handle_);
+  return it;
+}
+
+Dataset Dataset::TextLine(Output filenames, const std::string& compression_type, int64_t buffer_size) {
+  OpNameScope scope(SourceGraph(filenames), "TextLineDataset");
+  Output compression = ops::Const(compression_type, "compression_type");
+  Output buffer = ops::Const(buffer_size, "buffer_size");
+  scope.Exit();
+  Output variant = NodeBuilder("TextLineDataset", scope.op_name())
+                       .ExactName()
+                       .Input(filenames)
+                       .Input(compression)
+                       .Input(buffer)
+                       .Finalize();
+  return Dataset(variant, {DT_STRING}, {PartialTensorShape({})});
 }
 
 // ---- end of tf.data breadth.

@@ -21,11 +21,14 @@
 // SerializeIterator outputs a DT_STRING scalar rather than a variant, so that a Saver can store
 // it like any tensor. TensorDataset, FlatMapDataset, the interleaves, OptimizeDataset,
 // ModelDataset and IteratorToStringHandle are registered with TF's signatures for the graphs TF
-// writes; they have no builder here (Dataset::FromVariant wraps such a node's output).
+// writes. MapGraph, FilterGraph, FlatMap, Interleave and ParallelInterleave take C++ functions
+// that build ops instead, which become FunctionDefs of the graph's library as in TF, so that
+// TF runs the GraphDef too; Dataset::FromVariant wraps the output of a node no builder makes.
 #ifndef FLOWTRAIN_OPS_DATASET_OPS_H_
 #define FLOWTRAIN_OPS_DATASET_OPS_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -149,6 +152,65 @@ class Dataset {
   Dataset ShuffleAndRepeat(int64_t buffer_size, int64_t count = -1,
                            std::optional<int64_t> seed = std::nullopt,
                            bool reshuffle_each_iteration = true) const;
+  // ---- Functions that build ops (the TF way). The lambda is called once, here, on
+  // placeholders standing for an element's components (named "args_0", "args_1"... as TF
+  // names them); the ops it builds go into a FunctionDef (graph/graph_to_function_def.h) added
+  // to this dataset's graph's library, which the dataset node names in its func attr, so the
+  // pipeline is a plain GraphDef that TF runs too. Captures are implicit, as in TF: a tensor
+  // of the graph around the lambda that it uses becomes a placeholder of the function and an
+  // `other_arguments` input of the node (graph/function_capture.h). Errors of the lambda
+  // propagate from the builder; GraphToFunctionDef's (a Placeholder of its own inside the
+  // lambda) are InvalidArgument. Not thread-safe against other building in the same graph.
+  //
+  //   Output scale = ops::Const(10.f);
+  //   auto ds = lines.MapGraph([&](const std::vector<Output>& e) {
+  //     std::vector<Output> cols = ops::DecodeCSV(e[0], {ops::Const(0.f)});
+  //     return std::vector<Output>{ops::Mul(cols[0], scale)};        // `scale` is captured
+  //   });
+  //   auto lines = files.FlatMap([](const std::vector<Output>& f) { return Dataset::TextLine(f[0]); });
+  using GraphMapFunction = std::function<std::vector<Output>(const std::vector<Output>&)>;
+  using GraphPredicate = std::function<Output(const std::vector<Output>&)>;
+  using DatasetFunction = std::function<Dataset(const std::vector<Output>&)>;
+
+  // Map with a function that builds ops (MapDataset, ParallelMapDataset when
+  // options.num_parallel_calls > 1). The element's types and shapes are those of the outputs
+  // the lambda returns; options.output_types, output_shapes and name are not used (the node is
+  // "MapDataset"/"ParallelMapDataset", its function "__inference_Dataset_map_lambda_<n>").
+  Dataset MapGraph(const GraphMapFunction& fn, const MapOptions& options = {}) const;
+  // Filter (FilterDataset) with a predicate that builds ops: a DT_BOOL scalar output
+  // (InvalidArgument otherwise).
+  Dataset FilterGraph(const GraphPredicate& predicate, std::string_view name = "FilterDataset") const;
+  // Dataset.flat_map (FlatMapDataset): the elements of the dataset `fn` builds from each element,
+  // dataset after dataset. Every dataset `fn` gives must have the types of the one built here.
+  Dataset FlatMap(const DatasetFunction& fn) const;
+  // Dataset.interleave (InterleaveDataset): `cycle_length` datasets of `fn` open at once,
+  // `block_length` elements from each in turn.
+  Dataset Interleave(const DatasetFunction& fn, int64_t cycle_length, int64_t block_length = 1) const;
+  // Dataset.interleave(num_parallel_calls=...) (ParallelInterleaveDatasetV4). flowtrain yields
+  // Interleave's order whatever `deterministic` says (the kernel's deviation).
+  Dataset ParallelInterleave(const DatasetFunction& fn, int64_t cycle_length, int64_t block_length,
+                             int64_t num_parallel_calls, bool deterministic = true) const;
+  // Dataset.window (WindowDataset): windows of `size` elements, one every `shift` (default:
+  // size) elements, of every `stride`-th element; shorter windows at the end unless
+  // drop_remainder. Each element is one scalar DT_VARIANT dataset per component, holding that
+  // component's values in the window: use them in FlatMap through FromVariant.
+  //
+  //   auto batches = ds.Window(3).FlatMap([&](const std::vector<Output>& w) {
+  //     return Dataset::FromVariant(w[0], {DT_INT64}, {PartialTensorShape({})}).Batch(3);
+  //   });
+  // InvalidArgument when a size, shift or stride is not positive.
+  Dataset Window(int64_t size, std::optional<int64_t> shift = std::nullopt, int64_t stride = 1,
+                 bool drop_remainder = false) const;
+  // Dataset.make_one_shot_iterator (OneShotIterator): an iterator that needs no initializer.
+  // The ops this dataset depends on are copied into a function of no arguments, the iterator's
+  // dataset_factory, which the iterator runs once, on its first use in a session.
+  // InvalidArgument if the dataset depends on a Placeholder (a one-shot iterator cannot be
+  // fed), as TF.
+  Iterator MakeOneShotIterator(const std::string& shared_name = "") const;
+  // TextLine over a DT_STRING Output of file names (a scalar or vector), e.g. an element in a
+  // FlatMap or Interleave lambda.
+  static Dataset TextLine(Output filenames, const std::string& compression_type = "",
+                          int64_t buffer_size = 256 * 1024);
   // ---- end of tf.data breadth.
 
   // The dataset of a node these builders do not make (a MapDataset over a function of the

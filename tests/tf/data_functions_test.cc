@@ -4,6 +4,10 @@
 // parallel interleave; parallel map), writes the GraphDef, whose map, filter, flat_map and
 // interleave functions are FunctionDefs of its library, and the elements it yields
 // (interop/tf_data_functions.py); flowtrain imports the GraphDef and must yield the same.
+// The other way round, flowtrain builds pipelines with its builders over functions that build
+// ops (MapGraph with DecodeCSV and captured tensors, FilterGraph, FlatMap over TextLine files,
+// Interleave, ParallelInterleave, Window + FlatMap, MakeOneShotIterator); TF imports the
+// GraphDef (interop/run_flowtrain_pipelines.py) and must yield flowtrain's elements.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,6 +20,10 @@
 #include "flowtrain/core/file_util.h"
 #include "flowtrain/graph/graph.h"
 #include "flowtrain/graph/graph_def.h"
+#include "flowtrain/ops/array_ops.h"
+#include "flowtrain/ops/dataset_ops.h"
+#include "flowtrain/ops/math_ops.h"
+#include "flowtrain/ops/parsing_ops.h"
 #include "flowtrain/runtime/session.h"
 #include "tests/test_util.h"
 #include "tests/tf/tf_test_util.h"
@@ -189,6 +197,95 @@ TEST_F(DataFunctions, FlatMapAndInterleaveYieldTensorFlowsOrder) {
     const Pipeline& p = Find(name);
     EXPECT_FALSE(p.elements.empty()) << name;
     EXPECT_EQ(Run(p), p.elements) << name;
+  }
+}
+
+// Pipelines flowtrain builds with the builders over op-building functions, as TF imports and
+// runs them: the same elements, in the same order.
+TEST(FlowtrainBuiltPipelines, TensorFlowYieldsFlowtrainsElements) {
+  using data::Dataset;
+  const std::string dir = MakeTempDir("flowtrain_data_functions");
+  WriteFileAtomically(dir + "/a.csv", "1,10\n2,20\n");
+  WriteFileAtomically(dir + "/b.csv", "3,30\n4,40\n5,50\n");
+  Graph g;
+  auto as_default = g.AsDefault();
+  Output scale = ops::Const(2.5f, "scale");
+  Output offset = ops::Const(int64_t{100}, "offset");
+  Output tens = ops::Const({int64_t{10}, int64_t{20}}, "tens");
+  auto decode = [&](const std::vector<Output>& e) {
+    std::vector<Output> cols = ops::DecodeCSV(e[0], {ops::Const(int64_t{0}), ops::Const(0.f)});
+    return std::vector<Output>{ops::Add(cols[0], offset), ops::Mul(cols[1], scale)};
+  };
+  auto plus_tens = [&](const std::vector<Output>& e) {
+    return Dataset::FromTensorSlices(std::vector<Output>{ops::Add(tens, e[0])});
+  };
+  auto batches = [](const std::vector<Output>& w) {
+    return Dataset::FromVariant(w[0], {DT_INT64}, {PartialTensorShape({})}).Batch(3);
+  };
+  std::vector<std::pair<std::string, Dataset>> pipelines = {
+      {"graph_map", Dataset::FromTensorSlices({Tensor::FromVector<std::string>({"1,0.5", "7,-2", "3,4.25"})})
+                        .MapGraph(decode)},
+      {"text_flat_map",
+       Dataset::FromTensorSlices({Tensor::FromVector<std::string>({dir + "/a.csv", dir + "/b.csv"})})
+           .FlatMap([&](const std::vector<Output>& f) { return Dataset::TextLine(f[0]).MapGraph(decode); })},
+      {"graph_filter", Dataset::Range(0, 10).FilterGraph([](const std::vector<Output>& e) {
+         return ops::Equal(ops::FloorMod(e[0], ops::Const(int64_t{3})), ops::Const(int64_t{0}));
+       })},
+      {"flat_map", Dataset::Range(1, 4).FlatMap(plus_tens)},
+      {"interleave", Dataset::Range(1, 5).Interleave(plus_tens, 3, 1)},
+      {"parallel_interleave", Dataset::Range(1, 5).ParallelInterleave(plus_tens, 2, 2, 2)},
+      {"window", Dataset::Range(0, 8).Window(3, 2).FlatMap(batches)},
+      {"window_stride", Dataset::Range(0, 9).Window(2, 3, 2, /*drop_remainder=*/true).FlatMap(batches)},
+  };
+  struct Built {
+    std::string name, initializer, get_next;
+    int components;
+  };
+  std::vector<Built> built;
+  for (auto& [name, ds] : pipelines) {
+    data::Iterator it = ds.MakeInitializableIterator();
+    std::vector<Output> next = it.GetNext("next_" + name);
+    built.push_back({name, it.initializer().name(), next[0].op().name(), static_cast<int>(next.size())});
+  }
+  {
+    data::Iterator it = Dataset::Range(0, 5)
+                            .MapGraph([&](const std::vector<Output>& e) {
+                              return std::vector<Output>{ops::Mul(e[0], ops::Const(int64_t{2}))};
+                            })
+                            .MakeOneShotIterator();
+    built.push_back({"one_shot", "-", it.GetNext("next_one_shot")[0].op().name(), 1});
+  }
+  WriteFileAtomically(dir + "/pipelines.pb", g.ToGraphDef().SerializeAsString());
+  std::string list;
+  for (const Built& b : built) {
+    list += b.name + " " + b.initializer + " " + b.get_next + " " + std::to_string(b.components) + "\n";
+  }
+  WriteFileAtomically(dir + "/pipelines.txt", list);
+  PythonRun r = RunTfPython({TfScript("interop/run_flowtrain_pipelines.py"), "--graph", dir + "/pipelines.pb",
+                             "--pipelines", dir + "/pipelines.txt", "--out", dir + "/tf_elements.txt"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::vector<Pipeline> theirs = ReadExpected(dir + "/tf_elements.txt");
+  ASSERT_EQ(theirs.size(), built.size());
+
+  Session session(g);
+  const std::vector<std::pair<std::string, Tensor>> no_feeds;
+  for (size_t i = 0; i < built.size(); ++i) {
+    const Built& b = built[i];
+    if (b.initializer != "-") session.Run(no_feeds, {}, std::vector<std::string>{b.initializer});
+    std::vector<std::string> fetches;
+    for (int c = 0; c < b.components; ++c) fetches.push_back(b.get_next + ":" + std::to_string(c));
+    std::vector<Element> ours;
+    try {
+      for (;;) {
+        Element e;
+        for (const Tensor& t : session.Run(no_feeds, fetches, {})) e.push_back(ToComponent(t));
+        ours.push_back(e);
+      }
+    } catch (const OutOfRangeError&) {
+    }
+    EXPECT_EQ(theirs[i].name, b.name);
+    EXPECT_FALSE(ours.empty()) << b.name;
+    EXPECT_EQ(ours, theirs[i].elements) << b.name;
   }
 }
 

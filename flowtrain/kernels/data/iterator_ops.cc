@@ -1,7 +1,8 @@
 // The iterator ops of tf.data: IteratorV2 holds the session's iterator resource; MakeIterator,
 // IteratorGetNext, SerializeIterator and DeserializeIterator create, advance, save and restore it;
 // IteratorToStringHandle names it as a string and IteratorFromStringHandleV2 finds it by that
-// name (TF1's feedable iterators).
+// name (TF1's feedable iterators). OneShotIterator is an iterator that makes its dataset itself,
+// by running a function of the library once.
 #include <memory>
 #include <optional>
 #include <string>
@@ -66,6 +67,63 @@ class IteratorHandleOp : public OpKernel {
   Tensor handle_;
 };
 FT_REGISTER_KERNEL("IteratorV2", IteratorHandleOp);
+
+// OneShotIterator (Dataset.make_one_shot_iterator): the iterator resource, which on the op's
+// first run in a session gets its dataset from `dataset_factory` (a library function without
+// arguments returning the dataset's variant) and an iterator over it; later runs return the
+// same handle, so the iterator is made once per session and never re-initialized. A position
+// restored before that first run (DeserializeIterator on a resource made by another op of the
+// same name) is taken as MakeIterator takes it.
+class OneShotIteratorOp : public OpKernel {
+ public:
+  explicit OneShotIteratorOp(OpKernelConstruction& c)
+      : OpKernel(c),
+        factory_(c.node().GetAttrValue("dataset_factory").func()),
+        types_(c.GetAttr<std::vector<DataType>>("output_types")),
+        shapes_(c.GetAttr<std::vector<PartialTensorShape>>("output_shapes")) {
+    const std::string shared_name = c.GetAttr<std::string>("shared_name");
+    handle_ = Tensor(DT_RESOURCE, TensorShape());
+    handle_.scalar<ResourceHandle>() = {.container = c.GetAttr<std::string>("container"),
+                                        .name = shared_name.empty() ? c.name() : shared_name,
+                                        .type_name = "Iterator"};
+  }
+  void Compute(OpKernelContext* ctx) override {
+    const ResourceHandle& h = handle_.scalar<ResourceHandle>();
+    auto resource = ctx->resource_manager()->LookupOrCreate<IteratorResource>(
+        h.container, h.name, [this] { return std::make_shared<IteratorResource>(types_, shapes_); });
+    {
+      absl::MutexLock lock(&resource->mu);
+      if (resource->dataset == nullptr) {
+        if (ctx->function_runtime() == nullptr) {
+          FailedPrecondition(name(), ": no function runtime to run dataset_factory '", factory_.name(), "'");
+        }
+        // Under the resource's lock, so that concurrent first runs make one iterator.
+        std::vector<Tensor> made = ctx->function_runtime()->Instantiate(factory_)->Run({});
+        if (made.size() != 1) {
+          InvalidArgument(name(), ": dataset_factory '", factory_.name(), "' returned ", made.size(),
+                          " tensors, expected one dataset");
+        }
+        DatasetRef dataset = DatasetFromTensor(made[0], name());
+        std::unique_ptr<IteratorBase> iterator = dataset->MakeIterator(kIteratorPrefix);
+        if (resource->pending_state) {
+          IteratorState pending = std::move(*resource->pending_state);
+          resource->pending_state.reset();
+          iterator->Restore(pending);
+        }
+        resource->iterator = std::move(iterator);
+        resource->dataset = std::move(dataset);
+      }
+    }
+    ctx->set_output(0, handle_);
+  }
+
+ private:
+  tensorflow::NameAttrList factory_;
+  std::vector<DataType> types_;
+  std::vector<PartialTensorShape> shapes_;
+  Tensor handle_;
+};
+FT_REGISTER_KERNEL("OneShotIterator", OneShotIteratorOp);
 
 std::shared_ptr<IteratorResource> LookupIterator(OpKernelContext* ctx, int input) {
   const Tensor& t = ctx->input(input);
