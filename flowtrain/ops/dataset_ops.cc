@@ -531,20 +531,27 @@ Graph& SourceGraph(const Output& input) {
   return CaptureFunctionFor(GetDefaultGraph()) ? GetDefaultGraph() : *input.graph();
 }
 
-}  // namespace
-
-Dataset Dataset::TFRecord(Output filenames, const std::string& compression_type, int64_t buffer_size) {
-  OpNameScope scope(SourceGraph(filenames), "TFRecordDataset");
+// A source of scalar strings read from files (TFRecordDataset, TextLineDataset): its inputs
+// filenames, compression_type and buffer_size.
+Output FileRecordsDataset(std::string_view op_type, Output filenames, const std::string& compression_type,
+                          int64_t buffer_size) {
+  OpNameScope scope(SourceGraph(filenames), op_type);
   Output compression = ops::Const(compression_type, "compression_type");
   Output buffer = ops::Const(buffer_size, "buffer_size");
   scope.Exit();
-  Output variant = NodeBuilder("TFRecordDataset", scope.op_name())
-                       .ExactName()
-                       .Input(filenames)
-                       .Input(compression)
-                       .Input(buffer)
-                       .Finalize();
-  return Dataset(variant, {DT_STRING}, {PartialTensorShape({})});
+  return NodeBuilder(op_type, scope.op_name())
+      .ExactName()
+      .Input(filenames)
+      .Input(compression)
+      .Input(buffer)
+      .Finalize();
+}
+
+}  // namespace
+
+Dataset Dataset::TFRecord(Output filenames, const std::string& compression_type, int64_t buffer_size) {
+  return Dataset(FileRecordsDataset("TFRecordDataset", filenames, compression_type, buffer_size), {DT_STRING},
+                 {PartialTensorShape({})});
 }
 
 Dataset Dataset::TextLine(const std::vector<std::string>& filenames, const std::string& compression_type,
@@ -1132,17 +1139,8 @@ Iterator Dataset::MakeOneShotIterator(const std::string& shared_name) const {
 }
 
 Dataset Dataset::TextLine(Output filenames, const std::string& compression_type, int64_t buffer_size) {
-  OpNameScope scope(SourceGraph(filenames), "TextLineDataset");
-  Output compression = ops::Const(compression_type, "compression_type");
-  Output buffer = ops::Const(buffer_size, "buffer_size");
-  scope.Exit();
-  Output variant = NodeBuilder("TextLineDataset", scope.op_name())
-                       .ExactName()
-                       .Input(filenames)
-                       .Input(compression)
-                       .Input(buffer)
-                       .Finalize();
-  return Dataset(variant, {DT_STRING}, {PartialTensorShape({})});
+  return Dataset(FileRecordsDataset("TextLineDataset", filenames, compression_type, buffer_size), {DT_STRING},
+                 {PartialTensorShape({})});
 }
 
 // ---- end of tf.data breadth.

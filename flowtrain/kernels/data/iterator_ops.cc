@@ -41,18 +41,24 @@ class IteratorResource : public ResourceBase {
 
 constexpr char kIteratorPrefix[] = "Iterator";
 
+// The scalar handle an iterator op outputs: its container and shared_name attrs (the node's
+// name when shared_name is empty).
+Tensor IteratorHandle(OpKernelConstruction& c) {
+  const std::string shared_name = c.GetAttr<std::string>("shared_name");
+  Tensor handle(DT_RESOURCE, TensorShape());
+  handle.scalar<ResourceHandle>() = {.container = c.GetAttr<std::string>("container"),
+                                     .name = shared_name.empty() ? c.name() : shared_name,
+                                     .type_name = "Iterator"};
+  return handle;
+}
+
 class IteratorHandleOp : public OpKernel {
  public:
   explicit IteratorHandleOp(OpKernelConstruction& c)
       : OpKernel(c),
         types_(c.GetAttr<std::vector<DataType>>("output_types")),
-        shapes_(c.GetAttr<std::vector<PartialTensorShape>>("output_shapes")) {
-    const std::string shared_name = c.GetAttr<std::string>("shared_name");
-    handle_ = Tensor(DT_RESOURCE, TensorShape());
-    handle_.scalar<ResourceHandle>() = {.container = c.GetAttr<std::string>("container"),
-                                        .name = shared_name.empty() ? c.name() : shared_name,
-                                        .type_name = "Iterator"};
-  }
+        shapes_(c.GetAttr<std::vector<PartialTensorShape>>("output_shapes")),
+        handle_(IteratorHandle(c)) {}
   void Compute(OpKernelContext* ctx) override {
     const ResourceHandle& h = handle_.scalar<ResourceHandle>();
     ctx->resource_manager()->LookupOrCreate<IteratorResource>(
@@ -80,13 +86,8 @@ class OneShotIteratorOp : public OpKernel {
       : OpKernel(c),
         factory_(c.node().GetAttrValue("dataset_factory").func()),
         types_(c.GetAttr<std::vector<DataType>>("output_types")),
-        shapes_(c.GetAttr<std::vector<PartialTensorShape>>("output_shapes")) {
-    const std::string shared_name = c.GetAttr<std::string>("shared_name");
-    handle_ = Tensor(DT_RESOURCE, TensorShape());
-    handle_.scalar<ResourceHandle>() = {.container = c.GetAttr<std::string>("container"),
-                                        .name = shared_name.empty() ? c.name() : shared_name,
-                                        .type_name = "Iterator"};
-  }
+        shapes_(c.GetAttr<std::vector<PartialTensorShape>>("output_shapes")),
+        handle_(IteratorHandle(c)) {}
   void Compute(OpKernelContext* ctx) override {
     const ResourceHandle& h = handle_.scalar<ResourceHandle>();
     auto resource = ctx->resource_manager()->LookupOrCreate<IteratorResource>(
