@@ -6,6 +6,7 @@
 #include "flowtrain/graph/shape_inference.h"
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/data_flow_ops.h"
+#include "flowtrain/ops/random_ops.h"
 
 namespace flowtrain {
 namespace {
@@ -278,6 +279,7 @@ FT_REGISTER_OP("DummyMemoryCache")
     .SetShapeFn(shape_fns::ScalarShape);
 
 FT_REGISTER_OP("ShuffleAndRepeatDataset")
+    .Attr("metadata: string = \"\"")
     .Input("input_dataset: variant")
     .Input("buffer_size: int64")
     .Input("seed: int64")
@@ -543,12 +545,13 @@ Dataset Dataset::Filter(PredicateFunction predicate, std::string_view name) cons
 Dataset Dataset::Shuffle(int64_t buffer_size, std::optional<int64_t> seed,
                          bool reshuffle_each_iteration) const {
   if (buffer_size < 1) InvalidArgument("Shuffle buffer_size must be at least 1, got ", buffer_size);
-  const auto [seed1, seed2] = ops::GetSeeds(*variant_.graph(), seed);
+  // TF's get_seed, with its truncation and its move of a deliberate (0, 0).
+  const ops::SeedPair seeds = ops::GetSeed(*variant_.graph(), seed);
   Output variant = UnaryDataset(
       *this, "ShuffleDataset",
       {{"buffer_size", Tensor::Scalar<int64_t>(buffer_size)},
-       {"seed", Tensor::Scalar<int64_t>(seed1)},
-       {"seed2", Tensor::Scalar<int64_t>(seed2)}},
+       {"seed", Tensor::Scalar<int64_t>(seeds.seed)},
+       {"seed2", Tensor::Scalar<int64_t>(seeds.seed2)}},
       types_, shapes_, [&](NodeBuilder& b) { b.Attr("reshuffle_each_iteration", reshuffle_each_iteration); });
   return Dataset(variant, types_, shapes_);
 }
@@ -818,12 +821,13 @@ Dataset Dataset::Cache(const std::string& filename) const {
 Dataset Dataset::ShuffleAndRepeat(int64_t buffer_size, int64_t count, std::optional<int64_t> seed,
                                   bool reshuffle_each_iteration) const {
   if (buffer_size < 1) InvalidArgument("ShuffleAndRepeat buffer_size must be at least 1, got ", buffer_size);
-  const auto [seed1, seed2] = ops::GetSeeds(*variant_.graph(), seed);
+  // TF's get_seed, with its truncation and its move of a deliberate (0, 0).
+  const ops::SeedPair seeds = ops::GetSeed(*variant_.graph(), seed);
   Output variant = UnaryDataset(
       *this, "ShuffleAndRepeatDataset",
       {{"buffer_size", Tensor::Scalar<int64_t>(buffer_size)},
-       {"seed", Tensor::Scalar<int64_t>(seed1)},
-       {"seed2", Tensor::Scalar<int64_t>(seed2)},
+       {"seed", Tensor::Scalar<int64_t>(seeds.seed)},
+       {"seed2", Tensor::Scalar<int64_t>(seeds.seed2)},
        {"count", Tensor::Scalar<int64_t>(count)}},
       types_, shapes_, [&](NodeBuilder& b) { b.Attr("reshuffle_each_iteration", reshuffle_each_iteration); });
   return Dataset(variant, types_, shapes_);
