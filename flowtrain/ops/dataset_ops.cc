@@ -178,6 +178,23 @@ FT_REGISTER_OP("ShuffleDataset")
     .Input("seed2: int64")
     .Attr("reshuffle_each_iteration: bool = true") FT_DATASET_OUTPUT;
 
+// TF 2.x's shuffle, which TF writes inside functions (a flat_map's body): the seed generator
+// resource is DummySeedGenerator there, and the dataset keeps its own (see the kernel).
+FT_REGISTER_OP("ShuffleDatasetV3")
+    .Input("input_dataset: variant")
+    .Input("buffer_size: int64")
+    .Input("seed: int64")
+    .Input("seed2: int64")
+    .Input("seed_generator: resource")
+    .Attr("reshuffle_each_iteration: bool = true")
+    .Attr("metadata: string = \"\"")
+    .SetIsStateful() FT_DATASET_OUTPUT;
+
+FT_REGISTER_OP("DummySeedGenerator")
+    .Output("handle: resource")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::ScalarShape);
+
 FT_REGISTER_OP("RepeatDataset")
     .Attr("metadata: string = \"\"")
     .Input("input_dataset: variant")

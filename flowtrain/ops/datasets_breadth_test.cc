@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "flowtrain/core/file_util.h"
+#include "flowtrain/graph/node_builder.h"
 #include "flowtrain/io/tensor_bundle_reader.h"
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/dataset_ops.h"
@@ -274,6 +275,39 @@ TEST(ShuffleAndRepeatDataset, RepeatsCountTimesEpochByEpoch) {
   EXPECT_TRUE(RunToEnd(Dataset::Range(0, 0).ShuffleAndRepeat(4)).empty());  // ends, not forever
   EXPECT_TRUE(RunToEnd(Dataset::Range(0, 3).ShuffleAndRepeat(4, 0)).empty());
   ExpectRestoreContinues([] { return Dataset::Range(0, 6).ShuffleAndRepeat(4, 3, 11); }, 8);
+}
+
+// Range(0, 10) under TF 2.x's ShuffleDatasetV3 (buffer 4, seeds (87654321, 7)) whose seed
+// generator `generator_op` makes, repeated twice.
+Dataset ShuffleV3(const char* generator_op) {
+  Dataset in = Dataset::Range(0, 10);
+  Output generator = NodeBuilder(generator_op, generator_op).Finalize();
+  Output variant = NodeBuilder("ShuffleDatasetV3", "ShuffleDatasetV3")
+                       .Input(in.variant())
+                       .Input(ops::Const<int64_t>(4))
+                       .Input(ops::Const<int64_t>(87654321))
+                       .Input(ops::Const<int64_t>(7))
+                       .Input(generator)
+                       .Attr("output_types", in.output_types())
+                       .Attr("output_shapes", in.output_shapes())
+                       .Finalize();
+  return Dataset::FromVariant(variant, in.output_types(), in.output_shapes()).Repeat(2);
+}
+
+TEST(ShuffleDatasetV3, OverADummySeedGeneratorShufflesAsShuffleDataset) {
+  {
+    Graph g;
+    auto as_default = g.AsDefault();
+    const Rows v3 = RunToEnd(ShuffleV3("DummySeedGenerator"));
+    ASSERT_EQ(v3.size(), 20u);
+    EXPECT_EQ(v3, RunToEnd(Dataset::Range(0, 10).Shuffle(4, 7).Repeat(2)));
+  }
+  ExpectRestoreContinues([] { return ShuffleV3("DummySeedGenerator"); }, 13);
+  // Another generator's state would outlive the dataset, which flowtrain does not model.
+  Graph g;
+  auto as_default = g.AsDefault();
+  testing::ExpectError<UnimplementedError>([] { RunToEnd(ShuffleV3("DummyMemoryCache")); },
+                                           {"ShuffleDatasetV3", "DummySeedGenerator"});
 }
 
 TEST(FeedableIterator, RunsWhicheverIteratorItsStringHandleNames) {

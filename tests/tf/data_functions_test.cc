@@ -172,5 +172,19 @@ TEST_F(DataFunctions, FlatMapAndInterleaveYieldTensorFlowsOrder) {
   }
 }
 
+TEST_F(DataFunctions, ShufflesInsideFunctionsYieldTensorFlowsOrder) {
+  // TF wrote them as ShuffleDatasetV3 over DummySeedGenerator.
+  int v3 = 0;
+  for (const std::string& f : graph_.library().ListFunctions()) {
+    for (const auto& node : graph_.library().Find(f)->node_def()) v3 += node.op() == "ShuffleDatasetV3";
+  }
+  EXPECT_EQ(v3, 2);
+  for (const char* name : {"shuffle_in_flat_map", "fixed_shuffle_in_flat_map"}) {
+    const Pipeline& p = Find(name);
+    EXPECT_FALSE(p.elements.empty()) << name;
+    EXPECT_EQ(Run(p), p.elements) << name;
+  }
+}
+
 }  // namespace
 }  // namespace flowtrain::testing

@@ -1,4 +1,4 @@
-// The kernels of ShuffleDataset and ShuffleAndRepeatDataset, in TF's order: for the same
+// The kernels of ShuffleDataset, ShuffleAndRepeatDataset and ShuffleDatasetV3, in TF's order: for the same
 // (seed, seed2) they yield what TF 2.21 yields (measured against it in
 // tests/tf/dataset_interop_test.cc).
 //
@@ -203,10 +203,21 @@ class ShuffleDataset : public DatasetBase {
   mutable uint64_t generator_samples_ ABSL_GUARDED_BY(mu_) = 0;  // words the generator has drawn
 };
 
+// ShuffleDataset, ShuffleAndRepeatDataset and ShuffleDatasetV3. V3's seed generator (input 4)
+// must be a DummySeedGenerator, as in the graphs TF writes: the dataset then keeps its own
+// generator, as V1 does. An AnonymousSeedGenerator (eager TF) would share its state across
+// datasets, which flowtrain does not model.
 struct ShuffleDatasetOp : DatasetOpKernel {
   explicit ShuffleDatasetOp(OpKernelConstruction& c)
       : DatasetOpKernel(c), reshuffle_(c.GetAttr<bool>("reshuffle_each_iteration")) {}
   DatasetRef MakeDataset(OpKernelContext* ctx) override {
+    if (type_string() == "ShuffleDatasetV3") {
+      const ResourceHandle& generator = ctx->input(4).scalar<ResourceHandle>();
+      if (generator.type_name != "DummySeedGenerator") {
+        Unimplemented("ShuffleDatasetV3 '", name(), "' takes a seed generator of type '", generator.type_name,
+                      "'; flowtrain supports only DummySeedGenerator, as TF's graphs write");
+      }
+    }
     const int64_t buffer_size = ScalarInt(ctx, 1);
     if (buffer_size < 1) InvalidArgument("buffer_size must be greater than zero.");
     const int64_t count = type_string() == "ShuffleAndRepeatDataset" ? ScalarInt(ctx, 4) : 1;
@@ -217,6 +228,19 @@ struct ShuffleDatasetOp : DatasetOpKernel {
 };
 FT_REGISTER_KERNEL("ShuffleDataset", ShuffleDatasetOp);
 FT_REGISTER_KERNEL("ShuffleAndRepeatDataset", ShuffleDatasetOp);
+FT_REGISTER_KERNEL("ShuffleDatasetV3", ShuffleDatasetOp);
+
+// TF 2.x's placeholder for the seed generator of ShuffleDatasetV3: "the dataset's own".
+struct DummySeedGeneratorOp : OpKernel {
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    Tensor handle(DT_RESOURCE, TensorShape());
+    handle.scalar<ResourceHandle>() = {.container = "", .name = name(), .type_name = "DummySeedGenerator"};
+    ctx->set_output(0, handle);
+  }
+  KernelCost cost() const override { return KernelCost::kCheap; }
+};
+FT_REGISTER_KERNEL("DummySeedGenerator", DummySeedGeneratorOp);
 
 }  // namespace
 }  // namespace flowtrain::data
