@@ -462,8 +462,9 @@ void Graph::set_seed(int64_t seed) {
 
 int64_t Graph::NextOpSeed() {
   absl::MutexLock lock(&mu_);
-  // TF uses the id of the last op created as the op seed when only the graph seed is set.
-  return static_cast<int64_t>(nodes_.size());
+  // TF 2.x counts per graph (random_seed.py's _graph_to_seed_dict); TF 1.x took the id of the
+  // last op built, which made the seed depend on unrelated ops.
+  return next_op_seed_++;
 }
 
 }  // namespace flowtrain

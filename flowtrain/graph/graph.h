@@ -174,7 +174,8 @@ class Graph {
   // Graph-level random seed (tf.set_random_seed); nullopt when unset.
   std::optional<int64_t> seed() const;
   void set_seed(int64_t seed);
-  // Per-op seeds made as TF does when only the graph seed is set.
+  // Per-op seeds made as TF 2.x's get_seed does when only the graph seed is set: 0, 1, 2, ...
+  // in the order ops ask for them.
   int64_t NextOpSeed();
 
   // ---- Functions ----
@@ -221,6 +222,7 @@ class Graph {
   bool finalized_ ABSL_GUARDED_BY(mu_) = false;
   int64_t input_updates_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<int64_t> seed_ ABSL_GUARDED_BY(mu_);
+  int64_t next_op_seed_ ABSL_GUARDED_BY(mu_) = 0;
   FunctionLibrary library_;  // synchronises itself
 };
 

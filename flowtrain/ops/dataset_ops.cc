@@ -12,6 +12,7 @@
 #include "flowtrain/graph/shape_inference.h"
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/data_flow_ops.h"
+#include "flowtrain/ops/random_ops.h"
 
 namespace flowtrain {
 namespace {
@@ -183,6 +184,23 @@ FT_REGISTER_OP("ShuffleDataset")
     .Input("seed2: int64")
     .Attr("reshuffle_each_iteration: bool = true") FT_DATASET_OUTPUT;
 
+// TF 2.x's shuffle, which TF writes inside functions (a flat_map's body): the seed generator
+// resource is DummySeedGenerator there, and the dataset keeps its own (see the kernel).
+FT_REGISTER_OP("ShuffleDatasetV3")
+    .Input("input_dataset: variant")
+    .Input("buffer_size: int64")
+    .Input("seed: int64")
+    .Input("seed2: int64")
+    .Input("seed_generator: resource")
+    .Attr("reshuffle_each_iteration: bool = true")
+    .Attr("metadata: string = \"\"")
+    .SetIsStateful() FT_DATASET_OUTPUT;
+
+FT_REGISTER_OP("DummySeedGenerator")
+    .Output("handle: resource")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::ScalarShape);
+
 FT_REGISTER_OP("RepeatDataset")
     .Attr("metadata: string = \"\"")
     .Input("input_dataset: variant")
@@ -284,6 +302,7 @@ FT_REGISTER_OP("DummyMemoryCache")
     .SetShapeFn(shape_fns::ScalarShape);
 
 FT_REGISTER_OP("ShuffleAndRepeatDataset")
+    .Attr("metadata: string = \"\"")
     .Input("input_dataset: variant")
     .Input("buffer_size: int64")
     .Input("seed: int64")
@@ -659,12 +678,13 @@ Dataset Dataset::Filter(PredicateFunction predicate, std::string_view name) cons
 Dataset Dataset::Shuffle(int64_t buffer_size, std::optional<int64_t> seed,
                          bool reshuffle_each_iteration) const {
   if (buffer_size < 1) InvalidArgument("Shuffle buffer_size must be at least 1, got ", buffer_size);
-  const auto [seed1, seed2] = ops::GetSeeds(*variant_.graph(), seed);
+  // TF's get_seed, with its truncation and its move of a deliberate (0, 0).
+  const ops::SeedPair seeds = ops::GetSeed(*variant_.graph(), seed);
   Output variant = UnaryDataset(
       *this, "ShuffleDataset",
       {{"buffer_size", Tensor::Scalar<int64_t>(buffer_size)},
-       {"seed", Tensor::Scalar<int64_t>(seed1)},
-       {"seed2", Tensor::Scalar<int64_t>(seed2)}},
+       {"seed", Tensor::Scalar<int64_t>(seeds.seed)},
+       {"seed2", Tensor::Scalar<int64_t>(seeds.seed2)}},
       types_, shapes_, [&](NodeBuilder& b) { b.Attr("reshuffle_each_iteration", reshuffle_each_iteration); });
   return Dataset(variant, types_, shapes_);
 }
@@ -934,12 +954,13 @@ Dataset Dataset::Cache(const std::string& filename) const {
 Dataset Dataset::ShuffleAndRepeat(int64_t buffer_size, int64_t count, std::optional<int64_t> seed,
                                   bool reshuffle_each_iteration) const {
   if (buffer_size < 1) InvalidArgument("ShuffleAndRepeat buffer_size must be at least 1, got ", buffer_size);
-  const auto [seed1, seed2] = ops::GetSeeds(*variant_.graph(), seed);
+  // TF's get_seed, with its truncation and its move of a deliberate (0, 0).
+  const ops::SeedPair seeds = ops::GetSeed(*variant_.graph(), seed);
   Output variant = UnaryDataset(
       *this, "ShuffleAndRepeatDataset",
       {{"buffer_size", Tensor::Scalar<int64_t>(buffer_size)},
-       {"seed", Tensor::Scalar<int64_t>(seed1)},
-       {"seed2", Tensor::Scalar<int64_t>(seed2)},
+       {"seed", Tensor::Scalar<int64_t>(seeds.seed)},
+       {"seed2", Tensor::Scalar<int64_t>(seeds.seed2)},
        {"count", Tensor::Scalar<int64_t>(count)}},
       types_, shapes_, [&](NodeBuilder& b) { b.Attr("reshuffle_each_iteration", reshuffle_each_iteration); });
   return Dataset(variant, types_, shapes_);

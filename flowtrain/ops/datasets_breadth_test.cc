@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "flowtrain/core/file_util.h"
+#include "flowtrain/graph/node_builder.h"
 #include "flowtrain/io/tensor_bundle_reader.h"
 #include "flowtrain/ops/array_ops.h"
 #include "flowtrain/ops/dataset_ops.h"
@@ -253,28 +254,60 @@ TEST(CacheDataset, InAFileAnIncompletePassOrASecondWriterLeavesNoCache) {
   EXPECT_TRUE(FileExists(dir + "/e.index"));
 }
 
-TEST(ShuffleAndRepeatDataset, RepeatsCountTimesAndBlendsEpochs) {
+TEST(ShuffleAndRepeatDataset, RepeatsCountTimesEpochByEpoch) {
   Graph g;
   auto as_default = g.AsDefault();
   Rows all = RunToEnd(Dataset::Range(0, 10).ShuffleAndRepeat(5, 3, 7));
   ASSERT_EQ(all.size(), 30u);
-  std::map<int64_t, int> seen;
-  for (const auto& row : all) ++seen[row[0]];
-  for (int64_t v = 0; v < 10; ++v) EXPECT_EQ(seen[v], 3) << v;
   EXPECT_EQ(RunToEnd(Dataset::Range(0, 10).ShuffleAndRepeat(5, 3, 7)), all);  // seeded
-  // The buffer is refilled from the next epoch before it drains: for some seed the first ten
-  // elements are not one epoch's ten values.
-  bool blended = false;
-  for (int seed = 1; seed <= 10 && !blended; ++seed) {
-    Rows r = RunToEnd(Dataset::Range(0, 10).ShuffleAndRepeat(5, 2, seed));
+  // As in TF 2.21, an epoch drains before the next fills the buffer: each run of ten elements
+  // is one epoch's ten values, and with reshuffle_each_iteration each epoch has its own order.
+  for (int epoch = 0; epoch < 3; ++epoch) {
     std::set<int64_t> values;
-    for (int i = 0; i < 10; ++i) values.insert(r[i][0]);
-    blended = values.size() < 10;
+    for (int i = 0; i < 10; ++i) values.insert(all[epoch * 10 + i][0]);
+    EXPECT_EQ(values.size(), 10u) << epoch;
   }
-  EXPECT_TRUE(blended);
+  EXPECT_NE(Rows(all.begin(), all.begin() + 10), Rows(all.begin() + 10, all.begin() + 20));
+  // Without it, every epoch repeats the first one's order.
+  Rows fixed = RunToEnd(Dataset::Range(0, 10).ShuffleAndRepeat(5, 2, 7, /*reshuffle_each_iteration=*/false));
+  ASSERT_EQ(fixed.size(), 20u);
+  EXPECT_EQ(Rows(fixed.begin(), fixed.begin() + 10), Rows(fixed.begin() + 10, fixed.end()));
   EXPECT_TRUE(RunToEnd(Dataset::Range(0, 0).ShuffleAndRepeat(4)).empty());  // ends, not forever
   EXPECT_TRUE(RunToEnd(Dataset::Range(0, 3).ShuffleAndRepeat(4, 0)).empty());
   ExpectRestoreContinues([] { return Dataset::Range(0, 6).ShuffleAndRepeat(4, 3, 11); }, 8);
+}
+
+// Range(0, 10) under TF 2.x's ShuffleDatasetV3 (buffer 4, seeds (87654321, 7)) whose seed
+// generator `generator_op` makes, repeated twice.
+Dataset ShuffleV3(const char* generator_op) {
+  Dataset in = Dataset::Range(0, 10);
+  Output generator = NodeBuilder(generator_op, generator_op).Finalize();
+  Output variant = NodeBuilder("ShuffleDatasetV3", "ShuffleDatasetV3")
+                       .Input(in.variant())
+                       .Input(ops::Const<int64_t>(4))
+                       .Input(ops::Const<int64_t>(87654321))
+                       .Input(ops::Const<int64_t>(7))
+                       .Input(generator)
+                       .Attr("output_types", in.output_types())
+                       .Attr("output_shapes", in.output_shapes())
+                       .Finalize();
+  return Dataset::FromVariant(variant, in.output_types(), in.output_shapes()).Repeat(2);
+}
+
+TEST(ShuffleDatasetV3, OverADummySeedGeneratorShufflesAsShuffleDataset) {
+  {
+    Graph g;
+    auto as_default = g.AsDefault();
+    const Rows v3 = RunToEnd(ShuffleV3("DummySeedGenerator"));
+    ASSERT_EQ(v3.size(), 20u);
+    EXPECT_EQ(v3, RunToEnd(Dataset::Range(0, 10).Shuffle(4, 7).Repeat(2)));
+  }
+  ExpectRestoreContinues([] { return ShuffleV3("DummySeedGenerator"); }, 13);
+  // Another generator's state would outlive the dataset, which flowtrain does not model.
+  Graph g;
+  auto as_default = g.AsDefault();
+  testing::ExpectError<UnimplementedError>([] { RunToEnd(ShuffleV3("DummyMemoryCache")); },
+                                           {"ShuffleDatasetV3", "DummySeedGenerator"});
 }
 
 TEST(FeedableIterator, RunsWhicheverIteratorItsStringHandleNames) {

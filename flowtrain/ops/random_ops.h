@@ -6,7 +6,7 @@
 //
 //   graph seed  op seed   →  (seed, seed2)
 //   unset       unset        (0, 0): fresh numbers in every session
-//   set         unset        (graph seed, id of the last op built)
+//   set         unset        (graph seed, 0, 1, 2... per op of the graph asking)
 //   unset       set          (87654321, op seed)
 //   set         set          (graph seed, op seed)
 //

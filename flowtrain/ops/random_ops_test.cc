@@ -70,11 +70,14 @@ TEST(RandomSeedTest, GetSeedFollowsTf) {
   ops::SeedPair both = ops::GetSeed(g, 9);
   EXPECT_EQ(both.seed, 3);
   EXPECT_EQ(both.seed2, 9);
-  // Graph seed only: the op seed is the id of the last op built.
+  // Graph seed only: the op seeds count 0, 1, ... per graph, whatever other ops were built (as
+  // TF 2.21's get_seed).
   auto as_default = g.AsDefault();
   ops::Const(1.0f);
   ops::Const(2.0f);
-  EXPECT_EQ(ops::GetSeed(g, std::nullopt).seed2, 2);
+  EXPECT_EQ(ops::GetSeed(g, std::nullopt).seed2, 0);
+  ops::Const(3.0f);
+  EXPECT_EQ(ops::GetSeed(g, std::nullopt).seed2, 1);
   // (0, 0) is reserved for "unseeded" and moved away.
   g.set_seed(0);
   ops::SeedPair zeros = ops::GetSeed(g, 0);

@@ -10,7 +10,6 @@
 // GraphDef (interop/run_flowtrain_pipelines.py) and must yield flowtrain's elements.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -163,27 +162,8 @@ TEST_F(DataFunctions, ParseMapFilterShufflePaddedBatchPrefetchYieldTensorFlowsEl
   const Pipeline& p = Find("main");
   const std::vector<Element> ours = Run(p);
   ASSERT_FALSE(p.elements.empty());
-  // flowtrain's ShuffleDataset draws from its own generator, not TF's: the same seed gives
-  // another order. The batches differ with the order, so compare their rows as a multiset.
-  auto rows = [](const std::vector<Element>& elements) {
-    std::vector<std::pair<std::string, int64_t>> out;  // (x row, y) per row
-    for (const Element& e : elements) {
-      const size_t batch = e[1].values.size();
-      const size_t width = e[0].values.size() / batch;
-      for (size_t r = 0; r < batch; ++r) {
-        std::string x;
-        for (size_t c = 0; c < width; ++c) {
-          const std::string& v = e[0].values[r * width + c];
-          if (v != FloatText(-1.f)) x += v + " ";  // the padding, which depends on the batch
-        }
-        out.emplace_back(x, std::stoll(e[1].values[r]));
-      }
-    }
-    std::sort(out.begin(), out.end());
-    return out;
-  };
-  EXPECT_EQ(rows(ours), rows(p.elements));
-  EXPECT_EQ(ours.size(), p.elements.size());
+  // flowtrain's ShuffleDataset draws as TF's does: the same seeds give the same batches, in order.
+  EXPECT_EQ(ours, p.elements);
   // Each batch is padded to its longest row, with padding_values' -1.
   for (const Element& e : ours) {
     ASSERT_EQ(e.size(), 2u);
@@ -286,6 +266,20 @@ TEST(FlowtrainBuiltPipelines, TensorFlowYieldsFlowtrainsElements) {
     EXPECT_EQ(theirs[i].name, b.name);
     EXPECT_FALSE(ours.empty()) << b.name;
     EXPECT_EQ(ours, theirs[i].elements) << b.name;
+  }
+}
+
+TEST_F(DataFunctions, ShufflesInsideFunctionsYieldTensorFlowsOrder) {
+  // TF wrote them as ShuffleDatasetV3 over DummySeedGenerator.
+  int v3 = 0;
+  for (const std::string& f : graph_.library().ListFunctions()) {
+    for (const auto& node : graph_.library().Find(f)->node_def()) v3 += node.op() == "ShuffleDatasetV3";
+  }
+  EXPECT_EQ(v3, 2);
+  for (const char* name : {"shuffle_in_flat_map", "fixed_shuffle_in_flat_map"}) {
+    const Pipeline& p = Find(name);
+    EXPECT_FALSE(p.elements.empty()) << name;
+    EXPECT_EQ(Run(p), p.elements) << name;
   }
 }
 

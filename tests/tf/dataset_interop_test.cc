@@ -1,9 +1,10 @@
 // tf.data between flowtrain and TF, both ways (interop/check_datasets.py holds TF's side):
 // file caches written by one system are replayed by the other, TF's feedable-iterator MetaGraph
-// runs in flowtrain to TF's values, and flowtrain's GraphDef of a ShuffleAndRepeat pipeline
-// behind a feedable iterator runs in TF.
+// runs in flowtrain to TF's values, flowtrain's GraphDef of a ShuffleAndRepeat pipeline behind a
+// feedable iterator runs in TF to flowtrain's order, and shuffles give TF's order in flowtrain.
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -238,6 +239,86 @@ TEST(DatasetInterop, TfRunsFlowtrainsDecodeCsvGraphToTheSameValuesAndErrors) {
   WriteFileAtomically(dir + "/csv_graph.pb", g.ToGraphDef().SerializeAsString());
   PythonRun r = RunTfPython({TfScript("interop/check_datasets.py"), "--mode", "check_csv", "--dir", dir});
   EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+// One line of shuffles.txt (see check_datasets.py --mode write_shuffles).
+struct ShuffleCase {
+  std::vector<std::string> fields;  // name .. next
+  std::vector<std::string> passes[2];
+  std::optional<int64_t> Seed(int i) const {
+    return fields[i] == "none" ? std::nullopt : std::optional<int64_t>(std::stoll(fields[i]));
+  }
+  int64_t Int(int i) const { return std::stoll(fields[i]); }
+};
+
+// Runs the initializer and then `next` to the end, twice: the elements of each pass.
+void RunTwice(Session& sess, const std::string& initializer, const std::string& next,
+              std::vector<std::string> (&passes)[2]) {
+  for (auto& pass : passes) {
+    sess.Run({}, {}, {initializer});
+    for (std::string v; (v = NextOrEnd([&] { return sess.Run({}, {next}, {})[0]; })) != "end";) {
+      pass.push_back(v);
+    }
+  }
+}
+
+// Issue #20's proof for shuffles: for each case TF's element order is flowtrain's, both from
+// flowtrain's builder given the same graph and op seeds and from TF's GraphDef; and running the
+// initializer again restarts the same sequence of orders in both.
+TEST(DatasetInterop, ShuffleYieldsTfsOrderFromOurBuilderAndFromTfsGraphDef) {
+  const std::string dir = MakeTempDir("datasets_shuffle");
+  PythonRun r =
+      RunTfPython({TfScript("interop/check_datasets.py"), "--mode", "write_shuffles", "--dir", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(dir + "/shuffles.txt");
+  std::vector<ShuffleCase> cases;
+  for (std::string line; std::getline(in, line);) {
+    ShuffleCase c;
+    int part = -1;
+    for (const std::string& w : Words(line)) {
+      if (w == "|") {
+        ++part;
+      } else {
+        (part < 0 ? c.fields : c.passes[part]).push_back(w);
+      }
+    }
+    ASSERT_EQ(c.fields.size(), 11u) << line;
+    cases.push_back(std::move(c));
+  }
+  ASSERT_EQ(cases.size(), 13u) << r.output;
+  for (const ShuffleCase& c : cases) {
+    const std::string& name = c.fields[0];
+    ASSERT_FALSE(c.passes[0].empty()) << name;
+    EXPECT_EQ(c.passes[0], c.passes[1]) << name << ": TF restarted elsewhere";
+    {
+      Graph g;
+      auto as_default = g.AsDefault();
+      if (const auto graph_seed = c.Seed(1)) g.set_seed(*graph_seed);
+      data::Dataset ds = data::Dataset::Range(0, c.Int(4));
+      if (c.fields[3] == "shuffle") {
+        ds = ds.Shuffle(c.Int(5), c.Seed(2), c.Int(6) != 0).Repeat(c.Int(7));
+      } else {
+        ds = ds.ShuffleAndRepeat(c.Int(5), c.Int(7), c.Seed(2), c.Int(6) != 0);
+      }
+      if (c.Int(8) != -1) ds = ds.Take(c.Int(8));
+      data::Iterator it = ds.MakeInitializableIterator();
+      const Output next = it.GetNext()[0];
+      Session sess(g);
+      std::vector<std::string> ours[2];
+      RunTwice(sess, it.initializer().name(), next.name(), ours);
+      EXPECT_EQ(ours[0], c.passes[0]) << name << " from flowtrain's builder";
+      EXPECT_EQ(ours[1], c.passes[1]) << name << " from flowtrain's builder, again";
+    }
+    Graph g;
+    tensorflow::GraphDef graph_def;
+    ASSERT_TRUE(graph_def.ParseFromString(ReadFileToString(dir + "/shuffle_" + name + ".pb"))) << name;
+    ImportGraphDef(graph_def, &g);
+    Session sess(g);
+    std::vector<std::string> ours[2];
+    RunTwice(sess, c.fields[9], c.fields[10], ours);
+    EXPECT_EQ(ours[0], c.passes[0]) << name << " from TF's GraphDef";
+    EXPECT_EQ(ours[1], c.passes[1]) << name << " from TF's GraphDef, again";
+  }
 }
 
 }  // namespace

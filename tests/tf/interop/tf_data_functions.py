@@ -58,6 +58,12 @@ def build(files):
         repeat, cycle_length=3, block_length=1, num_parallel_calls=2, deterministic=True)))
     # A parallel map over the interleave's output (ParallelMapDatasetV2).
     pipelines.append(("parallel_map", tf.data.Dataset.range(12).map(lambda v: v * v - 1, num_parallel_calls=3)))
+    # Shuffles inside a function, which TF 2.x writes as ShuffleDatasetV3 over a
+    # DummySeedGenerator: each inner dataset is new, so each starts the same sequence of orders.
+    pipelines.append(("shuffle_in_flat_map", tf.data.Dataset.range(1, 4).flat_map(
+        lambda v: tf.data.Dataset.range(v * 5).shuffle(3, seed=5).repeat(2))))
+    pipelines.append(("fixed_shuffle_in_flat_map", tf.data.Dataset.range(1, 3).flat_map(
+        lambda v: tf.data.Dataset.range(v * 6).shuffle(4, seed=2, reshuffle_each_iteration=False).repeat(2))))
     return pipelines
 
 
