@@ -47,8 +47,10 @@ struct PyValue {
   std::string text;  // kString
   bool boolean = false;
   int64_t integer = 0;
-  std::vector<PyValue> items;                            // kTuple, kList
-  std::vector<std::pair<std::string, PyValue>> entries;  // kDict (keys are strings)
+  // kTuple and kList: the elements; kDict: the values, keys[i] naming items[i]. (Not a
+  // vector of pairs: a pair of an incomplete type does not compile with clang and libstdc++.)
+  std::vector<PyValue> items;
+  std::vector<std::string> keys;  // kDict (keys are strings)
 };
 
 // Parses the Python literal of a header; every failure is DataLoss naming the file and where.
@@ -111,7 +113,8 @@ class HeaderParser {
         if (pos_ >= text_.size() || (text_[pos_] != '\'' && text_[pos_] != '"')) Fail("has a non-string key");
         std::string key = ParseString();
         if (!Consume(':')) Fail("lacks ':' after a key");
-        value.entries.emplace_back(std::move(key), Parse(depth + 1));
+        value.keys.push_back(std::move(key));
+        value.items.push_back(Parse(depth + 1));
         if (!Consume(',')) {
           if (!Consume('}')) Fail("lacks ',' or '}' after a value");
           break;
@@ -321,8 +324,8 @@ class FortranIndexer {
 };
 
 const PyValue& Entry(const PyValue& dict, std::string_view key, const std::string& name) {
-  for (const auto& [k, v] : dict.entries) {
-    if (k == key) return v;
+  for (size_t i = 0; i < dict.keys.size(); ++i) {
+    if (dict.keys[i] == key) return dict.items[i];
   }
   DataLoss(name, " is not a valid .npy file: its header lacks the key '", key, "'");
 }
@@ -397,7 +400,7 @@ Tensor ParseNpy(std::string_view contents, const std::string& name) {
   const std::string_view header_text = contents.substr(header_start, header_length);
   const PyValue header = HeaderParser(header_text, name).ParseAll();
   if (header.kind != PyValue::kDict) DataLoss(name, " is not a valid .npy file: its header is not a dict");
-  for (const auto& [key, value] : header.entries) {
+  for (const std::string& key : header.keys) {
     if (key != "descr" && key != "fortran_order" && key != "shape") {
       DataLoss(name, " is not a valid .npy file: its header has the unknown key '", CEscape(key), "'");
     }
