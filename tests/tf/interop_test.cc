@@ -31,6 +31,7 @@
 #include "flowtrain/ops/training_util.h"
 #include "flowtrain/ops/variables.h"
 #include "flowtrain/proto/example.pb.h"
+#include "flowtrain/ops/string_ops.h"
 #include "flowtrain/runtime/session.h"
 #include "flowtrain/summary/event_accumulator.h"
 #include "flowtrain/summary/file_writer.h"
@@ -678,6 +679,49 @@ TEST(InteropTest, EveryRegisteredOpHasTensorFlowsSignature) {
   ASSERT_TRUE(ops.SerializeToOstream(&out));
   out.close();
   RunChecker("check_op_defs.py", {"--ops", dir + "/ops.pb"});
+}
+
+// AsString over float, double, int32, int64, uint8, bool and string constants with each
+// formatting option: TF runs flowtrain's GraphDef to the same strings.
+TEST(InteropTest, AsStringFormatsAsTensorFlowDoes) {
+  const std::string dir = MakeTempDir("interop_as_string");
+  Graph g;
+  auto as_default = g.AsDefault();
+  const Tensor floats = Tensor::FromVector<float>({1.5f, -2.25f, 1e10f, 1e-7f, 0.1f, 123456.789f, -0.0f});
+  const Tensor doubles = Tensor::FromVector<double>({0.1, -1e300, 3.25, 1e-300});
+  const Tensor ints = Tensor::FromVector<int32_t>({7, -3, 0, 2147483647, -2147483647 - 1});
+  const Tensor longs = Tensor::FromVector<int64_t>({9000000000000000000, -12, 5});
+  std::vector<std::pair<std::string, Output>> cases = {
+      {"f_default", ops::AsString(ops::Const(floats), {.name = "f_default"})},
+      {"f_shortest", ops::AsString(ops::Const(floats), {.shortest = true, .name = "f_shortest"})},
+      {"f_scientific", ops::AsString(ops::Const(floats), {.scientific = true, .name = "f_scientific"})},
+      {"f_p2_w10_zero", ops::AsString(ops::Const(floats),
+                                      {.precision = 2, .width = 10, .fill = "0", .name = "f_p2_w10_zero"})},
+      {"f_p0_plus", ops::AsString(ops::Const(floats), {.precision = 0, .fill = "+", .name = "f_p0_plus"})},
+      {"f_w12_left", ops::AsString(ops::Const(floats), {.width = 12, .fill = "-", .name = "f_w12_left"})},
+      {"d_shortest_p3",
+       ops::AsString(ops::Const(doubles), {.precision = 3, .shortest = true, .name = "d_shortest_p3"})},
+      {"d_default", ops::AsString(ops::Const(doubles), {.name = "d_default"})},
+      {"i_w6_zero", ops::AsString(ops::Const(ints), {.width = 6, .fill = "0", .name = "i_w6_zero"})},
+      {"i_space", ops::AsString(ops::Const(ints), {.fill = " ", .name = "i_space"})},
+      {"l_default", ops::AsString(ops::Const(longs), {.name = "l_default"})},
+      {"u8", ops::AsString(ops::Const(Tensor::FromVector<uint8_t>({0, 255})), {.width = 4, .name = "u8"})},
+      {"b", ops::AsString(ops::Const(Tensor::FromVector<bool>({true, false})), {.name = "b"})},
+      {"s", ops::AsString(ops::Const(Tensor::FromVector<std::string>({"a b", ""})), {.name = "s"})},
+  };
+  std::vector<Output> fetches;
+  for (const auto& [name, out] : cases) fetches.push_back(out);
+  Session sess(g);
+  const std::vector<Tensor> values = sess.Run({}, fetches);
+  std::string json = "{";
+  for (size_t i = 0; i < cases.size(); ++i) {
+    std::vector<std::string> hex;
+    for (const std::string& v : testing::Values<std::string>(values[i])) hex.push_back(Hex(v));
+    json += (i > 0 ? "," : "") + Quote(cases[i].second.op().name()) + ":" + List(hex);
+  }
+  WriteFile(dir + "/expected.json", json + "}");
+  WriteFile(dir + "/as_string.pb", g.ToGraphDef().SerializeAsString());
+  RunChecker("check_as_string.py", {"--dir", dir});
 }
 
 // A TF1 queue-based input pipeline (StringInputProducer, TFRecordReader, Batch) exported by
