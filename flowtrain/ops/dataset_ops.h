@@ -146,9 +146,9 @@ class Dataset {
   // pass that stops early keeps nothing; a second writer of the same prefix fails with
   // AlreadyExists while the first one runs ("<filename>_0.lockfile").
   Dataset Cache(const std::string& filename = "") const;
-  // tf.data.experimental.shuffle_and_repeat: Shuffle and Repeat(count) in one, the buffer
-  // refilled across epoch boundaries (no drain at the end of each epoch), so an element of
-  // one epoch may follow one of the next.
+  // tf.data.experimental.shuffle_and_repeat: Shuffle and Repeat(count) in one, as TF 2.21
+  // runs it: each epoch drains before the next fills the buffer, each epoch seeded anew
+  // (TF 1.15 blended epochs at their boundaries).
   Dataset ShuffleAndRepeat(int64_t buffer_size, int64_t count = -1,
                            std::optional<int64_t> seed = std::nullopt,
                            bool reshuffle_each_iteration = true) const;
