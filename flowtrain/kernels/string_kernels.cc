@@ -90,6 +90,8 @@ class AsStringOp : public OpKernel {
     };
     char buffer[128];
     const int length = print(buffer, sizeof buffer);
+    // printf fails (EOVERFLOW) on a width or precision whose output would pass INT_MAX bytes.
+    if (length < 0) InvalidArgument(name(), ": the width or precision asks for more than 2^31 characters");
     if (length < static_cast<int>(sizeof buffer)) return std::string(buffer, length);
     // A wide width or precision: again, into a buffer of the size printf asked for.
     std::string big(static_cast<size_t>(length) + 1, '\0');

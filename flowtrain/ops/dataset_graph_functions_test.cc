@@ -221,6 +221,10 @@ TEST(DatasetGraphFunctions, WindowFeedsFlatMap) {
   EXPECT_EQ(RunToEnd(zipped), (Rows{{0, 1, 2, 3, 0, -1, -2, -3}, {4, 5, 6, -4, -5, -6}}));
   testing::ExpectInvalidArgument([&] { input.Window(2, 0); }, "shift must be positive");
   testing::ExpectInvalidArgument([&] { input.Window(2, 1, 0); }, "stride must be positive");
+  // A window whose span overflows an int64 (the kernel's check: the builder takes it).
+  testing::ExpectInvalidArgument(
+      [&] { RunToEnd(input.Window(int64_t{1} << 40, 1, int64_t{1} << 40).FlatMap(Batches)); },
+      "spans more elements than an int64 counts");
 }
 
 TEST(DatasetGraphFunctions, IteratorsOverFunctionsRestoreMidStream) {

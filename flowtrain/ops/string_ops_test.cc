@@ -56,6 +56,10 @@ TEST(AsString, BadOptionsAreTfsErrors) {
                                  "Fill string must be one or fewer characters");
   testing::ExpectInvalidArgument([] { Format(Tensor::FromVector<int32_t>({7}), {.width = 4, .fill = "x"}); },
                                  "Fill argument not supported: \"x\"");
+  // A width printf cannot honour (its output would pass INT_MAX bytes) is an error, not a
+  // std::length_error from a negative length.
+  testing::ExpectInvalidArgument([] { Format(Tensor::FromVector<int32_t>({7}), {.width = 3'000'000'000}); },
+                                 "the width or precision asks for more than 2^31 characters");
 }
 
 }  // namespace

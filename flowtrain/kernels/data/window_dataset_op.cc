@@ -5,6 +5,7 @@
 // batch), which iterator states keep, so a flat_map over windows saves and restores. At the end of
 // the input the windows get shorter, down to one element, unless drop_remainder drops every
 // window shorter than `size`.
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -119,6 +120,11 @@ struct WindowDatasetOp : DatasetOpKernel {
     if (size <= 0) InvalidArgument("Window size must be greater than zero, but got ", size, ".");
     if (shift <= 0) InvalidArgument("Window shift must be greater than zero, but got ", shift, ".");
     if (stride <= 0) InvalidArgument("Window stride must be greater than zero, but got ", stride, ".");
+    // The iterator buffers (size - 1) * stride + 1 elements: that count must fit an int64.
+    if (size - 1 > (std::numeric_limits<int64_t>::max() - 1) / stride) {
+      InvalidArgument("Window size ", size, " with stride ", stride,
+                      " spans more elements than an int64 counts");
+    }
     return std::make_shared<WindowDataset>(Input(ctx), size, shift, stride, ctx->input(4).scalar<bool>());
   }
 };
